@@ -1,0 +1,3 @@
+from condorpy.cli.main import main
+
+raise SystemExit(main())
