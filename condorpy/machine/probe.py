@@ -1,0 +1,167 @@
+"""The machine snapshot: every probe, the configuration overrides, one record.
+
+``detected_facts(roots)`` gives the computed macros the configuration layer exposes
+(DETECTED_CPUS, DETECTED_MEMORY, FULL_HOSTNAME, OPSYSANDVER, ...) as strings;
+``probe_machine(cfg, roots)`` measures everything and applies NUM_CPUS, MAX_NUM_CPUS,
+MEMORY, RESERVED_MEMORY, DISK, RESERVED_DISK, SLOT<N>_EXECUTE and the custom resources.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from condorpy.machine.cpus import count_cpus
+from condorpy.machine.disk import free_kb
+from condorpy.machine.idle import measure_idle
+from condorpy.machine.knobs import KnobError, KnobSource, get_bool, get_int, get_list, get_str, knob_names
+from condorpy.machine.load import boot_time, read_loadavg
+from condorpy.machine.memory import detected_memory_mb, virtual_memory_kb
+from condorpy.machine.network import probe_network
+from condorpy.machine.opsys import probe_os
+from condorpy.machine.resources import custom_resources
+from condorpy.machine.roots import HostRoots
+from condorpy.slots.inventory import MachineInventory
+
+DEFAULT_EXECUTE = "/var/lib/condor/execute"
+_SLOT_EXECUTE = re.compile(r"SLOT(\d+)_EXECUTE", re.IGNORECASE)
+
+
+def _cpus_limit(detected: int, roots: HostRoots) -> int:
+    env = roots.environ()
+    limit = detected
+    for var in ("OMP_THREAD_LIMIT", "SLURM_CPUS_ON_NODE"):
+        raw = env.get(var, "").strip()
+        if raw.isdigit() and int(raw) > 0:
+            limit = min(limit, int(raw))
+    return limit
+
+
+def detected_facts(roots: HostRoots = HostRoots(), count_hyperthreads: bool = True) -> dict[str, str]:
+    """The macros HTCondor computes at start-up, as configuration strings."""
+    cpus = count_cpus(roots)
+    detected_cpus = cpus.detected_cpus(count_hyperthreads)
+    os_info = probe_os(roots)
+    net = probe_network(roots)
+    facts = {
+        "DETECTED_CPUS": str(detected_cpus),
+        "DETECTED_CORES": str(cpus.logical),
+        "DETECTED_PHYSICAL_CPUS": str(cpus.physical),
+        "DETECTED_CPUS_LIMIT": str(_cpus_limit(detected_cpus, roots)),
+        "DETECTED_MEMORY": str(detected_memory_mb(roots)),
+        "FULL_HOSTNAME": net.full_hostname,
+        "HOSTNAME": net.hostname,
+        "IP_ADDRESS": net.ip_address,
+        "ARCH": os_info.arch,
+        "OPSYS": os_info.opsys,
+        "OPSYSVER": str(os_info.version),
+        "OPSYSANDVER": os_info.versioned,
+        "OPSYSMAJORVER": str(os_info.major_version),
+        "OPSYSNAME": os_info.name,
+        "OPSYSLONGNAME": os_info.long_name,
+        "OPSYSSHORTNAME": os_info.short_name,
+        "OPSYSLEGACY": os_info.legacy,
+        "UNAME_ARCH": os_info.uname.machine,
+        "UNAME_OPSYS": os_info.uname.sysname,
+    }
+    if net.ipv4:
+        facts["IPV4_ADDRESS"] = net.ipv4
+    if net.ipv6:
+        facts["IPV6_ADDRESS"] = net.ipv6
+    return facts
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What changes between start-up and the next poll: load and owner activity."""
+
+    total_load_avg: float
+    keyboard_idle: int
+    console_idle: int | None   # None: no console device configured (ConsoleIdle unpublished)
+
+
+def measure_activity(cfg: KnobSource, roots: HostRoots = HostRoots()) -> Activity:
+    """The cheap part of the probe, for the daemon's periodic updates (no GPU discovery)."""
+    # an empty CONSOLE_DEVICES means "no console", unlike an unset one
+    raw = cfg.get("CONSOLE_DEVICES")
+    consoles = ["mouse", "console"] if raw is None else get_list(cfg, "CONSOLE_DEVICES")
+    idle = measure_idle(roots, console_devices=consoles,
+                        bad_utmp=get_bool(cfg, "STARTD_HAS_BAD_UTMP", False))
+    return Activity(read_loadavg(roots).one, idle.keyboard_idle, idle.console_idle)
+
+
+def _execute_dir(cfg: KnobSource, knob: str, default: str) -> Path:
+    return Path(get_str(cfg, knob) or default)
+
+
+def probe_machine(cfg: KnobSource, roots: HostRoots = HostRoots()) -> MachineInventory:
+    """Measure the host and apply the configuration's overrides."""
+    count_ht = get_bool(cfg, "COUNT_HYPERTHREAD_CPUS", True)
+    cpus = count_cpus(roots)
+    detected_cpus = cpus.detected_cpus(count_ht)
+
+    num_cpus = get_int(cfg, "NUM_CPUS", 0)
+    if num_cpus < 0:
+        raise KnobError("NUM_CPUS", f"must not be negative, got {num_cpus}")
+    if num_cpus == 0:
+        num_cpus = detected_cpus
+        ceiling = get_int(cfg, "MAX_NUM_CPUS", 0)
+        if ceiling > 0:
+            num_cpus = min(num_cpus, ceiling)
+
+    detected_mem = detected_memory_mb(roots)
+    memory = get_int(cfg, "MEMORY", 0) or detected_mem
+    if memory < 0:
+        raise KnobError("MEMORY", f"must not be negative, got {memory}")
+    memory = max(memory - get_int(cfg, "RESERVED_MEMORY", 0), 0)
+
+    reserved_disk_kb = get_int(cfg, "RESERVED_DISK", 0) * 1024
+    execute = _execute_dir(cfg, "EXECUTE", DEFAULT_EXECUTE)
+    disk_override = get_int(cfg, "DISK", -1)
+    if disk_override >= 0:
+        disk = disk_override
+    else:
+        disk = max(free_kb(execute) - reserved_disk_kb, 0)
+    slot_disk: dict[int, int] = {}
+    # a configuration that cannot list its names is asked for each slot number instead
+    names = knob_names(cfg) or [f"SLOT{n}_EXECUTE" for n in range(1, max(num_cpus, 64) + 1)]
+    for knob in names:
+        m = _SLOT_EXECUTE.fullmatch(knob)
+        if not m:
+            continue
+        path = _execute_dir(cfg, knob, str(execute))
+        if path != execute:
+            slot_disk[int(m.group(1))] = max(free_kb(path) - reserved_disk_kb, 0)
+
+    os_info = probe_os(roots)
+    net = probe_network(roots)
+    facts = os_info.attrs()
+    facts["Machine"] = net.full_hostname
+    if cpus.model_number is not None:
+        facts["CpuModelNumber"] = cpus.model_number
+    if cpus.family is not None:
+        facts["CpuFamily"] = cpus.family
+    if cpus.cache_kb is not None:
+        facts["CpuCacheSize"] = cpus.cache_kb
+
+    activity = measure_activity(cfg, roots)
+    return MachineInventory(
+        cpus=num_cpus,
+        memory_mb=memory,
+        disk_kb=disk,
+        swap_kb=virtual_memory_kb(roots),
+        detected_cpus=detected_cpus,
+        detected_cores=cpus.logical,
+        detected_physical_cpus=cpus.physical,
+        detected_memory_mb=detected_mem,
+        custom=custom_resources(cfg, roots),
+        slot_disk_kb=slot_disk,
+        facts=facts,
+        hostname=net.full_hostname,
+        total_load_avg=activity.total_load_avg,
+        keyboard_idle=activity.keyboard_idle,
+        # the record has no "unknown"; without console devices the keyboard figure stands in
+        console_idle=activity.keyboard_idle if activity.console_idle is None else activity.console_idle,
+        boot_time=boot_time(roots),
+    )
