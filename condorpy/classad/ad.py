@@ -1,0 +1,211 @@
+"""The ClassAd container: case-insensitive names keeping their spelling, compiled values."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping
+
+from condorpy.classad.ast import Literal, Node
+from condorpy.classad.compiler import NOCONST, EvalState, eval_attr
+from condorpy.classad.expr import Expr, parse_expr, value_to_node
+from condorpy.classad.functions.registry import CallContext
+from condorpy.classad.scope import Scope
+from condorpy.classad.values import Error, Undefined
+from condorpy.errors import ClassAdError
+
+
+class ClassAd(Scope):
+    """A set of named expressions. ``ClassAd({"Memory": 512, "Start": parse_expr(...)})``."""
+
+    __slots__ = ()
+
+    def __init__(self, attrs: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None
+                 ) -> None:
+        super().__init__()
+        if attrs:
+            self.update(attrs)
+
+    # --- construction -------------------------------------------------------------
+
+    @classmethod
+    def _from_items(cls, items: tuple[tuple[str, Node], ...], parent: Scope | None
+                    ) -> "ClassAd":
+        ad = cls()
+        for name, node in items:
+            ad._set(name, Expr.from_node(node))
+        ad._parent = parent
+        return ad
+
+    def _with_parent(self, parent: Scope | None) -> "ClassAd":
+        ad = ClassAd()
+        ad._exprs = self._exprs.copy()
+        ad._consts = self._consts.copy()
+        ad._names = self._names.copy()
+        ad._parent = parent
+        return ad
+
+    @classmethod
+    def parse_old(cls, text: str, source: str | None = None) -> "ClassAd":
+        from condorpy.classad.formats import parse_old
+        return parse_old(text, source)
+
+    @classmethod
+    def parse_old_many(cls, text: str, source: str | None = None) -> list["ClassAd"]:
+        from condorpy.classad.formats import parse_old_many
+        return parse_old_many(text, source)
+
+    @classmethod
+    def parse_new(cls, text: str, source: str | None = None) -> "ClassAd":
+        from condorpy.classad.formats import parse_new
+        return parse_new(text, source)
+
+    @classmethod
+    def from_json(cls, text: str, source: str | None = None) -> "ClassAd":
+        from condorpy.classad.formats import from_json
+        return from_json(text, source)
+
+    # --- writing --------------------------------------------------------------------
+
+    def to_old(self) -> str:
+        from condorpy.classad.formats import to_old
+        return to_old(self)
+
+    def to_new(self) -> str:
+        from condorpy.classad.formats import to_new
+        return to_new(self)
+
+    def to_json(self) -> str:
+        from condorpy.classad.formats import to_json
+        return to_json(self)
+
+    # --- mapping interface ------------------------------------------------------------
+
+    def _set(self, name: str, expr: Expr) -> None:
+        lc = name.lower()
+        if lc not in self._names:
+            self._names[lc] = name
+        self._exprs[lc] = expr
+        if expr.const is not NOCONST:
+            self._consts[lc] = expr.const
+        else:
+            self._consts.pop(lc, None)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        if not isinstance(name, str) or not name:
+            raise ClassAdError(f"bad attribute name {name!r}")
+        if isinstance(value, Expr):
+            self._set(name, value)
+        else:
+            try:
+                self._set(name, Expr.from_node(value_to_node(value)))
+            except ClassAdError as e:
+                raise ClassAdError(e.message, attribute=name) from None
+
+    def set_expr(self, name: str, text: str, source: str | None = None) -> None:
+        self._set(name, parse_expr(text, source=source, attribute=name))
+
+    def __getitem__(self, name: str) -> Any:
+        """The value of a literal attribute, else its Expr (like classad2); KeyError if absent."""
+        lc = name.lower()
+        e = self._exprs.get(lc)
+        if e is None:
+            raise KeyError(name)
+        c = e.const
+        if c is not NOCONST and type(e.node) is Literal:
+            return c
+        return e
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def lookup(self, name: str) -> Expr | None:
+        return self._exprs.get(name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._exprs
+
+    def __delitem__(self, name: str) -> None:
+        lc = name.lower()
+        if lc not in self._exprs:
+            raise KeyError(name)
+        del self._exprs[lc]
+        del self._names[lc]
+        self._consts.pop(lc, None)
+
+    def __len__(self) -> int:
+        return len(self._exprs)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names.values()))
+
+    def keys(self) -> list[str]:
+        return list(self._names.values())
+
+    def items(self) -> list[tuple[str, Expr]]:
+        return [(self._names[lc], e) for lc, e in self._exprs.items()]
+
+    def name_of(self, name: str) -> str | None:
+        """The attribute's spelling in this ad."""
+        return self._names.get(name.lower())
+
+    def update(self, other: "ClassAd | Mapping[str, Any] | Iterable[tuple[str, Any]]") -> None:
+        if isinstance(other, ClassAd):
+            for lc, e in other._exprs.items():
+                self._set(other._names[lc], e)
+            return
+        pairs = other.items() if isinstance(other, Mapping) else other
+        for k, v in pairs:
+            self[k] = v
+
+    def copy(self) -> "ClassAd":
+        return self._with_parent(self._parent)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClassAd):
+            return NotImplemented
+        return self._exprs == other._exprs
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return self.to_new()
+
+    # --- evaluation ---------------------------------------------------------------------
+
+    def evaluate(self, name: str, target: "ClassAd | None" = None,
+                 ctx: CallContext | None = None) -> Any:
+        """The named attribute evaluated with MY = this ad; Undefined when absent."""
+        lc = name.lower()
+        c = self._consts.get(lc, NOCONST)
+        if c is not NOCONST:
+            return c
+        e = self._exprs.get(lc)
+        if e is None:
+            return Undefined
+        try:
+            return eval_attr(self, lc, e._fn, target, [ctx, None])
+        except RecursionError:
+            return Error
+
+    def eval_expr(self, expr: Expr | str, target: "ClassAd | None" = None,
+                  ctx: CallContext | None = None) -> Any:
+        if isinstance(expr, str):
+            expr = parse_expr(expr)
+        return expr.evaluate(self, target, ctx)
+
+
+def match(a: ClassAd, b: ClassAd, ctx: CallContext | None = None) -> bool:
+    """True when a's Requirements hold against b and b's against a."""
+    return a.evaluate("Requirements", b, ctx) is True and \
+        b.evaluate("Requirements", a, ctx) is True
+
+
+def rank(a: ClassAd, b: ClassAd, ctx: CallContext | None = None) -> float:
+    """a's Rank evaluated against b; 0.0 unless it is a number."""
+    v = a.evaluate("Rank", b, ctx)
+    t = type(v)
+    if t is int or t is float or t is bool:
+        return float(v)
+    return 0.0

@@ -1,0 +1,370 @@
+"""The syntax tree of ClassAd expressions, and its unparse (HTCondor's spelling).
+
+Nodes are frozen dataclasses; ``children()`` gives the sub-expressions in source order so
+tools (the policy "explain" view) can walk a tree and evaluate each part. Parentheses
+written by the user are kept as :class:`Paren` nodes so an unparse shows what was
+written; for trees built by code, :func:`unparse` adds the parentheses precedence needs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
+
+
+class Node:
+    __slots__ = ()
+
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+    def __str__(self) -> str:
+        return unparse(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Node):
+    value: Any  # int | float | str | bool | Undefined | Error | AbsTime | RelTime
+
+
+@dataclass(frozen=True, slots=True)
+class AttrRef(Node):
+    name: str
+    scope: str = ""  # "" unscoped, else "MY" or "TARGET" as spelled in the source
+
+    @property
+    def scope_kind(self) -> str:
+        return self.scope.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Node):
+    base: Node
+    name: str
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.base,)
+
+
+@dataclass(frozen=True, slots=True)
+class Subscript(Node):
+    base: Node
+    index: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.base, self.index)
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Node):
+    name: str
+    args: tuple[Node, ...]
+
+    def children(self) -> tuple[Node, ...]:
+        return self.args
+
+
+@dataclass(frozen=True, slots=True)
+class Unary(Node):
+    op: str
+    operand: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.operand,)
+
+
+@dataclass(frozen=True, slots=True)
+class Binary(Node):
+    op: str  # canonical: "is"/"isnt" stand for =?= / =!=
+    left: Node
+    right: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, slots=True)
+class Cond(Node):
+    cond: Node
+    then: Node
+    else_: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.cond, self.then, self.else_)
+
+
+@dataclass(frozen=True, slots=True)
+class Elvis(Node):
+    left: Node
+    right: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, slots=True)
+class Paren(Node):
+    inner: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.inner,)
+
+
+@dataclass(frozen=True, slots=True)
+class ListExpr(Node):
+    items: tuple[Node, ...]
+
+    def children(self) -> tuple[Node, ...]:
+        return self.items
+
+
+@dataclass(frozen=True, slots=True)
+class RecordExpr(Node):
+    items: tuple[tuple[str, Node], ...]
+
+    def children(self) -> tuple[Node, ...]:
+        return tuple(n for _, n in self.items)
+
+
+# --- precedence (higher binds tighter) -------------------------------------------
+
+BINARY_PREC: dict[str, int] = {
+    "||": 2, "&&": 3, "|": 4, "^": 5, "&": 6,
+    "==": 7, "!=": 7, "is": 7, "isnt": 7,
+    "<": 8, "<=": 8, ">": 8, ">=": 8,
+    "<<": 9, ">>": 9, ">>>": 9,
+    "+": 10, "-": 10, "*": 11, "/": 11, "%": 11,
+}
+COND_PREC = 1
+UNARY_PREC = 12
+ELVIS_PREC = 13  # the reference binds a ?: b tighter than every other operator
+POSTFIX_PREC = 14
+ATOM_PREC = 15
+
+
+def _prec(node: Node) -> int:
+    t = type(node)
+    if t is Binary:
+        return BINARY_PREC[node.op]  # type: ignore[attr-defined]
+    if t is Cond:
+        return COND_PREC
+    if t is Elvis:
+        return ELVIS_PREC
+    if t is Unary:
+        return UNARY_PREC
+    if t is Literal:
+        v = node.value  # type: ignore[attr-defined]
+        if (type(v) is int or type(v) is float) and (v < 0 or str(v)[0] == "-"):
+            return UNARY_PREC  # a negative literal reads like a unary minus
+        return ATOM_PREC
+    if t is Select or t is Subscript:
+        return POSTFIX_PREC
+    return ATOM_PREC
+
+
+# --- literal spelling ---------------------------------------------------------------
+
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_RESERVED = frozenset({"true", "false", "undefined", "error", "is", "isnt", "parent"})
+
+
+def format_real(v: float) -> str:
+    """A real as HTCondor prints it (``%.16G``, ``.0`` added to integral values).
+
+    Where 16 significant digits do not give the same double back, 17 are used, so that
+    writing and reading an ad never changes a value (HTCondor would lose the last bit).
+    """
+    if v != v:
+        return 'real("NaN")'
+    if v == math.inf:
+        return 'real("INF")'
+    if v == -math.inf:
+        return 'real("-INF")'
+    s = "%.16G" % v
+    if float(s) != v:
+        s = "%.17G" % v
+    if "." not in s and "E" not in s:
+        s += ".0"
+    return s
+
+
+def quote_string(s: str, quote: str = '"') -> str:
+    out = [quote]
+    for ch in s:
+        o = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == quote:
+            out.append("\\" + quote)
+        elif o < 0x20 or o == 0x7F:
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b",
+                        "\f": "\\f"}.get(ch) or "\\%03o" % o)
+        else:
+            out.append(ch)
+    out.append(quote)
+    return "".join(out)
+
+
+def format_name(name: str) -> str:
+    if _IDENT_RE.match(name) and name.lower() not in _RESERVED:
+        return name
+    return quote_string(name, "'")
+
+
+def format_abstime(t: AbsTime) -> str:
+    off = int(t.tz_offset)
+    tm = time.gmtime(math.floor(t.epoch) + off)
+    sign = "+" if off > 0 else "-"
+    a = abs(off)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", tm)
+    return f'absTime("{stamp}{sign}{a // 3600:02d}:{a % 3600 // 60:02d}")'
+
+
+def format_reltime(t: RelTime) -> str:
+    s = t.seconds
+    num = str(int(s)) if float(s).is_integer() else format_real(float(s))
+    return f"relTime({num})"
+
+
+def format_scalar(v: Any) -> str:
+    t = type(v)
+    if t is bool:
+        return "true" if v else "false"
+    if t is int:
+        return str(v)
+    if t is float:
+        return format_real(v)
+    if t is str:
+        return quote_string(v)
+    if v is Undefined:
+        return "undefined"
+    if v is Error:
+        return "error"
+    if t is AbsTime:
+        return format_abstime(v)
+    if t is RelTime:
+        return format_reltime(v)
+    raise TypeError(f"not a ClassAd scalar: {v!r}")
+
+
+# --- unparse -------------------------------------------------------------------------
+
+class _Parts(list[str]):
+    old = False  # spell strings the old-format way
+
+
+def quote_string_old(s: str) -> str:
+    """A string in the old ClassAd format, where a backslash only escapes a quote.
+
+    Text holding a line break, or a backslash right before a quote or at the end, has no
+    old-format spelling (HTCondor writes it broken); it is written with new-format
+    escapes instead, which an old-format reader takes literally."""
+    if "\n" in s or "\r" in s or "\\\"" in s or s.endswith("\\"):
+        return quote_string(s)
+    return '"' + s.replace('"', '\\"') + '"'
+
+
+def unparse(node: Node, old: bool = False) -> str:
+    """The expression as text; ``old``: strings spelled for the old ClassAd format."""
+    parts = _Parts()
+    parts.old = old
+    _unparse(node, parts)
+    return "".join(parts)
+
+
+def _child(node: Node, min_prec: int, parts: list[str]) -> None:
+    if _prec(node) < min_prec:
+        parts.append("(")
+        _unparse(node, parts)
+        parts.append(")")
+    else:
+        _unparse(node, parts)
+
+
+def _unparse(node: Node, parts: list[str]) -> None:
+    t = type(node)
+    if t is Literal:
+        v = node.value  # type: ignore[attr-defined]
+        if type(v) is str and getattr(parts, "old", False):
+            parts.append(quote_string_old(v))
+        else:
+            parts.append(format_scalar(v))
+    elif t is AttrRef:
+        assert isinstance(node, AttrRef)
+        if node.scope:
+            parts.append(node.scope + ".")
+        parts.append(format_name(node.name))
+    elif t is Binary:
+        assert isinstance(node, Binary)
+        p = BINARY_PREC[node.op]
+        _child(node.left, p, parts)  # left-associative
+        parts.append(f" {node.op} ")
+        _child(node.right, p + 1, parts)
+    elif t is Paren:
+        parts.append("(")
+        _unparse(node.inner, parts)  # type: ignore[attr-defined]
+        parts.append(")")
+    elif t is Unary:
+        assert isinstance(node, Unary)
+        parts.append(node.op)
+        _child(node.operand, UNARY_PREC, parts)
+    elif t is Call:
+        assert isinstance(node, Call)
+        parts.append(node.name + "(")
+        for i, a in enumerate(node.args):
+            if i:
+                parts.append(",")
+            _unparse(a, parts)
+        parts.append(")")
+    elif t is Select:
+        assert isinstance(node, Select)
+        _child(node.base, POSTFIX_PREC, parts)
+        parts.append("." + format_name(node.name))
+    elif t is Subscript:
+        assert isinstance(node, Subscript)
+        _child(node.base, POSTFIX_PREC, parts)
+        parts.append("[")
+        _unparse(node.index, parts)
+        parts.append("]")
+    elif t is Cond:
+        assert isinstance(node, Cond)
+        _child(node.cond, COND_PREC + 1, parts)
+        parts.append(" ? ")
+        _unparse(node.then, parts)
+        parts.append(" : ")
+        _unparse(node.else_, parts)
+    elif t is Elvis:
+        assert isinstance(node, Elvis)
+        _child(node.left, POSTFIX_PREC, parts)
+        parts.append(" ?: ")
+        _child(node.right, ELVIS_PREC, parts)
+    elif t is ListExpr:
+        assert isinstance(node, ListExpr)
+        if not node.items:
+            parts.append("{ }")
+            return
+        parts.append("{ ")
+        for i, a in enumerate(node.items):
+            if i:
+                parts.append(",")
+            _unparse(a, parts)
+        parts.append(" }")
+    elif t is RecordExpr:
+        assert isinstance(node, RecordExpr)
+        if not node.items:
+            parts.append("[ ]")
+            return
+        parts.append("[ ")
+        for i, (k, v) in enumerate(node.items):
+            if i:
+                parts.append("; ")
+            parts.append(format_name(k) + " = ")
+            _unparse(v, parts)
+        parts.append(" ]")
+    else:
+        raise TypeError(f"not a ClassAd syntax node: {node!r}")

@@ -1,0 +1,510 @@
+"""Compile a syntax tree into nested Python closures: parse once, evaluate many times.
+
+Each node becomes ``fn(scope, target, state) -> value``. Constant sub-trees are folded at
+compile time; the common cases of each operator (two numbers, two strings, booleans)
+run inline and everything else falls back to :mod:`condorpy.classad.ops`. Attribute
+references probe the scope's constant map first, then its expressions, then enclosing
+records, then the TARGET ad (HTCondor's matchmaking rule: unscoped names are looked
+up in MY, then TARGET). An attribute being evaluated again inside its own evaluation is
+a circular reference and yields ``error``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, TypeAlias
+
+from condorpy.classad import ops
+from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
+                                  Node, Paren, RecordExpr, Select, Subscript, Unary)
+from condorpy.classad.functions.registry import CallContext, FunctionSpec
+from condorpy.classad.lexer import INT_MAX, INT_MIN
+from condorpy.classad.scope import Scope
+from condorpy.classad.values import Error, Undefined
+
+Fn = Callable[[Any, Any, "list[Any]"], Any]
+
+
+class _NoConst:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOCONST"
+
+
+NOCONST: Any = _NoConst()
+_MISS: Any = object()
+
+# How deeply attribute evaluations may nest (a chain a1 = a2, a2 = a3, ...).
+MAX_ATTR_DEPTH = 120
+
+
+# Per-evaluation bookkeeping, a two-slot list because it is created on every
+# evaluation and a list is the cheapest object Python makes:
+#   [0] the CallContext (None until a function needs it: making one costs microseconds)
+#   [1] the set of (scope id, attribute) under evaluation (None until the first one)
+EvalState: TypeAlias = "list[Any]"
+
+
+def new_state(ctx: CallContext | None = None) -> "EvalState":
+    return [ctx, None]
+
+
+def state_ctx(st: "EvalState") -> CallContext:
+    ctx = st[0]
+    if ctx is None:
+        ctx = st[0] = CallContext()
+    return ctx  # type: ignore[no-any-return]
+
+
+# --- attribute resolution ------------------------------------------------------------
+
+def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
+    key = (id(s), lc)
+    active = st[1]
+    if active is None:
+        active = st[1] = set()
+    elif key in active or len(active) > MAX_ATTR_DEPTH:
+        return Error
+    active.add(key)
+    try:
+        return fn(s, target, st)
+    finally:
+        active.discard(key)
+
+
+def _root(s: Scope) -> Scope:
+    while s._parent is not None:
+        s = s._parent
+    return s
+
+
+def lookup_in(s: Scope | None, lc: str, target: Any, st: EvalState) -> Any:
+    """``lc`` in scope ``s`` or its enclosing records; _MISS when absent."""
+    while s is not None:
+        v = s._consts.get(lc, _MISS)
+        if v is not _MISS:
+            return v
+        e = s._exprs.get(lc)
+        if e is not None:
+            return eval_attr(s, lc, e._fn, target, st)
+        s = s._parent
+    return _MISS
+
+
+def lookup_unscoped(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
+    v = lookup_in(scope, lc, target, st)
+    if v is not _MISS:
+        return v
+    if lc == "my":
+        return Undefined if scope is None else scope
+    if lc == "target":
+        return Undefined if target is None else target
+    if target is not None and isinstance(target, Scope):
+        v = lookup_in(target, lc, None if scope is None else _root(scope), st)
+        if v is not _MISS:
+            return v
+    return Undefined
+
+
+def lookup_target(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
+    if target is None or not isinstance(target, Scope):
+        return Undefined
+    v = lookup_in(target, lc, None if scope is None else _root(scope), st)
+    if v is _MISS:
+        return target if lc == "my" else (scope if lc == "target" and scope is not None
+                                           else Undefined)
+    return v
+
+
+def lookup_my(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
+    v = lookup_in(scope, lc, target, st)
+    if v is _MISS:
+        if lc == "my" and scope is not None:
+            return scope
+        if lc == "target" and target is not None:
+            return target
+        return Undefined
+    return v
+
+
+def select(base: Any, lc: str, target: Any, st: EvalState) -> Any:
+    """``base.name``: a record's attribute; over a list, the list of selections."""
+    if isinstance(base, Scope):
+        v = lookup_in(base, lc, target, st)
+        return Undefined if v is _MISS else v
+    if base is Undefined:
+        return Undefined
+    if type(base) is list:
+        return [select(b, lc, target, st) for b in base]
+    return Error
+
+
+def subscript(base: Any, idx: Any, target: Any, st: EvalState) -> Any:
+    if base is Error or idx is Error:
+        return Error
+    if base is Undefined or idx is Undefined:
+        return Undefined
+    if type(base) is list:
+        if type(idx) is not int:
+            return Error
+        if 0 <= idx < len(base):
+            return base[idx]
+        return Error
+    if isinstance(base, Scope):
+        if type(idx) is not str:
+            return Error
+        v = lookup_in(base, idx.lower(), target, st)
+        return Undefined if v is _MISS else v
+    return Error
+
+
+# --- the compiler --------------------------------------------------------------------
+
+class Compiler:
+    def __init__(self, functions: dict[str, FunctionSpec],
+                 make_record: Callable[[tuple[tuple[str, Node], ...], Any], Any]) -> None:
+        self.functions = functions
+        self.make_record = make_record
+
+    def compile(self, node: Node) -> tuple[Fn, Any]:
+        """(closure, constant value or NOCONST)."""
+        t = type(node)
+        if t is Literal:
+            v = node.value  # type: ignore[attr-defined]
+            return (lambda s, tg, st: v), v
+        if t is Paren:
+            return self.compile(node.inner)  # type: ignore[attr-defined]
+        meth = getattr(self, "_c_" + t.__name__)
+        fn, foldable = meth(node)
+        if foldable:
+            v = fn(None, None, new_state())
+            return (lambda s, tg, st: v), v
+        return fn, NOCONST
+
+    # Each _c_X returns (closure, foldable): foldable when every child is constant and
+    # the node itself depends on nothing but its children.
+
+    def _c_AttrRef(self, node: AttrRef) -> tuple[Fn, bool]:
+        lc = node.name.lower()
+        kind = node.scope.lower()
+        if kind == "target":
+            return (lambda s, tg, st: lookup_target(lc, s, tg, st)), False
+        if kind == "my":
+            return (lambda s, tg, st: lookup_my(lc, s, tg, st)), False
+        lookup = lookup_unscoped
+
+        def attr(s: Any, tg: Any, st: EvalState) -> Any:
+            if s is not None:
+                v = s._consts.get(lc, _MISS)
+                if v is not _MISS:
+                    return v
+                e = s._exprs.get(lc)
+                if e is not None:
+                    return eval_attr(s, lc, e._fn, tg, st)
+            return lookup(lc, s, tg, st)
+        return attr, False
+
+    def _c_Select(self, node: Select) -> tuple[Fn, bool]:
+        bf, bc = self.compile(node.base)
+        lc = node.name.lower()
+        return (lambda s, tg, st: select(bf(s, tg, st), lc, tg, st)), False
+
+    def _c_Subscript(self, node: Subscript) -> tuple[Fn, bool]:
+        bf, _ = self.compile(node.base)
+        xf, _ = self.compile(node.index)
+        return (lambda s, tg, st: subscript(bf(s, tg, st), xf(s, tg, st), tg, st)), False
+
+    def _c_ListExpr(self, node: ListExpr) -> tuple[Fn, bool]:
+        compiled = [self.compile(i) for i in node.items]
+        fns = tuple(f for f, _ in compiled)
+        const = all(c is not NOCONST for _, c in compiled)
+        return (lambda s, tg, st: [f(s, tg, st) for f in fns]), const
+
+    def _c_RecordExpr(self, node: RecordExpr) -> tuple[Fn, bool]:
+        make = self.make_record
+        proto = make(node.items, None)  # compiles the attribute expressions once
+
+        def record(s: Any, tg: Any, st: EvalState) -> Any:
+            return proto._with_parent(s)
+        return record, False
+
+    def _c_Unary(self, node: Unary) -> tuple[Fn, bool]:
+        f, c = self.compile(node.operand)
+        op = node.op
+        slow = ops.unary
+        if op == "!":
+            def not_(s: Any, tg: Any, st: EvalState) -> Any:
+                v = f(s, tg, st)
+                if v is True:
+                    return False
+                if v is False:
+                    return True
+                return slow("!", v)
+            return not_, c is not NOCONST
+        return (lambda s, tg, st: slow(op, f(s, tg, st))), c is not NOCONST
+
+    def _c_Binary(self, node: Binary) -> tuple[Fn, bool]:
+        lf, lc_ = self.compile(node.left)
+        rf, rc = self.compile(node.right)
+        foldable = lc_ is not NOCONST and rc is not NOCONST
+        op = node.op
+        if op == "&&":
+            return _and(lf, rf), foldable
+        if op == "||":
+            return _or(lf, rf), foldable
+        if op in ("+", "-", "*"):
+            return _arith(op, lf, rf, rc, _attr_name(node.left), _attr_name(node.right)), foldable
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return _compare(op, lf, rf, rc, _attr_name(node.left)), foldable
+        slow = ops.BINARY[op]
+        return (lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))), foldable
+
+    def _c_Cond(self, node: Cond) -> tuple[Fn, bool]:
+        cf, cc = self.compile(node.cond)
+        tf, tc = self.compile(node.then)
+        ef, ec = self.compile(node.else_)
+        to_bool = ops.to_bool
+
+        def cond(s: Any, tg: Any, st: EvalState) -> Any:
+            c = cf(s, tg, st)
+            if c is True:
+                return tf(s, tg, st)
+            if c is False:
+                return ef(s, tg, st)
+            b = to_bool(c)
+            if b is True:
+                return tf(s, tg, st)
+            if b is False:
+                return ef(s, tg, st)
+            return b
+        return cond, cc is not NOCONST and tc is not NOCONST and ec is not NOCONST
+
+    def _c_Elvis(self, node: Elvis) -> tuple[Fn, bool]:
+        lf, lc_ = self.compile(node.left)
+        rf, rc = self.compile(node.right)
+
+        def elvis(s: Any, tg: Any, st: EvalState) -> Any:
+            v = lf(s, tg, st)
+            return rf(s, tg, st) if v is Undefined else v
+        return elvis, lc_ is not NOCONST and rc is not NOCONST
+
+    def _c_Call(self, node: Call) -> tuple[Fn, bool]:
+        spec = self.functions.get(node.name.lower())
+        compiled = [self.compile(a) for a in node.args]
+        n = len(compiled)
+        if spec is None or n < spec.min_args or (spec.max_args is not None and n > spec.max_args):
+            return (lambda s, tg, st: Error), True
+        fns = tuple(f for f, _ in compiled)
+        impl = spec.impl
+        if spec.lazy:
+            from condorpy.classad.expr import LazyCall
+            nodes = node.args
+
+            def lazy(s: Any, tg: Any, st: EvalState) -> Any:
+                try:
+                    return impl(LazyCall(fns, nodes, s, tg, st))
+                except RecursionError:
+                    return Error
+                except Exception:  # an implementation bug must not reach the user
+                    return Error
+            return lazy, False
+        const = all(c is not NOCONST for _, c in compiled)
+        if spec.needs_ctx:
+            def call_ctx(s: Any, tg: Any, st: EvalState) -> Any:
+                args = [f(s, tg, st) for f in fns]
+                try:
+                    return impl(state_ctx(st), *args)
+                except RecursionError:
+                    return Error
+                except Exception:
+                    return Error
+            return call_ctx, const and spec.pure
+
+        def call(s: Any, tg: Any, st: EvalState) -> Any:
+            args = [f(s, tg, st) for f in fns]
+            try:
+                return impl(*args)
+            except RecursionError:
+                return Error
+            except Exception:
+                return Error
+        return call, const and spec.pure
+
+
+# --- inline fast paths ----------------------------------------------------------------
+
+def _and(lf: Fn, rf: Fn) -> Fn:
+    slow = ops.logical_and
+
+    def and_(s: Any, tg: Any, st: EvalState) -> Any:
+        a = lf(s, tg, st)
+        if a is False:
+            return False
+        if a is True:
+            b = rf(s, tg, st)
+            if b is True or b is False:
+                return b
+            return slow(True, lambda: b)
+        return slow(a, lambda: rf(s, tg, st))
+    return and_
+
+
+def _or(lf: Fn, rf: Fn) -> Fn:
+    slow = ops.logical_or
+
+    def or_(s: Any, tg: Any, st: EvalState) -> Any:
+        a = lf(s, tg, st)
+        if a is True:
+            return True
+        if a is False:
+            b = rf(s, tg, st)
+            if b is True or b is False:
+                return b
+            return slow(False, lambda: b)
+        return slow(a, lambda: rf(s, tg, st))
+    return or_
+
+
+_PYOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
+}
+
+
+def _attr_name(node: Node) -> str | None:
+    """The lower-cased name when ``node`` is a plain unscoped attribute reference: the
+    operators then probe the scope's constants inline before calling the lookup."""
+    while type(node) is Paren:
+        node = node.inner  # type: ignore[attr-defined]
+    if type(node) is AttrRef and not node.scope:  # type: ignore[attr-defined]
+        return node.name.lower()  # type: ignore[attr-defined,no-any-return]
+    return None
+
+
+def _arith(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, ra: str | None) -> Fn:
+    pyop = _PYOPS[op]
+    slow = ops.BINARY[op]
+    lo, hi = INT_MIN, INT_MAX
+    inf = float("inf")
+    if la is not None and ra is not None:
+        def arith_aa(s: Any, tg: Any, st: EvalState) -> Any:
+            if s is not None:
+                c = s._consts
+                a = c.get(la, _MISS)
+                if a is _MISS:
+                    a = lf(s, tg, st)
+                b = c.get(ra, _MISS)
+                if b is _MISS:
+                    b = rf(s, tg, st)
+            else:
+                a = lf(s, tg, st)
+                b = rf(s, tg, st)
+            ta = type(a)
+            tb = type(b)
+            if ta is int and tb is int:
+                r = pyop(a, b)
+                if lo <= r <= hi:
+                    return r
+            elif (ta is float or ta is int) and (tb is float or tb is int):
+                r = pyop(a, b)
+                return r if r != inf else Error
+            return slow(a, b)
+        return arith_aa
+    if type(rc) is int or type(rc) is float:
+        k = rc
+        ki = type(rc) is int
+
+        def arith_c(s: Any, tg: Any, st: EvalState) -> Any:
+            a = lf(s, tg, st)
+            ta = type(a)
+            if ta is int and ki:
+                r = pyop(a, k)
+                if lo <= r <= hi:
+                    return r
+            elif ta is float or ta is int:
+                r = pyop(a, k)
+                return r if r != inf else Error
+            return slow(a, k)
+        return arith_c
+
+    def arith(s: Any, tg: Any, st: EvalState) -> Any:
+        a = lf(s, tg, st)
+        b = rf(s, tg, st)
+        ta = type(a)
+        tb = type(b)
+        if ta is int and tb is int:
+            r = pyop(a, b)
+            if lo <= r <= hi:
+                return r
+        elif (ta is float or ta is int) and (tb is float or tb is int):
+            r = pyop(a, b)
+            return r if r != inf else Error
+        return slow(a, b)
+    return arith
+
+
+def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None) -> Fn:
+    pyop = _PYOPS[op]
+    slow = ops.BINARY[op]
+    tc = type(rc)
+    if (tc is int or tc is float) and la is not None:
+        k = rc
+        tk = tc
+
+        def cmp_attr_num(s: Any, tg: Any, st: EvalState) -> Any:
+            a = _MISS if s is None else s._consts.get(la, _MISS)
+            if a is _MISS:
+                a = lf(s, tg, st)
+            ta = type(a)
+            if ta is tk:
+                return pyop(a, k)
+            if ta is int or ta is float:
+                return pyop(float(a), float(k))  # mixed: compared as doubles, like C
+            return slow(a, k)
+        return cmp_attr_num
+    if tc is str and la is not None:
+        ks = rc
+        kl = rc.lower()
+
+        def cmp_attr_str(s: Any, tg: Any, st: EvalState) -> Any:
+            a = _MISS if s is None else s._consts.get(la, _MISS)
+            if a is _MISS:
+                a = lf(s, tg, st)
+            if type(a) is str:
+                return pyop(a.lower(), kl)
+            return slow(a, ks)
+        return cmp_attr_str
+    if tc is int or tc is float:
+        c = rc
+
+        def cmp_num(s: Any, tg: Any, st: EvalState) -> Any:
+            a = lf(s, tg, st)
+            ta = type(a)
+            if ta is tc:
+                return pyop(a, c)
+            if ta is int or ta is float:
+                return pyop(float(a), float(c))
+            return slow(a, c)
+        return cmp_num
+    if tc is str:
+        cs = rc
+        cl = rc.lower()
+
+        def cmp_str(s: Any, tg: Any, st: EvalState) -> Any:
+            a = lf(s, tg, st)
+            if type(a) is str:
+                return pyop(a.lower(), cl)
+            return slow(a, cs)
+        return cmp_str
+
+    def cmp(s: Any, tg: Any, st: EvalState) -> Any:
+        a = lf(s, tg, st)
+        b = rf(s, tg, st)
+        ta = type(a)
+        tb = type(b)
+        if ta is tb and (ta is int or ta is float):
+            return pyop(a, b)
+        return slow(a, b)
+    return cmp

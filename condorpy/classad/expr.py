@@ -1,0 +1,210 @@
+"""Compiled expressions: :class:`Expr`, :func:`parse_expr`, and what lazy functions see."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from condorpy.classad.ast import (AttrRef, ListExpr, Literal, Node, RecordExpr, Select,
+                                  unparse)
+from condorpy.classad.compiler import NOCONST, Compiler, EvalState, Fn, state_ctx
+from condorpy.classad.functions.registry import CallContext
+from condorpy.classad.parser import parse_node
+from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
+from condorpy.errors import ClassAdError, ClassAdSyntaxError
+
+if TYPE_CHECKING:
+    from condorpy.classad.ad import ClassAd
+
+
+def _compiler() -> Compiler:
+    # Built on first use: the function table imports every function module, and the
+    # record factory needs the ClassAd class; both are fixed once imported.
+    global _COMPILER
+    if _COMPILER is None:
+        from condorpy.classad.ad import ClassAd
+        from condorpy.classad.functions import FUNCTIONS
+        _COMPILER = Compiler(FUNCTIONS, ClassAd._from_items)
+    return _COMPILER
+
+
+_COMPILER: Compiler | None = None
+
+
+class Expr:
+    """A parsed ClassAd expression. Immutable; compiled on first evaluation, then cheap."""
+
+    __slots__ = ("node", "_fn", "const")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        if type(node) is Literal:
+            v = node.value
+            self.const: Any = v  # the value when the expression is constant, else NOCONST
+            self._fn: Fn = lambda s, tg, st: v
+        else:
+            self.const = NOCONST
+            self._fn = self._compile_and_run
+
+    def _compile_and_run(self, s: Any, tg: Any, st: EvalState) -> Any:
+        self.compile()
+        return self._fn(s, tg, st)
+
+    def compile(self) -> None:
+        """Compile now (evaluation does it on first use)."""
+        if self._fn == self._compile_and_run:
+            fn, const = _compiler().compile(self.node)
+            self._fn = fn
+            self.const = const
+
+    @classmethod
+    def from_node(cls, node: Node) -> "Expr":
+        return cls(node)
+
+    @classmethod
+    def literal(cls, value: Any) -> "Expr":
+        return cls(value_to_node(value))
+
+    @property
+    def is_constant(self) -> bool:
+        return self.const is not NOCONST
+
+    def evaluate(self, my: "ClassAd | None" = None, target: "ClassAd | None" = None,
+                 ctx: CallContext | None = None) -> Any:
+        c = self.const
+        if c is not NOCONST:
+            return c
+        try:
+            return self._fn(my, target, [ctx, None])
+        except RecursionError:
+            return Error
+
+    def eval_in(self, my: Any, target: Any, state: EvalState) -> Any:
+        """Evaluate inside an ongoing evaluation (lazy functions, sub-expressions)."""
+        c = self.const
+        if c is not NOCONST:
+            return c
+        return self._fn(my, target, state)
+
+    def references(self) -> set[str]:
+        """Lower-cased names of every attribute the expression refers to."""
+        refs = self.scoped_references()
+        return refs["my"] | refs["target"] | refs["unscoped"]
+
+    def scoped_references(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {"my": set(), "target": set(), "unscoped": set()}
+        stack: list[Node] = [self.node]
+        while stack:
+            n = stack.pop()
+            if type(n) is AttrRef:
+                kind = n.scope.lower() or "unscoped"
+                out[kind].add(n.name.lower())
+            elif type(n) is Select and type(n.base) is AttrRef:
+                # a.b: "a" is the reference; b lives inside a's record
+                pass
+            stack.extend(n.children())
+        return out
+
+    def __str__(self) -> str:
+        return unparse(self.node)
+
+    def __repr__(self) -> str:
+        return f"Expr({unparse(self.node)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expr) and self.node == other.node
+
+    def __hash__(self) -> int:
+        return hash(self.node)
+
+
+# Parsed expressions by text. Expressions are immutable, so handing out the same Expr
+# for the same text is safe, and configuration and ads repeat the same texts endlessly
+# (every slot's START, every job's Requirements). Bounded: cleared when full.
+_PARSED: dict[str, Expr] = {}
+_PARSED_MAX = 4096
+
+
+def parse_expr(text: str, *, source: str | None = None, attribute: str | None = None) -> Expr:
+    """Parse one expression (compiled on first evaluation); ClassAdSyntaxError on bad input."""
+    if type(text) is not str:
+        raise ClassAdError(f"an expression must be text, not {type(text).__name__}",
+                           source=source, attribute=attribute)
+    e = _PARSED.get(text)
+    if e is not None:
+        return e
+    e = parse_expr_uncached(text, source=source, attribute=attribute)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[text] = e
+    return e
+
+
+def parse_expr_uncached(text: str, *, source: str | None = None,
+                        attribute: str | None = None) -> Expr:
+    """parse_expr without the cache (what the benchmark measures as parsing)."""
+    try:
+        return Expr(parse_node(text))
+    except ClassAdSyntaxError as e:
+        if source or attribute:
+            raise ClassAdSyntaxError(e.reason, text=text, line=e.line, column=e.column,
+                                     source=source, attribute=attribute) from None
+        raise
+    except RecursionError:
+        raise ClassAdSyntaxError("expression nested too deeply", text=text, line=1,
+                                 column=1, source=source, attribute=attribute) from None
+
+
+def value_to_node(value: Any) -> Node:
+    """A syntax tree whose value is ``value`` (Python values become literals)."""
+    from condorpy.classad.ad import ClassAd
+    t = type(value)
+    if t is int or t is float or t is str or t is bool or t is AbsTime or t is RelTime \
+            or value is Undefined or value is Error:
+        if t is int and not (-(1 << 63) <= value < (1 << 63)):
+            raise ClassAdError(f"integer {value} does not fit in 64 bits")
+        return Literal(value)
+    if isinstance(value, Expr):
+        return value.node
+    if isinstance(value, Node):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ListExpr(tuple(value_to_node(v) for v in value))
+    if isinstance(value, ClassAd):
+        return RecordExpr(tuple((name, value._exprs[name.lower()].node) for name in value))
+    if isinstance(value, dict):
+        return RecordExpr(tuple((str(k), value_to_node(v)) for k, v in value.items()))
+    if value is None:
+        return Literal(Undefined)
+    raise ClassAdError(f"cannot store a {type(value).__name__} in a ClassAd")
+
+
+class LazyCall:
+    """What a lazy function receives: its argument trees, and a way to evaluate them."""
+
+    __slots__ = ("fns", "nodes", "scope", "target", "state")
+
+    def __init__(self, fns: tuple[Fn, ...], nodes: tuple[Node, ...], scope: Any,
+                 target: Any, state: EvalState) -> None:
+        self.fns = fns
+        self.nodes = nodes
+        self.scope = scope
+        self.target = target
+        self.state = state
+
+    def __len__(self) -> int:
+        return len(self.fns)
+
+    def arg(self, i: int) -> Any:
+        return self.fns[i](self.scope, self.target, self.state)
+
+    @property
+    def ctx(self) -> CallContext:
+        return state_ctx(self.state)
+
+    def evaluate(self, expr: Expr, scope: Any = None, target: Any = None) -> Any:
+        return expr.eval_in(scope, target, self.state)
+
+    def evaluate_here(self, expr: Expr) -> Any:
+        return expr.eval_in(self.scope, self.target, self.state)
+
+

@@ -1,0 +1,267 @@
+"""Reading and writing ClassAds: the old format, the new format, and HTCondor's JSON.
+
+* old: one ``Name = expression`` per line, as ``condor_status -l`` prints; ``#`` lines
+  and blank lines are ignored (several ads: separated by blank lines).
+* new: ``[ Name = expression; ... ]``.
+* JSON: an object per ad; numbers, strings, booleans, lists and records map to JSON,
+  ``undefined`` to null, and every other expression to the string ``"\\/Expr(...)\\/"``.
+
+Writing never loses information: reals carry as many digits as they need, and strings
+are escaped in every format (HTCondor's old-format writer prints newlines raw).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from condorpy.classad.ad import ClassAd
+from condorpy.classad.ast import (ListExpr, Literal, Node, RecordExpr, format_name,
+                                  format_scalar, quote_string, unparse)
+from condorpy.classad.expr import Expr, parse_expr
+from condorpy.classad.lexer import unescape
+from condorpy.classad.parser import Parser, parse_node
+from condorpy.classad.scope import Scope
+from condorpy.classad.values import Undefined
+from condorpy.errors import ClassAdError, ClassAdSyntaxError
+
+
+# --- values -------------------------------------------------------------------------
+
+def format_value(v: Any) -> str:
+    """An evaluated value in new-ClassAd literal syntax: ``10``, ``"a"``, ``{ 1,2 }``."""
+    if type(v) is list:
+        if not v:
+            return "{ }"
+        return "{ " + ",".join(format_value(x) for x in v) + " }"
+    if isinstance(v, Scope):
+        return to_new(v)  # type: ignore[arg-type]
+    if isinstance(v, Expr):
+        return str(v)
+    return format_scalar(v)
+
+
+# --- old format ------------------------------------------------------------------------
+
+def _relocate(e: ClassAdSyntaxError, full: str, line: int, col0: int,
+              source: str | None, attribute: str | None = None) -> ClassAdSyntaxError:
+    col = e.column + col0 if e.line == 1 else e.column
+    return ClassAdSyntaxError(e.reason, text=full, line=line + e.line - 1, column=col,
+                              source=source, attribute=attribute)
+
+
+_QUOTED_NAME_RE = re.compile(r"\s*'((?:[^'\\]|\\.)+)'\s*=")
+
+
+def _parse_old_lines(lines: list[tuple[int, str]], text: str, source: str | None) -> ClassAd:
+    ad = ClassAd()
+    for lineno, raw in lines:
+        lead = len(raw) - len(raw.lstrip())
+        q = _QUOTED_NAME_RE.match(raw)
+        if q:
+            name = unescape(q.group(1)) or ""
+            eq = q.end() - 1
+        else:
+            eq = raw.find("=")
+            if eq < 0:
+                raise ClassAdSyntaxError("expected 'Name = expression'", text=text,
+                                         line=lineno, column=lead + 1, source=source)
+            name = raw[:eq].strip()
+        if not name or (not q and not _is_name(name)):
+            raise ClassAdSyntaxError(f"bad attribute name {name!r}", text=text, line=lineno,
+                                     column=lead + 1, source=source)
+        try:
+            expr = Expr(parse_node(raw[eq + 1:], old_strings=True))
+        except ClassAdSyntaxError as e:
+            raise _relocate(e, text, lineno, eq + 1, source, name) from None
+        ad._set(name, expr)
+    return ad
+
+
+def _is_name(s: str) -> bool:
+    return s.replace("_", "a").isalnum() and s.isascii() and not s[0].isdigit()
+
+
+def _old_blocks(text: str) -> list[list[tuple[int, str]]]:
+    blocks: list[list[tuple[int, str]]] = [[]]
+    for i, raw in enumerate(text.split("\n"), 1):
+        s = raw.strip()
+        if not s:
+            if blocks[-1]:
+                blocks.append([])
+            continue
+        if s.startswith("#"):
+            continue
+        blocks[-1].append((i, raw.rstrip("\r")))
+    return [b for b in blocks if b]
+
+
+def parse_old(text: str, source: str | None = None) -> ClassAd:
+    lines = [ln for block in _old_blocks(text) for ln in block]
+    return _parse_old_lines(lines, text, source)
+
+
+def parse_old_many(text: str, source: str | None = None) -> list[ClassAd]:
+    return [_parse_old_lines(b, text, source) for b in _old_blocks(text)]
+
+
+def to_old(ad: ClassAd) -> str:
+    return "".join(f"{format_name(name)} = {unparse(e.node, old=True)}\n"
+                   for name, e in ad.items())
+
+
+# --- new format ------------------------------------------------------------------------
+
+def parse_new(text: str, source: str | None = None) -> ClassAd:
+    try:
+        p = Parser(text)
+        if p.toks[p.i] != "[":
+            raise p.error("a new-format ClassAd starts with '['")
+        p.i += 1
+        items = p.record_items("]")
+        p.expect_end()
+    except ClassAdSyntaxError as e:
+        if source:
+            raise ClassAdSyntaxError(e.reason, text=text, line=e.line, column=e.column,
+                                     source=source) from None
+        raise
+    try:
+        return ClassAd._from_items(tuple(items), None)
+    except RecursionError:
+        raise ClassAdSyntaxError("expression nested too deeply", text=text,
+                                 source=source) from None
+
+
+def to_new(ad: Scope) -> str:
+    assert isinstance(ad, ClassAd)
+    if not len(ad):
+        return "[ ]"
+    return "[ " + "; ".join(f"{format_name(n)} = {unparse(e.node)}" for n, e in ad.items()) + " ]"
+
+
+# --- JSON -------------------------------------------------------------------------------
+
+_EXPR_PREFIX = "/Expr("
+_EXPR_SUFFIX = ")/"
+
+
+def from_json(text: str, source: str | None = None) -> ClassAd:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        line = getattr(e, "lineno", 1)
+        col = getattr(e, "colno", 1)
+        msg = getattr(e, "msg", "nested too deeply")
+        raise ClassAdSyntaxError(f"bad JSON: {msg}", text=text, line=line, column=col,
+                                 source=source) from None
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, dict):
+        raise ClassAdSyntaxError("a JSON ClassAd is an object", text=text, source=source)
+    try:
+        return ClassAd._from_items(_json_items(data, source), None)
+    except RecursionError:
+        raise ClassAdSyntaxError("JSON nested too deeply", text=text, source=source) from None
+
+
+def from_json_many(text: str, source: str | None = None) -> list[ClassAd]:
+    data = json.loads(text)
+    if isinstance(data, dict):
+        data = [data]
+    return [from_json(json.dumps(d), source) for d in data]
+
+
+def _json_items(d: dict[str, Any], source: str | None) -> tuple[tuple[str, Node], ...]:
+    return tuple((k, _json_node(v, source, k)) for k, v in d.items())
+
+
+def _json_node(v: Any, source: str | None, attr: str) -> Node:
+    if v is None:
+        return Literal(Undefined)
+    t = type(v)
+    if t is bool or t is float:
+        return Literal(v)
+    if t is int:
+        if not -(1 << 63) <= v < (1 << 63):
+            raise ClassAdError(f"integer {v} does not fit in 64 bits", attribute=attr,
+                               source=source)
+        return Literal(v)
+    if t is str:
+        if v.startswith(_EXPR_PREFIX) and v.endswith(_EXPR_SUFFIX):
+            return parse_expr(v[len(_EXPR_PREFIX):-len(_EXPR_SUFFIX)], source=source,
+                              attribute=attr).node
+        return Literal(v)
+    if t is list:
+        return ListExpr(tuple(_json_node(x, source, attr) for x in v))
+    if t is dict:
+        return RecordExpr(_json_items(v, source))
+    raise ClassAdError(f"unsupported JSON value {v!r}", attribute=attr, source=source)
+
+
+def to_json(ad: ClassAd) -> str:
+    out: list[str] = []
+    _json_record(ad, 0, out)
+    return "".join(out)
+
+
+def _json_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _json_record_items(items: list[tuple[str, Node]], indent: int, out: list[str]) -> None:
+    if not items:
+        out.append("{}")
+        return
+    pad = "  " * (indent + 1)
+    out.append("{\n")
+    for i, (name, node) in enumerate(items):
+        out.append(f"{pad}{_json_str(name)}: ")
+        _json_value(node, indent + 1, out)
+        out.append(",\n" if i < len(items) - 1 else "\n")
+    out.append("  " * indent + "}")
+
+
+def _json_record(ad: ClassAd, indent: int, out: list[str]) -> None:
+    _json_record_items([(n, e.node) for n, e in ad.items()], indent, out)
+
+
+def _json_value(node: Node, indent: int, out: list[str]) -> None:
+    t = type(node)
+    if t is Literal:
+        v = node.value  # type: ignore[attr-defined]
+        tv = type(v)
+        if tv is bool:
+            out.append("true" if v else "false")
+            return
+        if tv is int:
+            out.append(str(v))
+            return
+        if tv is float and math.isfinite(v):
+            out.append(format_scalar(v))
+            return
+        if tv is str:
+            out.append(_json_str(v))
+            return
+        if v is Undefined:
+            out.append("null")
+            return
+    elif t is ListExpr:
+        items = node.items  # type: ignore[attr-defined]
+        if not items:
+            out.append("[]")
+            return
+        pad = "  " * (indent + 1)
+        out.append("[\n")
+        for i, it in enumerate(items):
+            out.append(pad)
+            _json_value(it, indent + 1, out)
+            out.append(",\n" if i < len(items) - 1 else "\n")
+        out.append("  " * indent + "]")
+        return
+    elif t is RecordExpr:
+        _json_record_items(list(node.items), indent, out)  # type: ignore[attr-defined]
+        return
+    text = _json_str(_EXPR_PREFIX + unparse(node) + _EXPR_SUFFIX)
+    out.append(text.replace("/", "\\/"))

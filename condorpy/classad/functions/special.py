@@ -1,0 +1,167 @@
+"""The lazy built-ins: they decide themselves which arguments to evaluate and where."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from condorpy.classad.ast import AttrRef, unparse
+from condorpy.classad.functions.registry import FunctionTable
+from condorpy.classad.scope import Scope
+from condorpy.classad.values import Error, Undefined
+from condorpy.errors import ClassAdSyntaxError
+
+TABLE = FunctionTable()
+
+
+def _truth(v: Any) -> Any:
+    t = type(v)
+    if t is bool:
+        return v
+    if t is int or t is float:
+        return v != 0
+    if v is Undefined:
+        return Undefined
+    return Error
+
+
+@TABLE.lazy("ifThenElse", 3, 3)
+def if_then_else(call: Any) -> Any:
+    c = _truth(call.arg(0))
+    if c is True:
+        return call.arg(1)
+    if c is False:
+        return call.arg(2)
+    return c
+
+
+def _parse(text: str) -> Any:
+    from condorpy.classad.expr import parse_expr
+    try:
+        return parse_expr(text)
+    except ClassAdSyntaxError:
+        return None
+
+
+@TABLE.lazy("eval", 1, 1)
+def eval_(call: Any) -> Any:
+    """Parse a string and evaluate it where eval() was called."""
+    v = call.arg(0)
+    if v is Undefined:
+        return Error  # as the reference does
+    if type(v) is not str:
+        return v
+    e = _parse(v)
+    if e is None:
+        return Error
+    return call.evaluate_here(e)
+
+
+def _attr_expr(call: Any) -> Any:
+    """The expression an attribute-reference argument names, or None."""
+    node = call.nodes[0]
+    if type(node) is not AttrRef:
+        return None
+    scope = call.scope if node.scope.lower() != "target" else call.target
+    lc = node.name.lower()
+    s = scope
+    while isinstance(s, Scope):
+        e = s._exprs.get(lc)
+        if e is not None:
+            return e
+        s = s._parent
+    if not node.scope and isinstance(call.target, Scope):
+        return call.target._exprs.get(lc)
+    return None
+
+
+@TABLE.lazy("unparse", 1, 1)
+def unparse_(call: Any) -> Any:
+    """The text of an attribute's expression; "" when the attribute is missing or the
+    reference is scoped (as the reference does), error when the argument is not an
+    attribute reference."""
+    node = call.nodes[0]
+    if type(node) is not AttrRef:
+        return Error
+    if node.scope:
+        return ""
+    e = _attr_expr(call)
+    return "" if e is None else unparse(e.node)
+
+
+def _resolves(lc: str, scopes: list[Any]) -> bool:
+    for s in scopes:
+        while isinstance(s, Scope):
+            if lc in s._exprs:
+                return True
+            s = s._parent
+    return False
+
+
+@TABLE.lazy("unresolved", 1, 1)
+def unresolved(call: Any) -> Any:
+    """The references of an attribute's expression that resolve nowhere, as the
+    reference spells them: sorted, comma-separated, MY. kept, TARGET. dropped."""
+    e = _attr_expr(call)
+    if e is None:
+        return Undefined
+    missing: set[str] = set()
+    stack = [e.node]
+    while stack:
+        n = stack.pop()
+        if type(n) is AttrRef:
+            kind = n.scope.lower()
+            lc = n.name.lower()
+            if kind == "target":
+                if not _resolves(lc, [call.target]):
+                    missing.add(n.name)
+            elif kind == "my":
+                if not _resolves(lc, [call.scope]):
+                    missing.add(f"{n.scope}.{n.name}")
+            elif not _resolves(lc, [call.scope, call.target]):
+                missing.add(n.name)
+        stack.extend(n.children())
+    return ",".join(sorted(missing))
+
+
+def _ads(v: Any) -> list[Any] | None:
+    if isinstance(v, Scope):
+        return [v]
+    if type(v) is list:
+        return v
+    return None
+
+
+@TABLE.lazy("evalInEachContext", 2, 2)
+def eval_in_each_context(call: Any) -> Any:
+    """The first argument evaluated with MY set to each ad of the second."""
+    ads = _ads(call.arg(1))
+    if ads is None:
+        return Error
+    out: list[Any] = []
+    fn = call.fns[0]
+    for ad in ads:
+        if not isinstance(ad, Scope):
+            out.append(Error)
+        else:
+            out.append(fn(ad, call.target, call.state))
+    return out
+
+
+@TABLE.lazy("countMatches", 2, 2)
+def count_matches(call: Any) -> Any:
+    """How many ads of the second argument make the first argument true."""
+    ads = _ads(call.arg(1))
+    if ads is None:
+        return Error
+    fn = call.fns[0]
+    n = 0
+    for ad in ads:
+        if isinstance(ad, Scope) and fn(ad, call.target, call.state) is True:
+            n += 1
+    return n
+
+
+@TABLE.lazy("debug", 1, 1)
+def debug(call: Any) -> Any:
+    """Evaluates its argument (the reference also logs it; condorpy has no log here)."""
+    return call.arg(0)
