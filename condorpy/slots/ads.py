@@ -1,0 +1,202 @@
+"""Building a slot's machine ClassAd from its resources, the machine and a status.
+
+Pure: the clock (``now``), the state and the measurements come in as arguments.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from condorpy.classad import ClassAd
+from condorpy.slots.carving import device_ad
+from condorpy.slots.inventory import MachineInventory
+from condorpy.slots.load import IdlePolicy, slot_idle_times
+from condorpy.slots.model import Slot
+from condorpy.slots.resources import Resources
+
+
+@dataclass(frozen=True)
+class SlotStatus:
+    """What the policy engine knows about a slot now; the defaults are a fresh slot."""
+
+    state: str = "Unclaimed"
+    activity: str = "Idle"
+    entered_state: float | None = None      # None: ``now``
+    entered_activity: float | None = None   # None: ``entered_state``
+    condor_load: float = 0.0                # CPU load of the slot's job
+    current_rank: float = 0.0
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Machine-wide readings taken by the probes."""
+
+    total_load_avg: float = 0.0
+    keyboard_idle: int = 0
+    console_idle: int = 0
+
+    @staticmethod
+    def from_inventory(inventory: MachineInventory) -> "Measurements":
+        return Measurements(inventory.total_load_avg, inventory.keyboard_idle,
+                            inventory.console_idle)
+
+
+@dataclass(frozen=True)
+class SlotConfigAttrs:
+    """Configuration-defined parts of one slot's ad (already resolved for its SlotID)."""
+
+    start: str = "True"
+    rank: str = "0.0"
+    # STARTD_ATTRS + STARTD_EXPRS + SLOT<N>_STARTD_ATTRS, each with its (SLOT<N>_) value
+    custom: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class AdSettings:
+    hostname: str
+    uid_domain: str
+    filesystem_domain: str
+    idle: IdlePolicy = field(default_factory=IdlePolicy)
+    slot_attrs: tuple[str, ...] = ()                       # STARTD_SLOT_ATTRS
+    per_slot: Mapping[int, SlotConfigAttrs] = field(default_factory=dict)  # by SlotID
+    started_at: float = 0.0                                # the startd's start time
+
+    def config_for(self, slot_id: int) -> SlotConfigAttrs:
+        return self.per_slot.get(slot_id, SlotConfigAttrs())
+
+
+# Requirements of a p-slot: START, and the job must fit in what is left.
+_WITHIN_LIMITS = ("(MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && "
+                  "TARGET.RequestMemory <= MY.Memory && TARGET.RequestDisk <= MY.Disk{custom})")
+
+
+def device_attr_name(device_id: str) -> str:
+    """The attribute that holds a device's property ad: its id made a valid name."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", device_id)
+    return name if name[:1].isalpha() or name[:1] == "_" else "_" + name
+
+
+def machine_ad(inventory: MachineInventory, settings: AdSettings, *, now: float,
+               measurements: Measurements, total_condor_load_avg: float,
+               num_slots: int) -> ClassAd:
+    """The attributes every slot of the machine shares; slot ads start from a copy."""
+    ad = ClassAd()
+    ad["MyType"] = "Machine"
+    ad["TargetType"] = "Job"
+    ad["Machine"] = inventory.facts.get("Machine", settings.hostname)
+    for key, value in inventory.facts.items():
+        if key != "Machine":
+            ad[key] = value
+    ad["UidDomain"] = settings.uid_domain
+    ad["FileSystemDomain"] = settings.filesystem_domain
+    ad["TotalSlots"] = num_slots
+    ad["TotalCpus"] = inventory.cpus
+    ad["TotalMemory"] = inventory.memory_mb
+    ad["TotalDisk"] = inventory.disk_kb
+    ad["TotalVirtualMemory"] = inventory.swap_kb
+    ad["DetectedCpus"] = inventory.detected_cpus or inventory.cpus
+    ad["DetectedMemory"] = inventory.detected_memory_mb or inventory.memory_mb
+    if inventory.detected_cores:
+        ad["DetectedCores"] = inventory.detected_cores
+    if inventory.detected_physical_cpus:
+        ad["DetectedPhysicalCpus"] = inventory.detected_physical_cpus
+    for name, res in inventory.custom.items():
+        total = len(res.ids) if res.ids else res.count
+        ad[f"Total{name}"] = _whole(total)
+        ad[f"Detected{name}"] = _whole(total)
+        for key, value in res.extra_attrs.items():
+            ad[key] = value
+    ad["TotalLoadAvg"] = round(measurements.total_load_avg, 6)
+    ad["TotalCondorLoadAvg"] = round(total_condor_load_avg, 6)
+    local = time.localtime(now)
+    ad["ClockMin"] = local.tm_hour * 60 + local.tm_min
+    ad["ClockDay"] = (local.tm_wday + 1) % 7  # ClassAd days start on Sunday
+    ad["MyCurrentTime"] = int(now)
+    return ad
+
+
+def build_slot_ad(slot: Slot, available: Resources, inventory: MachineInventory,
+                  settings: AdSettings, status: SlotStatus, *, now: float,
+                  measurements: Measurements, load_avg: float, condor_load_avg: float,
+                  total_condor_load_avg: float, num_slots: int, num_dynamic: int = 0,
+                  extra: Mapping[str, Any] | None = None,
+                  base: ClassAd | None = None) -> ClassAd:
+    """The ClassAd ``slot`` advertises. ``available`` is what it has free (for a p-slot,
+    what its d-slots left; otherwise its whole allocation). ``base`` is the
+    :func:`machine_ad` for the same inputs, when the caller builds many slots."""
+    ad = base.copy() if base is not None else machine_ad(
+        inventory, settings, now=now, measurements=measurements,
+        total_condor_load_avg=total_condor_load_avg, num_slots=num_slots)
+    ad["Name"] = f"{slot.name}@{settings.hostname}"
+    ad["SlotID"] = slot.slot_id
+    ad["SlotTypeID"] = slot.type_id
+    ad["SlotType"] = slot.kind.value
+    if slot.is_partitionable:
+        ad["PartitionableSlot"] = True
+        ad["NumDynamicSlots"] = num_dynamic
+    if slot.is_dynamic:
+        ad["DynamicSlot"] = True
+        ad["DSlotId"] = slot.sub_id
+
+    given = slot.resources
+    ad["Cpus"] = available.cpus
+    ad["Memory"] = available.memory_mb
+    ad["Disk"] = available.disk_kb
+    ad["VirtualMemory"] = available.swap_kb
+    ad["TotalSlotCpus"] = given.cpus
+    ad["TotalSlotMemory"] = given.memory_mb
+    ad["TotalSlotDisk"] = given.disk_kb
+
+    custom_limits = []
+    for name, res in inventory.custom.items():
+        ad[f"TotalSlot{name}"] = _whole(given.custom.get(name, 0))
+        ad[name] = _whole(available.custom.get(name, 0))
+        if res.ids:
+            held = available.devices.get(name, ())
+            ad[f"Assigned{name}"] = ",".join(held)
+            if res.properties:
+                for device in held:
+                    ad[device_attr_name(device)] = device_ad(device, res.properties.get(device, {}))
+                # references to the property ads, for countMatches()-style matching
+                ad.set_expr(f"Available{name}",
+                            "{" + ", ".join(device_attr_name(d) for d in held) + "}")
+        custom_limits.append(f"(TARGET.Request{name} ?: 0) <= MY.{name}")
+
+    keyboard, console = slot_idle_times(slot.slot_id, measurements.keyboard_idle,
+                                        measurements.console_idle, settings.idle, now,
+                                        settings.started_at)
+    ad["KeyboardIdle"] = keyboard
+    ad["ConsoleIdle"] = console
+    ad["LoadAvg"] = round(load_avg, 6)
+    ad["CondorLoadAvg"] = round(condor_load_avg, 6)
+
+    entered_state = int(status.entered_state if status.entered_state is not None else now)
+    ad["State"] = status.state
+    ad["Activity"] = status.activity
+    ad["EnteredCurrentState"] = entered_state
+    ad["EnteredCurrentActivity"] = int(status.entered_activity
+                                       if status.entered_activity is not None else entered_state)
+    ad["CurrentRank"] = status.current_rank
+
+    config = settings.config_for(slot.slot_id)
+    ad.set_expr("Start", config.start)
+    ad.set_expr("Rank", config.rank)
+    if slot.is_partitionable:
+        limits = _WITHIN_LIMITS.format(custom="".join(f" && {c}" for c in custom_limits))
+        ad.set_expr("WithinResourceLimits", limits)
+        ad.set_expr("Requirements", "START && (WithinResourceLimits)")
+    else:
+        ad.set_expr("Requirements", "START")
+    for attr, text in config.custom:
+        ad.set_expr(attr, text)
+    for key, value in (extra or {}).items():
+        ad[key] = value
+    return ad
+
+
+def _whole(value: float) -> int | float:
+    return int(value) if value == int(value) else value
+

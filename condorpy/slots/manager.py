@@ -1,0 +1,204 @@
+"""The slots of one machine: layout at start-up, carving and releasing d-slots, ads.
+
+:class:`SlotManager` is the one object the policy engine and the daemon hold. It owns
+what changes (each p-slot's free resources and its d-slots); slots themselves are
+frozen records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Iterator, Mapping
+
+from condorpy.classad import ClassAd, Error, Undefined
+from condorpy.errors import SlotError
+from condorpy.slots.ads import (AdSettings, Measurements, SlotStatus, build_slot_ad,
+                                machine_ad)
+from condorpy.slots.carving import CarvePolicy, device_matches, size_request
+from condorpy.slots.configure import ad_settings, carve_policy, slot_types
+from condorpy.slots.inventory import MachineInventory
+from condorpy.slots.knobs import KnobSource, Knobs
+from condorpy.slots.layout import PlannedSlot, plan_layout
+from condorpy.slots.load import MachineLoad, SlotLoadInput, distribute_load
+from condorpy.slots.model import Refusal, Slot, SlotKind
+from condorpy.slots.resources import Resources
+
+
+class SlotManager:
+    """Holds the slots. Build it with :meth:`from_config`; tests may pass a plan."""
+
+    def __init__(self, planned: list[PlannedSlot], inventory: MachineInventory,
+                 settings: AdSettings, policies: Mapping[int, CarvePolicy]) -> None:
+        self.inventory = inventory
+        self.settings = settings
+        self._policies = dict(policies)                    # by slot type id
+        self._slots: dict[str, Slot] = {}                  # static and partitionable
+        self._free: dict[str, Resources] = {}              # p-slots: what is left
+        self._children: dict[str, dict[int, Slot]] = {}    # p-slot name -> sub id -> d-slot
+        for p in planned:
+            kind = SlotKind.PARTITIONABLE if p.partitionable else SlotKind.STATIC
+            slot = Slot(p.slot_id, p.type_id, kind, p.resources)
+            self._slots[slot.name] = slot
+            if p.partitionable:
+                self._free[slot.name] = p.resources
+                self._children[slot.name] = {}
+
+    @classmethod
+    def from_config(cls, cfg: KnobSource, inventory: MachineInventory,
+                    started_at: float) -> "SlotManager":
+        """Lay out the machine as the configuration says; raises LayoutError."""
+        knobs = Knobs(cfg)
+        types = slot_types(knobs, inventory)
+        planned = plan_layout(types, inventory, device_matches)
+        custom = tuple(inventory.custom)
+        policies = {t.type_id: carve_policy(knobs, t.type_id, custom) for t in types}
+        settings = ad_settings(knobs, inventory, [(p.slot_id, p.type_id) for p in planned],
+                               started_at)
+        return cls(planned, inventory, settings, policies)
+
+    # --- lookup ---------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Slot]:
+        """Every slot in advertising order: each top-level slot, then its d-slots."""
+        for slot in sorted(self._slots.values(), key=lambda s: s.slot_id):
+            yield slot
+            for sub in sorted(self._children.get(slot.name, {})):
+                yield self._children[slot.name][sub]
+
+    @property
+    def slots(self) -> list[Slot]:
+        return list(self)
+
+    def get(self, name: str) -> Slot:
+        """A slot by name: ``slot1``, ``slot1_2`` or ``slot1_2@host``."""
+        short = name.split("@", 1)[0].lower()
+        if short in self._slots:
+            return self._slots[short]
+        parent, _, sub = short.partition("_")
+        if sub.isdigit() and int(sub) in self._children.get(parent, {}):
+            return self._children[parent][int(sub)]
+        raise SlotError(f"no slot named {name!r} on this machine", slot=name)
+
+    def dynamic_slots(self, pslot: Slot) -> list[Slot]:
+        return [self._children[pslot.name][k] for k in sorted(self._children.get(pslot.name, {}))]
+
+    def available(self, slot: Slot) -> Resources:
+        """What a slot has to offer: a p-slot's leftovers, otherwise its allocation.
+        Swap is not divided among d-slots: each sees its parent's share."""
+        parent = self._slots.get(slot.parent_name or "")
+        if slot.is_dynamic and parent is not None:
+            return replace(slot.resources, swap_kb=parent.resources.swap_kb)
+        return self._free.get(slot.name, slot.resources)
+
+    # --- carving --------------------------------------------------------------------
+
+    def carve(self, pslot: Slot, job_ad: ClassAd, now: float = 0.0) -> Slot | Refusal:
+        """Create a d-slot for ``job_ad`` out of ``pslot``, or say why not."""
+        if not pslot.is_partitionable or pslot.name not in self._free:
+            return Refusal(f"{pslot.name} is not a partitionable slot")
+        # The p-slot's own ad is TARGET for the request expressions; the other
+        # slots' ads are not needed for that, so they are not built.
+        slot_ad = self._ads_of([pslot], now, {}, Measurements.from_inventory(self.inventory),
+                               None)[0]
+        props = {name: res.properties for name, res in self.inventory.custom.items()}
+        wanted = size_request(job_ad, slot_ad, self._free[pslot.name], props,
+                              self._policies.get(pslot.type_id, CarvePolicy()), pslot.name)
+        if isinstance(wanted, Refusal):
+            return wanted
+        children = self._children[pslot.name]
+        sub = next(i for i in range(1, len(children) + 2) if i not in children)
+        dslot = Slot(pslot.slot_id, -pslot.type_id, SlotKind.DYNAMIC, wanted, sub)
+        self._free[pslot.name] = self._free[pslot.name] - wanted
+        children[sub] = dslot
+        return dslot
+
+    def release(self, dslot: Slot) -> None:
+        """Delete a d-slot and give its resources back to its parent."""
+        parent = dslot.parent_name
+        if not dslot.is_dynamic or parent is None \
+                or self._children.get(parent, {}).get(dslot.sub_id) != dslot:
+            raise SlotError(f"{dslot.name} is not a dynamic slot of this machine",
+                            slot=dslot.name)
+        del self._children[parent][dslot.sub_id]
+        self._free[parent] = _restore_order(self._free[parent] + dslot.resources,
+                                            self._slots[parent].resources)
+
+    # --- ads ------------------------------------------------------------------------
+
+    def ads(self, now: float, statuses: Mapping[str, SlotStatus] | None = None,
+            measurements: Measurements | None = None,
+            extra: Mapping[str, Mapping[str, Any]] | None = None) -> list[ClassAd]:
+        """The ads of every slot, with per-slot load and the cross-slot
+        `STARTD_SLOT_ATTRS`. ``statuses`` and ``extra`` are keyed by slot name
+        (``slot1_2``); missing statuses mean a fresh Unclaimed/Idle slot."""
+        measured = measurements or Measurements.from_inventory(self.inventory)
+        slots = self.slots
+        built = self._ads_of(slots, now, statuses or {}, measured, extra)
+        if self.settings.slot_attrs:
+            cross: dict[str, Any] = {}
+            for slot, ad in zip(slots, built):
+                for attr in self.settings.slot_attrs:
+                    value = ad.evaluate(attr)
+                    if value is not Undefined and value is not Error:
+                        cross[f"{slot.name}_{attr}"] = value
+            for ad in built:
+                for key, value in cross.items():
+                    ad[key] = value
+        return built
+
+    def _ads_of(self, wanted: list[Slot], now: float, statuses: Mapping[str, SlotStatus],
+                measured: Measurements,
+                extra: Mapping[str, Mapping[str, Any]] | None) -> list[ClassAd]:
+        """Ads of ``wanted`` only; the load is still distributed over every slot."""
+        every = self.slots
+        status_of = {s.name: statuses.get(s.name, SlotStatus()) for s in every}
+        load = self._load(every, status_of, measured)
+        by_name = {x.name: x for x in load.slots}
+        base = machine_ad(self.inventory, self.settings, now=now, measurements=measured,
+                          total_condor_load_avg=load.total_condor_load_avg,
+                          num_slots=len(self._slots))
+        built = []
+        for slot in wanted:
+            mine = by_name[slot.name]
+            built.append(build_slot_ad(
+                slot, self.available(slot), self.inventory, self.settings,
+                status_of[slot.name], now=now, measurements=measured,
+                load_avg=mine.load_avg, condor_load_avg=mine.condor_load_avg,
+                total_condor_load_avg=load.total_condor_load_avg, num_slots=len(self._slots),
+                num_dynamic=len(self._children.get(slot.name, {})),
+                extra=(extra or {}).get(slot.name), base=base))
+        return built
+
+    def ad_for(self, slot: Slot, now: float, state: str = "Unclaimed", activity: str = "Idle",
+               extra: Mapping[str, Any] | None = None, *,
+               statuses: Mapping[str, SlotStatus] | None = None,
+               measurements: Measurements | None = None) -> ClassAd:
+        """One slot's ad in ``state``/``activity``; the other slots' ``statuses`` feed the
+        load distribution and the cross-slot attributes."""
+        merged = dict(statuses or {})
+        own = merged.get(slot.name, SlotStatus())
+        merged[slot.name] = SlotStatus(state, activity, own.entered_state, own.entered_activity,
+                                       own.condor_load, own.current_rank)
+        names = [s.name for s in self.slots]
+        if slot.name not in names:
+            raise SlotError(f"{slot.name} is not a slot of this machine", slot=slot.name)
+        extras = {slot.name: extra} if extra else None
+        if not self.settings.slot_attrs:
+            measured = measurements or Measurements.from_inventory(self.inventory)
+            return self._ads_of([slot], now, merged, measured, extras)[0]
+        return self.ads(now, merged, measurements, extras)[names.index(slot.name)]
+
+    def _load(self, slots: list[Slot], status_of: Mapping[str, SlotStatus],
+              measured: Measurements) -> MachineLoad:
+        # A p-slot never runs a job itself; its load is carried by its d-slots.
+        return distribute_load(measured.total_load_avg, [
+            SlotLoadInput(s.name, status_of[s.name].condor_load,
+                          status_of[s.name].state == "Owner") for s in slots])
+
+
+def _restore_order(free: Resources, given: Resources) -> Resources:
+    """Keep device ids in the p-slot's original order after they come back."""
+    devices = {n: tuple(d for d in given.devices.get(n, ()) if d in ids)
+               for n, ids in free.devices.items()}
+    return Resources(free.cpus, free.memory_mb, free.disk_kb, free.swap_kb,
+                     dict(free.custom), devices)
