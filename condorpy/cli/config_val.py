@@ -1,0 +1,82 @@
+"""``condorpy config-val``: print configuration values, like condor_config_val."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from condorpy.config import Config, load_config
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="condorpy config-val",
+        description="Print the expanded value of configuration knobs.")
+    p.add_argument("-config", "--config", dest="config", metavar="FILE",
+                   help="read FILE instead of $CONDOR_CONFIG or /etc/condorpy/condor_config")
+    p.add_argument("-verbose", "--verbose", "-v", action="store_true",
+                   help="also show where each knob is defined and its raw value")
+    p.add_argument("-dump", "--dump", nargs="?", const="", default=None, metavar="REGEX",
+                   help="print every knob (whose name matches REGEX) as NAME = value")
+    p.add_argument("-raw", "--raw", action="store_true",
+                   help="print values as written, without macro expansion")
+    p.add_argument("-subsystem", "--subsystem", default="STARTD",
+                   help="subsystem for prefixed names such as STARTD.X (default STARTD)")
+    p.add_argument("-local-name", "--local-name", dest="localname", default=None,
+                   help="local name for prefixed names such as NAME.X")
+    p.add_argument("names", nargs="*", metavar="NAME")
+    return p
+
+
+def _value(cfg: Config, name: str, raw: bool) -> str | None:
+    if raw:
+        return cfg.raw(name)
+    value = cfg.get(name)
+    if value is None and cfg.raw(name) is not None:
+        return ""  # defined but empty: print an empty line, as condor_config_val does
+    return value
+
+
+def _provenance(cfg: Config, name: str) -> list[str]:
+    loc = cfg.where(name)
+    if loc is None:
+        at = "<Default>"
+    elif loc[1] > 0:
+        at = f"{loc[0]}, line {loc[1]}"
+    else:
+        at = loc[0]
+    return [f" # at: {at}", f" # raw: {cfg.raw(name) or ''}"]
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    cfg = load_config(args.config, subsystem=args.subsystem, localname=args.localname)
+    for warning in cfg.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    out: list[str] = []
+    if args.dump is not None:
+        for name, _ in cfg.items(args.dump or None):
+            shown = _value(cfg, name, args.raw) or ""
+            out.append(f"{name} = {shown}")
+            if args.verbose:
+                out.extend(_provenance(cfg, name))
+    status = 0
+    for name in args.names:
+        value = _value(cfg, name, args.raw)
+        if value is None:
+            sys.stdout.write("".join(line + "\n" for line in out))
+            out = []
+            sys.stdout.flush()
+            print(f"Not defined: {name}", file=sys.stderr)
+            status = 1
+            continue
+        if args.verbose:
+            out.append(f"{name} = {value}")
+            out.extend(_provenance(cfg, name))
+        else:
+            out.append(value)
+    if args.dump is None and not args.names:
+        print("condorpy config-val: give a NAME or -dump", file=sys.stderr)
+        return 2
+    sys.stdout.write("".join(line + "\n" for line in out))
+    return status

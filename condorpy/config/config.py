@@ -1,0 +1,383 @@
+"""The loaded configuration: look-up in HTCondor's prefix order and typed access."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from condorpy.config.arith import ArithError, eval_arith
+from condorpy.config.defaults import CODE_DEFAULTS, PARAM_DEFAULTS
+from condorpy.config.facts import DetectedFacts, computed_defaults, host_facts
+from condorpy.config.macros import Expander
+from condorpy.config.reader import Entry, Reader
+from condorpy.errors import ConfigError
+
+if TYPE_CHECKING:
+    from condorpy.classad import Expr
+
+DEFAULT_CONFIG_PATH = "/etc/condorpy/condor_config"
+_ENV_PREFIX = "_CONDOR_"
+_TRUE = frozenset({"true", "yes", "t", "y", "1", "on"})
+_FALSE = frozenset({"false", "no", "f", "n", "0", "off"})
+_DURATION_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600,
+                   "d": 86400, "day": 86400}
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+@dataclass(frozen=True)
+class _LoadArgs:
+    path: str | None
+    text: str | None
+    source: str
+    env: Mapping[str, str]
+    facts: DetectedFacts
+    subsystem: str
+    localname: str | None
+
+
+@dataclass
+class Config:
+    """An immutable view of one reading of the configuration."""
+
+    table: dict[str, Entry]
+    facts: DetectedFacts
+    subsystem: str
+    localname: str | None
+    env: Mapping[str, str]
+    warnings: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    _load: _LoadArgs | None = None
+    _defaults: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _expander: Expander | None = None
+    _seed: int = 0
+    _cache: dict[str, str | None] = field(default_factory=dict)
+
+    # --- construction -------------------------------------------------------------
+    @classmethod
+    def from_text(cls, text: str, *, source: str = "<string>",
+                  env: Mapping[str, str] | None = None, detected: DetectedFacts | None = None,
+                  subsystem: str = "STARTD", localname: str | None = None,
+                  seed: int | None = None) -> Config:
+        args = _LoadArgs(None, text, source, dict(env or {}), detected or host_facts(),
+                         subsystem.upper(), localname)
+        return _build(args, seed)
+
+    # --- look-up ------------------------------------------------------------------
+    def _candidates(self, name: str) -> list[str]:
+        key = name.upper()
+        sub = self.subsystem.upper()
+        out = []
+        if self.localname:
+            loc = self.localname.upper()
+            out += [f"{sub}.{loc}.{key}", f"{loc}.{key}"]
+        out += [f"{sub}.{key}", key]
+        return out
+
+    def _entry(self, name: str) -> Entry | None:
+        for cand in self._candidates(name):
+            entry = self.table.get(cand)
+            if entry is not None:
+                return entry
+        return None
+
+    def raw(self, name: str) -> str | None:
+        """The unexpanded value, after prefix look-up and the built-in defaults."""
+        entry = self._entry(name)
+        if entry is not None:
+            return entry.value
+        default = self._defaults.get(name.upper())
+        return default[1] if default else None
+
+    def where(self, name: str) -> tuple[str, int] | None:
+        entry = self._entry(name)
+        return (entry.file, entry.line) if entry is not None else None
+
+    def is_defined(self, name: str) -> bool:
+        return bool(self.raw(name))
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The fully expanded value, like condor_config_val; ``default`` if undefined."""
+        assert self._expander is not None
+        key = name.upper()
+        if key in self._cache:
+            cached = self._cache[key]
+        else:
+            # safe to remember: random functions were resolved when the files were read
+            cached = None
+            if self.raw(name) is not None:
+                cached = self._expander.value_of(name, ()) or None
+            self._cache[key] = cached
+        return default if cached is None else cached
+
+    def names(self) -> list[str]:
+        seen: dict[str, str] = {k: v[0] for k, v in self._defaults.items()}
+        for key, entry in self.table.items():
+            seen[key] = entry.name
+        return sorted(seen.values(), key=str.upper)
+
+    def items(self, regex: str | None = None) -> list[tuple[str, str]]:
+        pattern = re.compile(regex, re.I) if regex else None
+        out = []
+        for name in self.names():
+            if pattern is None or pattern.search(name):
+                out.append((name, self.get(name) or ""))
+        return out
+
+    def slot_get(self, name: str, slot_id: int, slot_type: int | None = None,
+                 default: str | None = None) -> str | None:
+        """Per-slot knob: ``SLOT<N>_X``, then ``SLOT_TYPE_<N>_X``, then ``X``."""
+        value = self.get(f"SLOT{slot_id}_{name}")
+        if value is None and slot_type is not None:
+            value = self.get(f"SLOT_TYPE_{slot_type}_{name}")
+        if value is None:
+            value = self.get(name)
+        return default if value is None else value
+
+    # --- typed access -------------------------------------------------------------
+    def _value(self, name: str, default: Any) -> tuple[str | None, Any]:
+        """The expanded value, else the caller's default, else the built-in one.
+
+        An empty value falls back like an undefined one: HTCondor's typed look-ups
+        return the table default when a file sets a knob to nothing.
+        """
+        value = self.get(name)
+        if value is not None:
+            return value, None
+        if default is not None:
+            return None, default
+        builtin = self._defaults.get(name.upper())
+        if builtin and self._expander is not None:
+            expanded = self._expander.expand(builtin[1], (name.upper(),))
+            if expanded:
+                return expanded, None
+        code = CODE_DEFAULTS.get(name.upper())
+        return (code if code else None), None
+
+    def _bad(self, name: str, value: str, what: str) -> ConfigError:
+        loc = self.where(name)
+        if loc and loc[1] > 0:
+            at = f"{loc[0]}:{loc[1]}"
+        elif loc:
+            at = loc[0]
+        else:
+            at = "the built-in defaults"
+        err = ConfigError(f"{name} = {value} at {at} is not {what}", name=name)
+        # the message already names the place; keep it out of the suffix
+        err.file, err.line = (loc[0], loc[1]) if loc else (None, None)
+        return err
+
+    def get_int(self, name: str, default: int | None = None) -> int | None:
+        value, fallback = self._value(name, default)
+        if value is None:
+            return fallback  # type: ignore[no-any-return]
+        low = value.strip().lower()
+        if low in ("true", "false"):
+            return int(low == "true")
+        try:
+            number = eval_arith(value)
+        except ArithError:
+            constant = _classad_constant(value)
+            if isinstance(constant, bool) or not isinstance(constant, (int, float)):
+                raise self._bad(name, value, "an integer") from None
+            number = constant
+        if isinstance(number, float) and not number.is_integer():
+            raise self._bad(name, value, "an integer")
+        return int(number)
+
+    def get_float(self, name: str, default: float | None = None) -> float | None:
+        value, fallback = self._value(name, default)
+        if value is None:
+            return fallback  # type: ignore[no-any-return]
+        try:
+            return float(eval_arith(value))
+        except ArithError:
+            constant = _classad_constant(value)
+            if isinstance(constant, bool) or not isinstance(constant, (int, float)):
+                raise self._bad(name, value, "a number") from None
+            return float(constant)
+
+    def get_bool(self, name: str, default: bool | None = None) -> bool | None:
+        value, fallback = self._value(name, default)
+        if value is None:
+            return fallback  # type: ignore[no-any-return]
+        low = value.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        try:
+            return eval_arith(value) != 0
+        except ArithError:
+            constant = _classad_constant(value)
+            if not isinstance(constant, bool):
+                raise self._bad(name, value, "a boolean") from None
+            return constant
+
+    def get_list(self, name: str, default: list[str] | None = None) -> list[str]:
+        value, fallback = self._value(name, default)
+        if value is None:
+            return list(fallback or [])
+        return [item for item in re.split(r"[\s,]+", value) if item]
+
+    def get_duration(self, name: str, default: float | None = None) -> float | None:
+        """Seconds: a number, arithmetic, or a number with s/m/h/d."""
+        value, fallback = self._value(name, default)
+        if value is None:
+            return fallback  # type: ignore[no-any-return]
+        m = _DURATION_RE.match(value)
+        if m and m.group(2).lower() in _DURATION_UNITS:
+            return float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+        try:
+            return float(eval_arith(value))
+        except ArithError:
+            raise self._bad(name, value, "a duration") from None
+
+    def get_expr(self, name: str, default: str | Expr | None = None) -> Expr | None:
+        """The value parsed as a ClassAd expression; ``default`` may be text or an Expr."""
+        value, fallback = self._value(name, default)
+        if value is None and fallback is not None and not isinstance(fallback, str):
+            return fallback  # type: ignore[no-any-return]
+        text = value if value is not None else fallback
+        if text is None:
+            return None
+        from condorpy.classad import parse_expr  # lazily: the ClassAd layer is optional here
+        from condorpy.errors import ClassAdError
+        try:
+            return parse_expr(str(text), source=self._source_of(name), attribute=name)
+        except ClassAdError as exc:
+            raise self._bad(name, str(text), f"a ClassAd expression ({exc})") from None
+
+    def _source_of(self, name: str) -> str | None:
+        loc = self.where(name)
+        return f"{loc[0]}:{loc[1]}" if loc else None
+
+    # --- re-reading ---------------------------------------------------------------
+    def reload(self) -> tuple[Config, set[str]]:
+        """Read the same sources again; returns the new config and the changed knobs."""
+        if self._load is None:
+            raise ConfigError("this configuration was not loaded from a source")
+        # the same seed draws the same random values, so only real edits show as changes
+        new = _build(self._load, self._seed)
+        changed = set()
+        for name in set(self.names()) | set(new.names()):
+            if name.upper() in ("PID", "PPID"):
+                continue
+            if self._settled(name) != new._settled(name):
+                changed.add(name)
+        return new, changed
+
+    def _settled(self, name: str) -> str | None:
+        """Expanded value for change detection; raw text where expansion fails."""
+        try:
+            return self.get(name)
+        except ConfigError:
+            return self.raw(name)
+
+
+def _classad_constant(text: str) -> object:
+    """``text`` evaluated as a ClassAd expression without an ad, as HTCondor's typed
+    look-ups do for values such as ``$(A) && true``; None when that is not possible."""
+    try:
+        from condorpy.classad import parse_expr  # lazily: only for non-trivial values
+        return parse_expr(text).evaluate()
+    except Exception:  # not an expression, or the ClassAd layer is unavailable
+        return None
+
+
+def _build(args: _LoadArgs, seed: int | None) -> Config:
+    defaults = {k.upper(): (k, v) for k, v in PARAM_DEFAULTS.items()}
+    for k, v in computed_defaults(args.facts, args.subsystem, args.localname).items():
+        defaults[k.upper()] = (k, v)
+    cfg = Config(table={}, facts=args.facts, subsystem=args.subsystem,
+                 localname=args.localname, env=args.env, _load=args, _defaults=defaults)
+    if seed is None:
+        seed = random.SystemRandom().randrange(2 ** 32)
+    cfg._seed = seed
+    rng = random.Random(seed)
+    expander = Expander(lookup=cfg.raw, env=args.env, rng=rng, where=cfg.where)
+    cfg._expander = expander
+    for key, (name, value) in list(defaults.items()):
+        if "$RANDOM_" in value.upper():
+            defaults[key] = (name, expander.expand_random(value))
+    reader = Reader(expander=expander, default_raw=lambda n: cfg.raw(n),
+                    table=cfg.table)
+    if args.text is not None:
+        reader.read_text(args.text, args.source)
+        cfg.files.append(args.source)
+    elif args.path is not None:
+        reader.read_file(args.path)
+        cfg.files.append(args.path)
+    _read_locals(cfg, reader)
+    _apply_env(cfg, reader)
+    cfg.warnings = reader.warnings
+    cfg._cache.clear()  # look-ups made while reading saw a partial table
+    return cfg
+
+
+def _read_locals(cfg: Config, reader: Reader) -> None:
+    """LOCAL_CONFIG_DIR (lexical order) and then LOCAL_CONFIG_FILE, as HTCondor does."""
+    local_dir = cfg.get("LOCAL_CONFIG_DIR")
+    if local_dir:
+        exclude = cfg.get("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP")
+        try:
+            skip = re.compile(exclude) if exclude else None
+        except re.error as exc:
+            loc = cfg.where("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP")
+            raise ConfigError(f"LOCAL_CONFIG_DIR_EXCLUDE_REGEXP is not a valid regular "
+                              f"expression: {exc}", file=loc[0] if loc else None,
+                              line=loc[1] if loc else None) from None
+        for directory in [d for d in re.split(r"[\s,]+", local_dir) if d]:
+            try:
+                entries = sorted(os.listdir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                path = os.path.join(directory, entry)
+                if (skip and skip.search(entry)) or not os.path.isfile(path):
+                    continue
+                reader.read_file(path)
+                cfg.files.append(path)
+    cfg._cache.clear()  # the directory's files may have changed what is cached
+    local_files = cfg.get("LOCAL_CONFIG_FILE")
+    if local_files:
+        loc = cfg.where("LOCAL_CONFIG_FILE")
+        required = cfg.get_bool("REQUIRE_LOCAL_CONFIG_FILE", True)
+        stripped = local_files.strip()
+        # a value ending in | is one command line, arguments and all
+        items = ([stripped] if stripped.endswith("|")
+                 else [f for f in re.split(r"[\s,]+", local_files) if f])
+        for item in items:
+            if item.endswith("|"):
+                command = item[:-1].strip()
+                out = reader.read_command(command, source=loc[0] if loc else "<config>",
+                                          line=loc[1] if loc else None)
+                reader.read_text(out, f"{command} |")
+                cfg.files.append(f"{command} |")
+            else:
+                reader.read_file(item, required=bool(required),
+                                 from_file=loc[0] if loc else None,
+                                 from_line=loc[1] if loc else None)
+                if os.path.exists(item):
+                    cfg.files.append(item)
+
+
+def _apply_env(cfg: Config, reader: Reader) -> None:
+    for var, value in cfg.env.items():
+        if var.upper().startswith(_ENV_PREFIX) and len(var) > len(_ENV_PREFIX):
+            reader.assign(var[len(_ENV_PREFIX):], "=", value, f"environment ({var})", 0)
+
+
+def load_config(path: str | None = None, *, env: Mapping[str, str] | None = None,
+                detected: DetectedFacts | None = None, subsystem: str = "STARTD",
+                localname: str | None = None, seed: int | None = None) -> Config:
+    """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default."""
+    environ = dict(os.environ if env is None else env)
+    if path is None:
+        path = environ.get("CONDOR_CONFIG") or DEFAULT_CONFIG_PATH
+    args = _LoadArgs(None if path == "ONLY_ENV" else path, None, path, environ,
+                     detected or host_facts(), subsystem.upper(), localname)
+    return _build(args, seed)

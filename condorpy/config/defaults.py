@@ -1,0 +1,186 @@
+"""Built-in knob values: HTCondor's parameter table for the knobs condorpy reads.
+
+``PARAM_DEFAULTS`` are raw values (macros expanded at look-up, like HTCondor's own
+table) and are visible through ``Config.get`` exactly as ``condor_config_val`` shows
+them. ``CODE_DEFAULTS`` are knobs HTCondor leaves undefined in its table but whose
+daemons fall back to a value in code; condorpy's typed getters use them when a knob is
+undefined and no default is passed, but ``get``/``is_defined`` report them undefined,
+as HTCondor does. Computed knobs (hostname, detected CPUs and memory, ...) come from
+:mod:`condorpy.config.facts`.
+"""
+
+from __future__ import annotations
+
+PARAM_DEFAULTS: dict[str, str] = {
+    # --- paths ----------------------------------------------------------------
+    "RELEASE_DIR": "/usr",
+    "BIN": "$(RELEASE_DIR)/bin",
+    "SBIN": "$(RELEASE_DIR)/sbin",
+    "LIBEXEC": "$(RELEASE_DIR)/libexec",
+    "LOG": "$(LOCAL_DIR)/log",
+    "SPOOL": "$(LOCAL_DIR)/spool",
+    "EXECUTE": "$(LOCAL_DIR)/execute",
+    "LOCK": "$(LOG)",
+    "RUN": "$(LOG)",
+    "HISTORY": "$(SPOOL)/history",
+    "STARTD": "$(SBIN)/condor_startd",
+    "STARTER": "$(SBIN)/condor_starter",
+    "STARTER_LOCAL": "$(SBIN)/condor_starter",
+    "STARTER_LIST": "STARTER",
+    "KBDD": "$(SBIN)/condor_kbdd",
+    "STARTD_LOG": "$(LOG)/StartLog",
+    "STARTER_LOG": "$(LOG)/StarterLog",
+    "STARTER_STATS_LOG": "$(LOG)/XferStatsLog",
+    "STARTD_HISTORY": "$(LOG)/startd_history",
+    "STARTD_ADDRESS_FILE": "$(LOG)/.startd_address",
+    "MAX_STARTD_LOG": "10 Mb",
+    "MAX_STARTER_LOG": "10 Mb",
+    "MAX_DEFAULT_LOG": "10 Mb",
+    "GPU_MONITOR": "$(LIBEXEC)/condor_gpu_utilization",
+    "LOCAL_CONFIG_DIR_EXCLUDE_REGEXP": (
+        r"^((\..*)|(.*\.pl)|(.*\.py)|(.*\.sh)|(.*~)|(#.*)|(.*\.rpmsave)|(.*\.rpmnew)"
+        r"|(.*\.dpkg-old)|(.*\.dpkg-dist)|(.*\.cfsaved))$"),
+    "DAEMON_LIST": "MASTER",
+    "CONDOR_ADMIN": "root@$(FULL_HOSTNAME)",
+    "FILESYSTEM_DOMAIN": "$(FULL_HOSTNAME)",
+    "UID_DOMAIN": "$(FULL_HOSTNAME)",
+    "TRUST_DOMAIN": "$(FULL_HOSTNAME)",
+    "NETWORK_INTERFACE": "*",
+    "CONDOR_VERSION": "25.14.1",
+    # --- time units and policy helper macros ------------------------------------
+    "MINUTE": "60",
+    "HOUR": "3600",
+    "StateTimer": "(time() - EnteredCurrentState)",
+    "ActivityTimer": "(time() - EnteredCurrentActivity)",
+    "BackgroundLoad": "0.3",
+    "HighLoad": "0.5",
+    "StartIdleTime": "15 * $(MINUTE)",
+    "ContinueIdleTime": "5 * $(MINUTE)",
+    "MaxSuspendTime": "10 * $(MINUTE)",
+    "MaxVacateTime": "10 * $(MINUTE)",
+    "SmallJob": "(TARGET.ImageSize <  (15 * 1024))",
+    "MediumJob": "(TARGET.ImageSize >= (15 * 1024) && TARGET.ImageSize < (50 * 1024))",
+    "BigJob": "(TARGET.ImageSize >= (50 * 1024))",
+    "IsVanilla": "(TARGET.JobUniverse == 5)",
+    # --- startd policy ------------------------------------------------------------
+    "START": "True",
+    "SUSPEND": "False",
+    "CONTINUE": "True",
+    "PREEMPT": "False",
+    "KILL": "False",
+    "WANT_SUSPEND": "False",
+    "WANT_VACATE": "True",
+    "IS_OWNER": "False",
+    "PERIODIC_CHECKPOINT": (
+        "((time() - LastPeriodicCheckpoint)/60.0) > (180.0 + $RANDOM_INTEGER(-30,30,1))"),
+    "PREEMPTION_REQUIREMENTS": "False",
+    "PREEMPTION_RANK": (
+        "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, "
+        "TotalJobRuntime)"),
+    "MachineMaxVacateTime": "600",
+    "CLAIM_WORKLIFE": "1200",
+    "MAX_PARTITIONABLE_SLOT_CLAIM_TIME": "3600",
+    "CLAIM_PARTITIONABLE_LEFTOVERS": "true",
+    "ALIVE_INTERVAL": "300",
+    "MAX_CLAIM_ALIVES_MISSED": "6",
+    "ENABLE_BACKFILL": "false",
+    "SLOTS_CONNECTED_TO_CONSOLE": "0",
+    "SLOTS_CONNECTED_TO_KEYBOARD": "0",
+    "DISCONNECTED_KEYBOARD_IDLE_BOOST": "1200",
+    "CONSOLE_DEVICES": "mouse, console",
+    "SLOT_WEIGHT": "Cpus",
+    "MAX_SLOT_TYPES": "10",
+    # --- startd timing ------------------------------------------------------------
+    "UPDATE_INTERVAL": "300",
+    "POLLING_INTERVAL": "5",
+    "MATCH_TIMEOUT": "120",
+    "KILLING_TIMEOUT": "30",
+    "STARTD_CONTACT_TIMEOUT": "45",
+    "STARTD_NOCLAIM_SHUTDOWN": "0",
+    "SHUTDOWN_FAST_TIMEOUT": "300",
+    "PID_SNAPSHOT_INTERVAL": "15",
+    "MAX_DRAINING_ACTIVATION_DELAY": "20",
+    # --- resources and slots -------------------------------------------------------
+    "NUM_CPUS": "$(DETECTED_CPUS_LIMIT)",
+    "RESERVED_MEMORY": "0",
+    "RESERVED_SWAP": "0",
+    "CONSUMPTION_POLICY": "False",
+    "CONSUMPTION_CPUS": "quantize(target.RequestCpus,{1})",
+    "CONSUMPTION_MEMORY": "quantize(target.RequestMemory,{128})",
+    "CONSUMPTION_DISK": "quantize(target.RequestDisk,{1024})",
+    "MODIFY_REQUEST_EXPR_REQUESTCPUS": "quantize(RequestCpus,{1})",
+    "MODIFY_REQUEST_EXPR_REQUESTMEMORY": "quantize(RequestMemory,{128})",
+    # subtracts the size of catalogs (common input files) the job maps in read-only
+    "MODIFY_REQUEST_EXPR_REQUESTDISK": (
+        'quantize(RequestDisk -     ifthenelse(\n        MappingMethod ?: "" != "Copy",\n'
+        '            ifthenelse(\n        RequestedCatalogs is undefined || catalogs is '
+        'undefined,\n        0,\n        sum(\n            evalInEachContext(\n'
+        '                member(CatalogID, RequestedCatalogIDs)\n                ? '
+        'CatalogSize : 0,\n                catalogs\n            )\n        )\n    ),\n'
+        '        0\n),{Target.DiskQuantum?:1024})'),
+    "JOB_DEFAULT_REQUESTCPUS": "1",
+    "JOB_DEFAULT_REQUESTMEMORY": "128",
+    "JOB_DEFAULT_REQUESTDISK": "MAX({1024, (TransferInputSizeMB+1) * 1.25}) * 1024",
+    "STARTD_DETECT_GPUS": "-properties $(GPU_DISCOVERY_EXTRA)",
+    "ENVIRONMENT_FOR_AssignedGPUs": (
+        "GPU_DEVICE_ORDINAL=/(CUDA|OCL)//  CUDA_VISIBLE_DEVICES=/CUDA//"),
+    "ENVIRONMENT_VALUE_FOR_UnAssignedGPUs": "10000",
+    "STARTD_ENFORCE_DISK_LIMITS": "false",
+    "STARTD_RECOMPUTE_DISK_FREE": "false",
+    "CONTINUE_TO_ADVERTISE_BROKEN_DYNAMIC_SLOTS": "false",
+    # --- starter ----------------------------------------------------------------
+    "USE_PID_NAMESPACES": "false",
+    "PER_JOB_NAMESPACES": "true",
+    "MOUNT_PRIVATE_DEV_SHM": "true",
+    "MOUNT_UNDER_SCRATCH": '"/tmp,/var/tmp"',
+    "BASE_CGROUP": "htcondor",
+    "CGROUP_MEMORY_LIMIT_POLICY": "hard",
+    "CGROUP_IGNORE_CACHE_MEMORY": "true",
+    "CGROUP_POLLING_INTERVAL": "5",
+    "DISABLE_SWAP_FOR_JOB": "true",
+    "STARTER_ALWAYS_HOLD_ON_OOM": "true",
+    "STARTER_RLIMIT_AS": "0",
+    "STARTER_SETS_HOME_ENV": "true",
+    "STARTER_NESTED_SCRATCH": "true",
+    "STARTER_HIDE_GPU_DEVICES": "true",
+    "STARTER_UPLOAD_TIMEOUT": "300",
+    "STARTER_INITIAL_UPDATE_INTERVAL": "8",
+    "STARTER_NUM_THREADS_ENV_VARS": (
+        "CUBACORES GOMAXPROCS JULIA_NUM_THREADS MKL_NUM_THREADS NUMEXPR_NUM_THREADS "
+        "OMP_NUM_THREADS OMP_THREAD_LIMIT OPENBLAS_NUM_THREADS PYTHON_CPU_COUNT "
+        "ROOT_MAX_THREADS TF_LOOP_PARALLEL_ITERATIONS TF_NUM_THREADS"),
+    "JOB_RENICE_INCREMENT": "0",
+    "JOB_INHERITS_STARTER_ENVIRONMENT": "false",
+    "JOB_EXECDIR_PERMISSIONS": "user",
+    "MEMORY_USAGE_METRIC": "((ResidentSetSize+1023)/1024)",
+    "ASSIGN_CPU_AFFINITY": "false",
+    "CREATE_CORE_FILES": "true",
+    "ENABLE_CHIRP": "true",
+}
+
+# Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
+CODE_DEFAULTS: dict[str, str] = {
+    "STARTER_ALLOW_RUNAS_OWNER": "true",
+    "MAXJOBRETIREMENTTIME": "0",
+    "RANK": "0",
+    "NUM_SLOTS": "",
+    "STARTD_ATTRS": "",
+    "STARTD_SLOT_ATTRS": "",
+    "STARTD_JOB_ATTRS": "",
+    "STARTD_LATCH_EXPRS": "",
+    "STARTD_CRON_JOBLIST": "",
+    "HIBERNATE": "NONE",
+    "HIBERNATE_CHECK_INTERVAL": "0",
+    "MACHINE_RESOURCE_NAMES": "",
+    "GPU_DISCOVERY_EXTRA": "",
+    "START_BACKFILL": "false",
+    "EVICT_BACKFILL": "false",
+    "BACKFILL_SYSTEM": "",
+    "STARTD_NAME": "",
+    "STARTD_JOB_HOOK_KEYWORD": "",
+    "LOCAL_DIR": "",
+    "STARTD_SENDS_ALIVES": "true",
+    "ALLOW_PSLOT_PREEMPTION": "false",
+    "ADVERTISE_PSLOT_ROLLUP_INFORMATION": "true",
+    "UPDATE_OFFSET": "0",
+}

@@ -1,0 +1,114 @@
+"""Machine facts the configuration exposes as computed defaults.
+
+The config layer sits below machine detection, so it takes the facts through this
+small record; the daemon fills it from ``condorpy.machine`` and tests pin it. The
+default provider reads the real host cheaply (no /proc walks beyond what
+``os``/``platform`` offer).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DetectedFacts:
+    """What HTCondor detects about the host at start-up and publishes as knobs."""
+
+    full_hostname: str
+    cpus: int
+    cores: int
+    physical_cpus: int
+    memory_mb: int
+    arch: str = "X86_64"
+    opsys: str = "LINUX"
+    uname_arch: str = "x86_64"
+    uname_opsys: str = "Linux"
+    ip_address: str = "127.0.0.1"
+    username: str = "root"
+    pid: int = 0
+    ppid: int = 0
+
+    @property
+    def hostname(self) -> str:
+        return self.full_hostname.split(".", 1)[0]
+
+
+def _memory_mb() -> int:
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES")
+        size = os.sysconf("SC_PAGE_SIZE")
+        return int(pages * size // (1024 * 1024))
+    except (ValueError, OSError):
+        return 0
+
+
+def _username() -> str:
+    try:
+        import pwd
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.getuid())
+
+
+def host_facts() -> DetectedFacts:
+    """Facts of the machine this process runs on, read cheaply."""
+    cpus = os.cpu_count() or 1
+    machine = platform.machine() or "x86_64"
+    arch = {"x86_64": "X86_64", "amd64": "X86_64", "aarch64": "aarch64",
+            "ppc64le": "ppc64le"}.get(machine.lower(), machine.upper())
+    return DetectedFacts(
+        full_hostname=_full_hostname(), cpus=cpus, cores=cpus, physical_cpus=cpus,
+        memory_mb=_memory_mb(), arch=arch, opsys=platform.system().upper() or "LINUX",
+        uname_arch=machine, uname_opsys=platform.system() or "Linux", ip_address=_ip_address(),
+        username=_username(), pid=os.getpid(), ppid=os.getppid())
+
+
+def _full_hostname() -> str:
+    """gethostname(), qualified by the resolver only when it agrees (as HTCondor does)."""
+    name = socket.gethostname() or "localhost"
+    if "." not in name:
+        try:
+            fqdn = socket.getfqdn(name)
+        except OSError:
+            fqdn = name
+        if fqdn.startswith(name + "."):
+            return fqdn
+    return name
+
+
+def _ip_address() -> str:
+    """The source address of the default route; connecting a UDP socket sends nothing."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.connect(("192.0.2.1", 9))
+            return str(sock.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def computed_defaults(facts: DetectedFacts, subsystem: str, localname: str | None
+                      ) -> dict[str, str]:
+    """The knobs HTCondor computes at start-up rather than reading from a table."""
+    return {
+        "FULL_HOSTNAME": facts.full_hostname,
+        "HOSTNAME": facts.hostname,
+        "DETECTED_CPUS": str(facts.cpus),
+        "DETECTED_CORES": str(facts.cores),
+        "DETECTED_PHYSICAL_CPUS": str(facts.physical_cpus),
+        "DETECTED_CPUS_LIMIT": str(facts.cpus),
+        "DETECTED_MEMORY": str(facts.memory_mb),
+        "ARCH": facts.arch,
+        "OPSYS": facts.opsys,
+        "UNAME_ARCH": facts.uname_arch,
+        "UNAME_OPSYS": facts.uname_opsys,
+        "IP_ADDRESS": facts.ip_address,
+        "USERNAME": facts.username,
+        "PID": str(facts.pid),
+        "PPID": str(facts.ppid),
+        "SUBSYSTEM": subsystem,
+        "LOCALNAME": localname or subsystem,
+    }
