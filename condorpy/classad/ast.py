@@ -226,9 +226,26 @@ def format_abstime(t: AbsTime) -> str:
 
 
 def format_reltime(t: RelTime) -> str:
+    """``relTime("[D+]HH:MM:SS")`` as the reference spells it (leading zero fields
+    left out); fractional durations as ``relTime(seconds)``."""
     s = t.seconds
-    num = str(int(s)) if float(s).is_integer() else format_real(float(s))
-    return f"relTime({num})"
+    if not float(s).is_integer() or not math.isfinite(s):
+        return f"relTime({format_real(float(s))})"
+    n = int(s)
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    d, rest = divmod(n, 86400)
+    h, rest = divmod(rest, 3600)
+    m, sec = divmod(rest, 60)
+    if d:
+        body = f"{d}+{h:02d}:{m:02d}:{sec:02d}"
+    elif h:
+        body = f"{h:02d}:{m:02d}:{sec:02d}"
+    elif m:
+        body = f"{m:02d}:{sec:02d}"
+    else:
+        body = f"{sec:02d}"
+    return f'relTime("{sign}{body}")'
 
 
 def format_scalar(v: Any) -> str:
@@ -368,3 +385,42 @@ def _unparse(node: Node, parts: list[str]) -> None:
         parts.append(" ]")
     else:
         raise TypeError(f"not a ClassAd syntax node: {node!r}")
+
+
+# --- fast construction for the parser ----------------------------------------------
+# A frozen dataclass's __init__ goes through object.__setattr__ per field; the parser
+# makes one node per token, so it fills the slots directly (same objects, same
+# equality and hashing, twice as fast to build).
+
+_new = object.__new__
+_lit_value = Literal.__dict__["value"].__set__
+_bin_op, _bin_left, _bin_right = (Binary.__dict__[k].__set__ for k in ("op", "left", "right"))
+_attr_name, _attr_scope = (AttrRef.__dict__[k].__set__ for k in ("name", "scope"))
+_paren_inner = Paren.__dict__["inner"].__set__
+
+
+def new_literal(value: Any) -> Literal:
+    n = _new(Literal)
+    _lit_value(n, value)
+    return n  # type: ignore[no-any-return]
+
+
+def new_binary(op: str, left: Node, right: Node) -> Binary:
+    n = _new(Binary)
+    _bin_op(n, op)
+    _bin_left(n, left)
+    _bin_right(n, right)
+    return n  # type: ignore[no-any-return]
+
+
+def new_attr(name: str) -> AttrRef:
+    n = _new(AttrRef)
+    _attr_name(n, name)
+    _attr_scope(n, "")
+    return n  # type: ignore[no-any-return]
+
+
+def new_paren(inner: Node) -> Paren:
+    n = _new(Paren)
+    _paren_inner(n, inner)
+    return n  # type: ignore[no-any-return]

@@ -17,6 +17,7 @@ from lark.lexer import Lexer
 from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
                                   Node, Paren, RecordExpr, Select, Subscript, Unary)
 from condorpy.classad.lexer import number_value, syntax_error, tokenize, unescape
+from condorpy.classad.parser import time_literal
 from condorpy.classad.values import Error, Undefined
 from condorpy.errors import ClassAdSyntaxError
 
@@ -37,7 +38,8 @@ class _ClassAdLexer(Lexer):
         pass
 
     def lex(self, data: str) -> Iterator[Token]:  # type: ignore[override]
-        toks, ws = tokenize(data)
+        toks, raw = tokenize(data)
+        ws = [r[:len(r) - len(t)] for t, r in zip(toks, raw)]
         pos = 0
         prev = ""
         i = 0
@@ -118,7 +120,13 @@ class _ToAst(Transformer[Any, Node]):
         return Subscript(items[0], items[1])
 
     def call(self, items: list[Any]) -> Node:
-        return Call(str(items[0]), tuple(a for a in items[1:] if a is not None))
+        node = Call(str(items[0]), tuple(a for a in items[1:] if a is not None))
+        if node.name.lower() in ("abstime", "reltime"):
+            lit = time_literal(node)
+            if lit is None:
+                raise ValueError(f"bad time in {node.name}()")
+            return lit
+        return node
 
     def paren(self, items: list[Node]) -> Node:
         return Paren(items[0])

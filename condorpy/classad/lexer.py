@@ -22,10 +22,6 @@ INT_MAX = (1 << 63) - 1
 
 KEYWORDS = frozenset({"true", "false", "undefined", "error", "is", "isnt"})
 
-_OPS = ("=?=", "=!=", ">>>", "==", "!=", "<=", ">=", "<<", ">>", "&&", "||",
-        "+", "-", "*", "/", "%", "<", ">", "!", "~", "&", "|", "^", "?", ":",
-        "(", ")", "[", "]", "{", "}", ",", ";", ".", "=")
-
 _WS = r"(\s*(?:/\*.*?\*/\s*)*)"
 _TOKEN = (r"([A-Za-z_][A-Za-z0-9_]*"
           r"|[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?"
@@ -41,6 +37,22 @@ _RAW_COMMENTS_RE = re.compile(r"(?:\s|/\*.*?\*/)*(?:" + _TOKEN[1:], re.DOTALL)
 _LEAD_RE = re.compile(r"(?:\s|/\*.*?\*/)*", re.DOTALL)
 _ONE_RE = re.compile(_TOKEN, re.DOTALL)
 _WS_RE = re.compile(_WS, re.DOTALL)
+
+
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "r": "\r", "f": "\f", "v": "\v",
+                   "a": "\a", "\\": "\\", '"': '"', "'": "'", "?": "?"}
+_ESCAPE_RE = re.compile(r"\\([0-3][0-7]{0,2}|[4-7][0-7]?|.)", re.DOTALL)
+
+
+def position(text: str, pos: int) -> tuple[int, int]:
+    """(line, column), both from 1, of an offset."""
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def syntax_error(msg: str, text: str, pos: int) -> ClassAdSyntaxError:
+    line, col = position(text, pos)
+    return ClassAdSyntaxError(msg, text=text, line=line, column=col)
 
 
 def tokenize(text: str) -> tuple[list[str], list[str]]:

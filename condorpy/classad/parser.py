@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from condorpy.classad.ast import (BINARY_PREC, AttrRef, Binary, Call, Cond, Elvis,
                                   ListExpr, Literal, Node, Paren, RecordExpr, Select,
-                                  Subscript, Unary)
+                                  Subscript, Unary, new_attr, new_binary, new_literal,
+                                  new_paren)
 from condorpy.classad.lexer import (number_value, syntax_error, tokenize, unescape,
                                     unescape_old)
 from condorpy.classad.values import Error, Undefined
@@ -113,7 +114,7 @@ class Parser:
             at = self.i
             self.i += 1
             right = self.binary(prec + 1)
-            left = Binary(op, left, right)
+            left = new_binary(op, left, right)
             chain += 1
             # a long operator chain nests the tree as deeply as parentheses do
             if chain + self.depth > MAX_DEPTH:
@@ -124,6 +125,17 @@ class Parser:
         toks = self.toks
         i = self.i
         t = toks[i]
+        if t == "(":  # first: policy expressions are full of parentheses
+            self.i = i + 1
+            inner = self.expr()
+            if toks[self.i] != ")":
+                raise self.error(f"expected ')', found {self.describe()}")
+            self.i += 1
+            node: Node = new_paren(inner)
+            t = toks[self.i]
+            if t == "." or t == "[" or t == "?":
+                return self.after_primary(node)
+            return node
         c = t[:1]
         if c in _NAME_START:
             low = t.lower()
@@ -131,13 +143,18 @@ class Parser:
                 v2 = _KW_VALUES.get(low)
                 if v2 is None:
                     raise self.error(f"expected an expression, found {t!r}", i)
-                node: Node = Literal(v2)
+                node = new_literal(v2)
                 self.i = i + 1
             elif toks[i + 1] == "(":
                 self.i = i + 2
                 node = Call(t, self.items(")"))
+                if low == "abstime" or low == "reltime":
+                    lit = time_literal(node)
+                    if lit is None:
+                        raise self.error(f"bad time in {t}()", i)
+                    node = lit
             else:
-                node = AttrRef(t)
+                node = new_attr(t)
                 self.i = i + 1
         elif c in _DIGITS or (c == "." and len(t) > 1):
             node = self.number(t, False)
@@ -158,15 +175,10 @@ class Parser:
             if s is None:
                 raise self.error("a string may not contain a NUL character")
             self.i = i + 1
-            node = Literal(s)
+            node = new_literal(s)
         elif c == "'":
             self.i = i + 1
             node = AttrRef(self.qname(t))
-        elif t == "(":
-            self.i = i + 1
-            inner = self.expr()
-            self.expect(")")
-            node = Paren(inner)
         elif t == "{":
             self.i = i + 1
             node = ListExpr(self.items("}"))
@@ -175,6 +187,14 @@ class Parser:
             node = RecordExpr(tuple(self.record_items("]")))
         else:
             raise self.error(f"expected an expression, found {self.describe()}")
+        t = toks[self.i]
+        if t == "." or t == "[" or t == "?":
+            return self.after_primary(node)
+        return node
+
+    def after_primary(self, node: Node) -> Node:
+        """Selections and subscripts after a primary, then a possible Elvis operator."""
+        toks = self.toks
         t = toks[self.i]
         if t == "." or t == "[":
             node = self.postfix(node)
@@ -205,7 +225,7 @@ class Parser:
         if self.toks[i + 1] == "." and self.glued(i + 1) and type(v) is int:
             raise self.error("a real number needs digits after the decimal point", i + 1)
         self.i = i + 1
-        return Literal(v)
+        return new_literal(v)
 
     def postfix(self, node: Node) -> Node:
         toks = self.toks
@@ -293,6 +313,24 @@ class Parser:
             else:
                 found[low] = (name, value)
             first = False
+
+
+def time_literal(call: Call) -> Node | None:
+    """The reference reads ``absTime("...")`` and ``relTime("...")`` of a literal string
+    as a time literal while parsing (and refuses a string that is not a time). Returns
+    the node to use, or None for such a bad string."""
+    args = call.args
+    if len(args) != 1 or type(args[0]) is not Literal or type(args[0].value) is not str:
+        return call
+    try:
+        from condorpy.classad.functions.timefuncs import (parse_abstime_text,
+                                                          parse_reltime_text)
+    except ImportError:
+        return call
+    text = args[0].value
+    value = parse_abstime_text(text) if call.name.lower() == "abstime" else \
+        parse_reltime_text(text)
+    return None if value is None else Literal(value)
 
 
 def parse_node(text: str, old_strings: bool = False) -> Node:

@@ -38,6 +38,17 @@ def test_refused(text: str) -> None:
         parse_expr(text)
 
 
+def test_time_literals_are_read_while_parsing() -> None:
+    from condorpy.classad import AbsTime, RelTime
+    assert parse_node('absTime("2020-01-01T00:00:00Z")') == Literal(AbsTime(1577836800, 0))
+    assert parse_node('relTime("1+00:01:30")') == Literal(RelTime(86490.0))
+    assert str(parse_expr('relTime("90")')) == 'relTime("01:30")'
+    assert parse_node("absTime(x)") == Call("absTime", (AttrRef("x"),))
+    for bad in ['absTime("garbage")', 'relTime("soon")']:
+        with pytest.raises(ClassAdSyntaxError):
+            parse_expr(bad)
+
+
 def test_tree_shapes() -> None:
     assert parse_node("1 + 2 * 3") == Binary("+", Literal(1), Binary("*", Literal(2), Literal(3)))
     assert parse_node("1-5") == Binary("-", Literal(1), Literal(5))
