@@ -1,0 +1,336 @@
+"""The startd policy engine: the slot state machine driven by events.
+
+Pure: every entry point takes the clock value ``now`` and returns the state changes
+and actions the daemon must carry out; the daemon reports what happened to them
+through further events (``job_exit``, ``benchmarks_done``, ``backfill_exited``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from condorpy.errors import PolicyError
+from condorpy.policy.evaluation import CLOCK_ATTR, Undefined, is_true, load_ad, number, plain
+from condorpy.policy.records import Action, Claim, EvictWhy, Job, Output, Slot
+from condorpy.policy.slot_machine import SlotMachine
+from condorpy.policy.states import Activity, State
+from condorpy.slots.carving import CarvePolicy, size_request
+from condorpy.slots.model import Refusal
+from condorpy.slots.resources import Resources
+
+S, A = State, Activity
+
+
+class PolicyEngine(SlotMachine):
+    """All slots of one startd, and the events of claims, jobs and administrators."""
+
+    # ------------------------------------------------------------------ claims
+    def match(self, now: float, slot_name: str | None = None) -> list[Output]:
+        """The negotiator matched a slot (C/6, or L/32 from Backfill)."""
+        self._advance(now)
+        slot = self._pick_slot(slot_name, (S.UNCLAIMED, S.BACKFILL))
+        self._refresh(now, slot)
+        if slot.state is S.UNCLAIMED:
+            if slot.activity is A.BENCHMARKING:
+                self._act(slot, "stop_benchmarks")
+            slot.matched_since = now
+            self._go(slot, S.MATCHED, A.IDLE, "6", "matched by the negotiator")
+        elif slot.state is S.BACKFILL:
+            self._stop_backfill(slot, "matched", "matched by the negotiator")
+        else:
+            # The negotiator's view was stale (the slot is the owner's or busy).
+            self._act(slot, "match_ignored",
+                      reason=f"slot is {slot.state.value}/{slot.activity.value}")
+        return self.take_output()
+
+    def _pick_slot(self, name: str | None, states: Iterable[State]) -> Slot:
+        if name is not None:
+            return self._slot(name)
+        wanted = tuple(states)
+        for slot in self.slots.values():
+            if not slot.deleted and slot.kind != "dynamic" and slot.state in wanted:
+                return slot
+        return next(s for s in self.slots.values() if not s.deleted)
+
+    def request_claim(self, now: float, claim_id: str, job: Mapping[str, Any],
+                      slot_name: str | None = None) -> list[Output]:
+        """A schedd asks for a claim with ``job`` as its request ad."""
+        self._advance(now)
+        if claim_id in self._claims:
+            raise PolicyError(f"claim id {claim_id!r} is already in use")
+        job_ad = load_ad(self.backend, job, f"claim {claim_id}")
+        slot = self._pick_slot(slot_name, (S.MATCHED, S.UNCLAIMED, S.BACKFILL))
+        self._refresh(now, slot)
+        ok, why = self._acceptable(slot, job_ad)
+        if not ok:
+            self._act(slot, "claim_refused", claim=claim_id, reason=why)
+            return self.take_output()
+        rank = number(self.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
+        claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad))
+        if slot.kind == "partitionable":
+            self._carve(slot, claim, job_ad)
+        elif slot.state in (S.UNCLAIMED, S.MATCHED):
+            key = "9" if slot.state is S.MATCHED else "5"
+            if slot.activity is A.BENCHMARKING:
+                self._act(slot, "stop_benchmarks")
+            self._install_claim(slot, claim)
+            self._act(slot, "claim_accepted", claim=claim_id)
+            self._go(slot, S.CLAIMED, A.IDLE, key, f"claimed by {claim_id}")
+        elif slot.state is S.BACKFILL:
+            self._act(slot, "claim_accepted", claim=claim_id)
+            self._stop_backfill(slot, "claimed", f"claimed by {claim_id}", claim)
+        elif slot.state is S.CLAIMED and slot.claim is not None and rank > slot.claim.rank \
+                and slot.pending is None and slot.retirement is None:
+            slot.pending = claim
+            self._claims[claim_id] = slot.name
+            self._act(slot, "claim_accepted", claim=claim_id, preempting=slot.claim.id)
+            if slot.activity is A.IDLE:
+                slot.evict_why = EvictWhy.RANK
+                self._preempt(slot, "10", f"better claim {claim_id} (RANK {rank:g})")
+            else:
+                self._retire(slot, EvictWhy.RANK, f"better claim {claim_id} (RANK {rank:g})")
+        else:
+            self._act(slot, "claim_refused", claim=claim_id,
+                      reason=f"slot is {slot.state.value}/{slot.activity.value}")
+        self._settle_one(slot)
+        return self.take_output()
+
+    def _acceptable(self, slot: Slot, job_ad: Any) -> tuple[bool, str]:
+        if self.machine.shutting_down:
+            return False, "startd is shutting down"
+        b = self.backend
+        if self.machine.draining:
+            start = self.machine.drain_start
+            if start is None or not is_true(b.eval_compiled(b.compile(start), slot.ad, job_ad)):
+                return False, "machine is draining"
+        elif not is_true(b.evaluate(slot.ad, "START", job_ad)):
+            return False, "START is not True for this job"
+        req = b.evaluate(job_ad, "Requirements", slot.ad)
+        if req is not Undefined and not is_true(req):
+            return False, "the job's Requirements are not True for this slot"
+        return True, ""
+
+    def _lease(self, job_ad: Any) -> float:
+        d = number(self._job_attr(job_ad, "JobLeaseDuration"))
+        if d is not None and d > 0:
+            return d
+        return float(self.settings.max_claim_alives_missed * self.settings.alive_interval)
+
+    def _carve(self, pslot: Slot, claim: Claim, job_ad: Any) -> None:
+        b = self.backend
+        # The slot layer sizes the d-slot (request defaults, MODIFY_REQUEST_EXPR_* rounding).
+        free = Resources(int(pslot.resources["Cpus"]), int(pslot.resources["Memory"]),
+                         int(pslot.resources["Disk"]))
+        sized = size_request(job_ad, pslot.ad, free, {}, CarvePolicy(), pslot.name)
+        if isinstance(sized, Refusal):
+            self._act(pslot, "claim_refused", claim=claim.id, reason=sized.reason)
+            return
+        want: dict[str, float] = {"Cpus": sized.cpus, "Memory": sized.memory_mb,
+                                  "Disk": sized.disk_kb}
+        for attr, n in want.items():
+            pslot.resources[attr] -= n
+            self._put(pslot, attr, pslot.resources[attr])
+        name = f"{pslot.name}_{pslot.next_dslot}"
+        pslot.next_dslot += 1
+        self._act(pslot, "create_slot", name=name, **{k: v for k, v in want.items()})
+        d = self._add_slot(name, pslot.slot_id, "dynamic", want, parent=pslot.name,
+                           state=S.CLAIMED, transition="5",
+                           reason=f"carved from {pslot.name} for claim {claim.id}")
+        for attr in self.settings.latch_exprs:
+            if attr in pslot.latched:
+                d.latched[attr] = pslot.latched[attr]
+                self._put(d, f"{attr}Value", pslot.latched[attr])
+                self._put(d, f"{attr}Time", int(self.now))
+        d.claim = claim
+        claim.rank = number(b.evaluate(d.ad, "RANK", job_ad)) or 0.0
+        self._claims[claim.id] = name
+        self._publish_state(d)
+        self._act(d, "claim_accepted", claim=claim.id)
+
+    def activate(self, now: float, claim_id: str, job: Mapping[str, Any] | None = None
+                 ) -> list[Output]:
+        """The shadow starts a job on an idle claim (11)."""
+        if claim_id in self._ended:
+            return self._late(now, claim_id, "activate")
+        slot = self._claim_slot(claim_id)
+        self._refresh(now, slot)
+        claim = slot.claim
+        if claim is None or claim.id != claim_id or slot.state is not S.CLAIMED \
+                or slot.activity is not A.IDLE:
+            self._act(slot, "activation_refused", claim=claim_id, reason="claim is not idle")
+            return self.take_output()
+        if claim.jobs_run > 0 and self._worklife_over(slot, claim):
+            self._act(slot, "activation_refused", claim=claim_id,
+                      reason="CLAIM_WORKLIFE expired")
+            self._evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
+            return self.take_output()
+        if job is not None:
+            claim.ad = load_ad(self.backend, job, f"claim {claim_id}")
+            claim.lease = self._lease(claim.ad)
+            claim.universe = None
+        claim.job = Job(claim.ad, now, self._universe(claim))
+        claim.jobs_run += 1
+        claim.last_alive = now
+        self._act(slot, "start_job", claim=claim_id)
+        self._go(slot, S.CLAIMED, A.BUSY, "11", "claim activated")
+        self._settle(slot)
+        return self.take_output()
+
+    def job_exit(self, now: float, claim_id: str, exit_code: int | None = None
+                 ) -> list[Output]:
+        """The starter of ``claim_id`` exited."""
+        if claim_id in self._ended:
+            return self._late(now, claim_id, "job_exit")
+        self._advance(now)
+        slot = self._claim_slot(claim_id)
+        self._measure(slot)
+        claim = slot.claim
+        if claim is None or claim.id != claim_id or claim.job is None:
+            return self.take_output()
+        job = claim.job
+        if slot.activity is A.SUSPENDED and job.suspended_since is not None:
+            job.suspended_total += now - job.suspended_since
+            job.suspended_since = None
+        self.machine.job_ended(self, slot, job, evicted=slot.state is S.PREEMPTING)
+        claim.run_total += job.run_time(now)
+        claim.suspend_total += job.suspended_total
+        claim.job = None
+        code = {} if exit_code is None else {"exit_code": exit_code}
+        self._act(slot, "job_exited", claim=claim_id, **code)
+        if slot.state is S.PREEMPTING:
+            self._leave_preempting(slot)
+        elif slot.activity is A.RETIRING or (slot.retirement is not None):
+            self._preempt(slot, "18", "job exited during retirement")
+        else:
+            self._go(slot, S.CLAIMED, A.IDLE, "12", "job exited")
+        if not slot.deleted:
+            self._settle(slot)
+        self.machine.after_cycle(self)
+        return self.take_output()
+
+    def release(self, now: float, claim_id: str) -> list[Output]:
+        """The schedd releases a claim (or withdraws a pending better claim)."""
+        if claim_id in self._ended:
+            return self._late(now, claim_id, "release")
+        slot = self._claim_slot(claim_id)
+        self._refresh(now, slot)
+        if slot.pending is not None and slot.pending.id == claim_id:
+            slot.pending = None
+            self._forget_claim(claim_id)
+            self._act(slot, "claim_ended", claim=claim_id, why="release")
+            self._settle(slot)
+            return self.take_output()
+        self._evict(slot, EvictWhy.RELEASE, "claim released by the schedd")
+        self._settle_one(slot)
+        return self.take_output()
+
+    def alive(self, now: float, claim_id: str) -> list[Output]:
+        """A keep-alive from the schedd renews the claim lease."""
+        if claim_id in self._ended:
+            return self._late(now, claim_id, "alive")
+        self._advance(now)
+        slot = self._claim_slot(claim_id)
+        for c in (slot.claim, slot.pending):
+            if c is not None and c.id == claim_id:
+                c.last_alive = now
+        return self.take_output()
+
+    def vacate(self, now: float, slot_name: str | None = None, fast: bool = False
+               ) -> list[Output]:
+        """condor_vacate: give slots back to the owner, no retirement."""
+        self._cycle(now)
+        targets = [self._slot(slot_name)] if slot_name else \
+            [s for s in self.slots.values() if not s.deleted]
+        for slot in targets:
+            self._vacate_slot(slot, fast, "condor_vacate")
+        self._settle_all()
+        return self.take_output()
+
+    def benchmarks_done(self, now: float, slot_name: str) -> list[Output]:
+        self._advance(now)
+        slot = self._slot(slot_name)
+        # Never 0: RUNBENCHMARKS is usually "LastBenchmark == 0" and a virtual clock
+        # may well start at 0.
+        self._put(slot, "LastBenchmark", max(int(now), 1))
+        if slot.state is S.UNCLAIMED and slot.activity is A.BENCHMARKING:
+            self._go(slot, S.UNCLAIMED, A.IDLE, "4", "benchmarks done")
+        return self.take_output()
+
+    def backfill_started(self, now: float, slot_name: str) -> list[Output]:
+        self._advance(now)
+        slot = self._slot(slot_name)
+        if slot.state is S.BACKFILL and slot.activity is A.IDLE and slot.backfill_next is None:
+            self._go(slot, S.BACKFILL, A.BUSY, "26", "backfill client running")
+        return self.take_output()
+
+    def backfill_exited(self, now: float, slot_name: str) -> list[Output]:
+        self._advance(now)
+        slot = self._slot(slot_name)
+        self._measure(slot)
+        if slot.state is S.BACKFILL:
+            if slot.activity is A.KILLING:
+                self._go(slot, S.BACKFILL, A.IDLE, "29", "backfill client gone")
+                self._settle(slot)
+            elif slot.activity is A.BUSY:
+                self._go(slot, S.BACKFILL, A.IDLE, "27", "backfill client exited")
+                self._act(slot, "start_backfill")
+        return self.take_output()
+
+    # ------------------------------------------------------ machine-wide hooks
+    def drain(self, now: float, how: str = "graceful", on_completion: str = "resume",
+              reason: str | None = None, request_id: str | None = None,
+              check: str | None = None, start: str | None = None) -> list[Output]:
+        self._cycle(now)
+        self.machine.begin_drain(self, how, on_completion, reason, request_id, check, start)
+        self._settle_all()
+        return self.take_output()
+
+    def cancel_drain(self, now: float, request_id: str | None = None) -> list[Output]:
+        self._cycle(now)
+        self.machine.cancel_drain(self, request_id)
+        self._settle_all()
+        return self.take_output()
+
+    def off(self, now: float, how: str = "graceful") -> list[Output]:
+        self._cycle(now)
+        self.machine.begin_shutdown(self, how)
+        self._settle_all()
+        return self.take_output()
+
+    # ---------------------------------------------------------------- reading
+    def _late(self, now: float, claim_id: str, event: str) -> list[Output]:
+        """An event for a claim that has ended (the schedd had not heard yet): noted,
+        otherwise ignored, as the startd does."""
+        self._advance(now)
+        self._out.append(Action(now, self._ended[claim_id], "claim_unknown",
+                                (("claim", claim_id), ("event", event))))
+        return self.take_output()
+
+    def claim_ids(self) -> list[str]:
+        """Ids of every live claim (including better claims waiting), oldest first."""
+        return list(self._claims)
+
+    def has_claim(self, claim_id: str) -> bool:
+        return claim_id in self._claims
+
+    def has_running_job(self, claim_id: str) -> bool:
+        """Whether the claim ``claim_id`` exists and has a job running."""
+        name = self._claims.get(claim_id)
+        slot = self.slots.get(name or "")
+        return slot is not None and slot.claim is not None and slot.claim.id == claim_id \
+            and slot.claim.job is not None
+
+    def snapshot(self, names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Every live slot's ad as plain values (expressions evaluated in the slot)."""
+        out: dict[str, dict[str, Any]] = {}
+        b = self.backend
+        for slot in self.slots.values():
+            if slot.deleted:
+                continue
+            self._measure(slot)
+            self._publish_counters(slot)
+            self._put(slot, "MyCurrentTime", int(self.now))
+            keys = list(names) if names is not None else \
+                [k for k in b.names(slot.ad) if k != CLOCK_ATTR]
+            out[slot.name] = {k: plain(b.evaluate(slot.ad, k, None)) for k in keys}
+        return out

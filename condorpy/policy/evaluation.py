@@ -1,0 +1,171 @@
+"""Expression evaluation for the policy engine, on the engine's own clock.
+
+The engine is pure, so ``time()`` inside a policy expression must read the engine's
+clock (virtual in ``policy simulate``), never the host's. Expressions are therefore
+rewritten once, when compiled: every ``time()`` call outside string literals becomes a
+reference to the attribute :data:`CLOCK_ATTR`, which the engine sets in each slot ad
+before a cycle. The ClassAd language itself comes from :mod:`condorpy.classad`, behind
+the small :class:`Backend` interface the engine uses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Mapping, Protocol
+
+from condorpy.classad.values import Error as Error
+from condorpy.classad.values import Undefined as Undefined
+from condorpy.errors import PolicyError
+
+CLOCK_ATTR = "CondorpyPolicyNow"
+
+_TIME_CALL = re.compile(r"\btime\s*\(\s*\)", re.IGNORECASE)
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+
+
+def on_engine_clock(text: str) -> str:
+    """``text`` with every ``time()`` outside string literals read from the engine clock."""
+    out: list[str] = []
+    pos = 0
+    for m in _STRINGS.finditer(text):
+        out.append(_TIME_CALL.sub(CLOCK_ATTR, text[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_TIME_CALL.sub(CLOCK_ATTR, text[pos:]))
+    return "".join(out)
+
+
+class Backend(Protocol):
+    """The few ClassAd operations the engine needs."""
+
+    def new_ad(self) -> Any: ...
+    def set_value(self, ad: Any, name: str, value: Any) -> None: ...
+    def set_expr(self, ad: Any, name: str, text: str) -> None: ...
+    def literal(self, value: Any) -> Any: ...
+    def set_literal(self, ad: Any, name: str, lit: Any) -> None: ...
+    def compile(self, text: str) -> Any: ...
+    def eval_compiled(self, expr: Any, my: Any, target: Any | None) -> Any: ...
+    def evaluate(self, ad: Any, name: str, target: Any | None) -> Any: ...
+    def names(self, ad: Any) -> Iterable[str]: ...
+
+
+class _CondorpyBackend:
+    """Over :mod:`condorpy.classad` (ClassAd, parse_expr)."""
+
+    def __init__(self) -> None:
+        import condorpy.classad as c
+        self._c: Any = c
+
+    def new_ad(self) -> Any:
+        return self._c.ClassAd()
+
+    def set_value(self, ad: Any, name: str, value: Any) -> None:
+        ad[name] = value
+
+    def set_expr(self, ad: Any, name: str, text: str) -> None:
+        ad.set_expr(name, on_engine_clock(text))
+
+    def literal(self, value: Any) -> Any:
+        return self._c.Expr.literal(value)
+
+    def set_literal(self, ad: Any, name: str, lit: Any) -> None:
+        ad[name] = lit
+
+    def compile(self, text: str) -> Any:
+        try:
+            return self._c.parse_expr(on_engine_clock(text))
+        except Exception as exc:
+            raise PolicyError(f"cannot parse expression {text!r}: {exc}",
+                              expression=text) from None
+
+    def eval_compiled(self, expr: Any, my: Any, target: Any | None) -> Any:
+        return expr.evaluate(my=my, target=target)
+
+    def evaluate(self, ad: Any, name: str, target: Any | None) -> Any:
+        return ad.evaluate(name, target=target)
+
+    def names(self, ad: Any) -> Iterable[str]:
+        return list(ad.keys())
+
+
+def default_backend() -> Backend:
+    return _CondorpyBackend()
+
+
+def truth(value: Any) -> bool | None:
+    """ClassAd truth of a policy value: True/False, or None for undefined/error/other."""
+    if value is True or value is False:
+        return bool(value)
+    if type(value) is int or type(value) is float:
+        return value != 0
+    return None
+
+
+def is_true(value: Any) -> bool:
+    return truth(value) is True
+
+
+def is_false(value: Any) -> bool:
+    return truth(value) is False
+
+
+def number(value: Any) -> float | None:
+    if value is True or value is False:
+        return float(value)
+    if type(value) is int or type(value) is float:
+        return float(value)
+    return None
+
+
+_JSON_EXPR = re.compile(r"^/Expr\((.*)\)/$", re.DOTALL)
+
+
+def load_ad(backend: Backend, attrs: Mapping[str, Any], where: str) -> Any:
+    """A ClassAd from a JSON object: plain values, and ``"/Expr(text)/"`` strings as
+    expressions (HTCondor's JSON ClassAd form)."""
+    ad = backend.new_ad()
+    for name, value in attrs.items():
+        if isinstance(value, str):
+            m = _JSON_EXPR.match(value)
+            if m:
+                backend.set_expr(ad, name, m.group(1))
+                continue
+        if value is None:
+            backend.set_value(ad, name, Undefined)
+        elif isinstance(value, (bool, int, float, str)):
+            backend.set_value(ad, name, value)
+        else:
+            try:
+                backend.set_expr(ad, name, _literal(value))
+            except PolicyError as exc:
+                raise PolicyError(f"{where}: attribute {name}: {exc}") from None
+    return ad
+
+
+def _literal(value: Any) -> str:
+    """A JSON list/object as ClassAd literal text."""
+    if isinstance(value, list):
+        return "{" + ", ".join(_literal(v) for v in value) + "}"
+    if isinstance(value, dict):
+        return "[" + "; ".join(f"{k} = {_literal(v)}" for k, v in value.items()) + "]"
+    if value is None:
+        return "undefined"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def plain(value: Any) -> Any:
+    """A value as JSON can carry it (undefined -> None, error -> "error")."""
+    if value is Undefined:
+        return None
+    if value is Error:
+        return "error"
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return str(value)

@@ -1,0 +1,264 @@
+"""Machine-wide policy: draining, shutdown and hibernation.
+
+These act on every slot at once, so they live beside the per-slot state machine and
+drive it through its own moves (retire, evict, vacate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from condorpy.errors import PolicyError
+from condorpy.policy.evaluation import is_true
+from condorpy.policy.records import EvictWhy, Job, Retirement, Slot
+from condorpy.policy.states import Activity, State
+
+if TYPE_CHECKING:
+    from condorpy.policy.slot_machine import SlotMachine as PolicyEngine
+
+S, A = State, Activity
+DRAIN_HOW = ("graceful", "quick", "fast")
+DRAIN_DONE = ("resume", "nothing", "exit")
+OFF_HOW = ("graceful", "fast", "peaceful")
+_HIBERNATE_LEVELS = {"NONE": 0, "0": 0, "S1": 1, "1": 1, "S2": 2, "2": 2, "S3": 3, "3": 3,
+                     "RAM": 3, "S4": 4, "4": 4, "DISK": 4, "S5": 5, "5": 5, "SHUTDOWN": 5}
+_LEVEL_NAMES = {1: "S1", 2: "S2", 3: "RAM", 4: "DISK", 5: "SHUTDOWN"}
+
+
+@dataclass
+class Drain:
+    how: str
+    on_completion: str
+    reason: str
+    request_id: str
+    started: float
+    start_expr: str | None
+    done: bool = False
+
+
+class MachineWide:
+    """Drain and shutdown requests with their bookkeeping."""
+
+    def __init__(self) -> None:
+        self.drain: Drain | None = None
+        self.shutdown: str | None = None
+        self.exited = False
+        self.badput = 0.0          # TotalMachineDrainingBadput (core-seconds)
+        self.unclaimed = 0.0       # TotalMachineDrainingUnclaimedTime (core-seconds)
+        self._drains = 0
+        self._last_hibernate: float | None = None
+
+    @property
+    def draining(self) -> bool:
+        return self.drain is not None
+
+    @property
+    def drain_start(self) -> str | None:
+        return self.drain.start_expr if self.drain else None
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.shutdown is not None
+
+    # ------------------------------------------------------------- accounting
+    def account(self, engine: PolicyEngine, dt: float) -> None:
+        if self.drain is None or self.drain.done or dt <= 0:
+            return
+        for slot in engine.slots.values():
+            if slot.deleted or slot.kind == "partitionable":
+                continue
+            if slot.state is not S.CLAIMED or slot.activity is A.IDLE:
+                self.unclaimed += dt * slot.resources.get("Cpus", 1)
+        p = [s for s in engine.slots.values() if s.kind == "partitionable"]
+        for slot in p:
+            self.unclaimed += dt * slot.resources.get("Cpus", 0)
+
+    def job_ended(self, engine: PolicyEngine, slot: Slot, job: Job, evicted: bool) -> None:
+        if evicted and self.drain is not None and not self.drain.done:
+            self.badput += job.run_time(engine.now) * slot.resources.get("Cpus", 1)
+
+    def publish(self, engine: PolicyEngine) -> None:
+        b = engine.backend
+        for slot in engine.slots.values():
+            if slot.deleted:
+                continue
+            engine._put(slot, "TotalMachineDrainingBadput", int(self.badput))
+            engine._put(slot, "TotalMachineDrainingUnclaimedTime", int(self.unclaimed))
+            d = self.drain
+            engine._put(slot, "Draining", d is not None)
+            if d is not None:
+                engine._put(slot, "DrainReason", d.reason)
+                engine._put(slot, "DrainingRequestId", d.request_id)
+                engine._put(slot, "LastDrainStartTime", int(d.started))
+
+    # ---------------------------------------------------------------- draining
+    def begin_drain(self, engine: PolicyEngine, how: str, on_completion: str,
+                    reason: str | None, request_id: str | None, check: str | None,
+                    start: str | None) -> None:
+        if how not in DRAIN_HOW:
+            raise PolicyError(f"drain: how must be one of {', '.join(DRAIN_HOW)}, not {how!r}")
+        if on_completion not in DRAIN_DONE:
+            raise PolicyError(f"drain: on_completion must be one of {', '.join(DRAIN_DONE)}, "
+                              f"not {on_completion!r}")
+        live = [s for s in engine.slots.values() if not s.deleted]
+        if self.drain is not None:
+            engine._act(live[0], "drain_refused", reason="already draining")
+            return
+        if check is not None:
+            b = engine.backend
+            expr = b.compile(check)
+            bad = [s.name for s in live if not is_true(b.eval_compiled(expr, s.ad, None))]
+            if bad:
+                engine._act(live[0], "drain_refused",
+                            reason=f"check expression is not True in {', '.join(bad)}")
+                return
+        self._drains += 1
+        rid = request_id or str(self._drains)
+        self.drain = Drain(how, on_completion, reason or "by command", rid, engine.now, start)
+        engine._act(live[0], "drain_started", request_id=rid, how=how)
+        self.publish(engine)
+        claimed = [s for s in live if s.state is S.CLAIMED and s.claim is not None]
+        if how == "graceful":
+            for slot in claimed:
+                if slot.claim is not None and slot.claim.job is not None:
+                    engine._retire(slot, EvictWhy.DRAIN, "draining (graceful)")
+            # Every job may retire until the longest remaining retirement ends.
+            longest = max((engine._retirement_left(s) for s in claimed
+                           if s.claim is not None and s.claim.job is not None), default=0.0)
+            deadline = engine.now + max(longest, 0.0)
+            for slot in claimed:
+                if slot.retirement is not None:
+                    slot.retirement.deadline = deadline
+        for slot in live:
+            if start is None:
+                engine._put(slot, "Requirements", False)
+            else:
+                engine._put_expr(slot, "Requirements", start)
+            if slot.state is S.CLAIMED:
+                if how == "graceful":
+                    if slot.claim is not None and slot.claim.job is None:
+                        engine._evict(slot, EvictWhy.DRAIN, "draining")
+                else:
+                    engine._vacate_slot(slot, how == "fast", f"draining ({how})", EvictWhy.DRAIN)
+            elif slot.state in (S.MATCHED, S.BACKFILL):
+                engine._vacate_slot(slot, False, "draining", EvictWhy.DRAIN)
+
+    def cancel_drain(self, engine: PolicyEngine, request_id: str | None) -> None:
+        d = self.drain
+        live = [s for s in engine.slots.values() if not s.deleted]
+        if d is None or (request_id is not None and request_id != d.request_id):
+            engine._act(live[0], "cancel_refused", reason="no such drain request")
+            return
+        self.drain = None
+        for slot in live:
+            engine._publish_requirements(slot)
+            if slot.state is S.DRAINED:
+                key = "35" if slot.activity is A.RETIRING else "34"
+                engine._go(slot, S.OWNER, A.IDLE, key, "draining cancelled")
+            elif slot.state is S.CLAIMED and slot.retirement is not None and \
+                    slot.retirement.why is EvictWhy.DRAIN:
+                slot.retirement = None
+                if slot.activity is A.RETIRING:
+                    engine._go(slot, S.CLAIMED, A.BUSY, "19", "draining cancelled")
+        engine._act(live[0], "drain_cancelled", request_id=d.request_id)
+        self.publish(engine)
+
+    def _finish_drain(self, engine: PolicyEngine) -> None:
+        d = self.drain
+        if d is None or d.done:
+            return
+        live = [s for s in engine.slots.values() if not s.deleted]
+        if any(s.state is not S.DRAINED for s in live):
+            return
+        d.done = True
+        for slot in live:
+            if slot.activity is A.RETIRING:
+                engine._go(slot, S.DRAINED, A.IDLE, "33", "every slot drained")
+        engine._act(live[0], "drain_complete", request_id=d.request_id,
+                    badput=int(self.badput), unclaimed=int(self.unclaimed))
+        self.publish(engine)
+        if d.on_completion == "resume":
+            self.drain = None
+            for slot in live:
+                engine._publish_requirements(slot)
+                engine._go(slot, S.OWNER, A.IDLE, "34", "draining finalized (resume)")
+        elif d.on_completion == "exit":
+            self._exit(engine, "draining finalized (exit)")
+
+    # ---------------------------------------------------------------- shutdown
+    def begin_shutdown(self, engine: PolicyEngine, how: str) -> None:
+        if how not in OFF_HOW:
+            raise PolicyError(f"off: how must be one of {', '.join(OFF_HOW)}, not {how!r}")
+        self.shutdown = how
+        for slot in list(engine.slots.values()):
+            if slot.deleted:
+                continue
+            engine._publish_requirements(slot)
+            if slot.state is S.CLAIMED and slot.claim is not None:
+                if slot.claim.job is None:
+                    engine._evict(slot, EvictWhy.SHUTDOWN, f"shutdown ({how})")
+                elif how == "fast":
+                    engine._evict(slot, EvictWhy.SHUTDOWN, "shutdown (fast)", fast=True)
+                else:
+                    override = float("inf") if how == "peaceful" else None
+                    if slot.retirement is None or slot.retirement.why is EvictWhy.RANK:
+                        slot.retirement = Retirement(EvictWhy.SHUTDOWN, engine.now,
+                                                     override=override)
+                    else:
+                        slot.retirement.override = override
+                        slot.retirement.why = EvictWhy.SHUTDOWN
+                    slot.pending = None
+                    if slot.activity is A.BUSY:
+                        engine._go(slot, S.CLAIMED, A.RETIRING, "13", f"shutdown ({how})")
+            elif slot.state is S.PREEMPTING and how == "fast" and slot.activity is A.VACATING:
+                engine._kill(slot, "21", "shutdown (fast)")
+            elif slot.state in (S.MATCHED, S.BACKFILL):
+                engine._vacate_slot(slot, how == "fast", f"shutdown ({how})", EvictWhy.SHUTDOWN)
+
+    def _exit(self, engine: PolicyEngine, reason: str) -> None:
+        if self.exited:
+            return
+        self.exited = True
+        live = [s for s in engine.slots.values() if not s.deleted]
+        engine._act(live[0], "exit", reason=reason)
+
+    # ------------------------------------------------------------- hibernation
+    def _hibernate(self, engine: PolicyEngine) -> None:
+        interval = engine.settings.hibernate_check_interval
+        if interval <= 0:
+            return
+        if self._last_hibernate is not None and engine.now - self._last_hibernate < interval:
+            return
+        self._last_hibernate = engine.now
+        levels: list[int] = []
+        for slot in engine.slots.values():
+            if slot.deleted or slot.kind == "dynamic":
+                continue
+            if slot.state not in (S.OWNER, S.UNCLAIMED):
+                return
+            levels.append(_level(engine.backend.evaluate(slot.ad, "HIBERNATE", None)))
+        # Every slot must want to sleep; the deepest state asked for wins.
+        if levels and min(levels) > 0:
+            live = [s for s in engine.slots.values() if not s.deleted]
+            engine._act(live[0], "hibernate", level=_LEVEL_NAMES[max(levels)])
+
+    # ------------------------------------------------------------------- cycle
+    def after_cycle(self, engine: PolicyEngine) -> None:
+        if self.drain is not None:
+            self._finish_drain(engine)
+            self.publish(engine)
+        if self.shutdown is not None and not self.exited:
+            if all(s.state not in (S.CLAIMED, S.PREEMPTING, S.BACKFILL)
+                   for s in engine.slots.values() if not s.deleted):
+                self._exit(engine, f"shutdown ({self.shutdown}) complete")
+        elif self.shutdown is None and self.drain is None:
+            self._hibernate(engine)
+
+
+def _level(value: Any) -> int:
+    if isinstance(value, str):
+        return _HIBERNATE_LEVELS.get(value.strip().upper(), 0)
+    if type(value) is int:
+        return value if 0 <= value <= 5 else 0
+    return 0

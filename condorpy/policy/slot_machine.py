@@ -1,0 +1,751 @@
+"""The per-slot state machine of the startd policy: states, timers, retirement, moves.
+
+Pure: every entry point takes the clock value ``now``; the machine emits the state
+changes and actions (start, suspend, continue, soft/hard kill, delete a d-slot, ...)
+that the daemon must carry out. :class:`condorpy.policy.engine.PolicyEngine` adds the
+events that drive it (claims, job exits, vacate, drain, shutdown); machine-wide
+requests live in :mod:`condorpy.policy.machine_wide`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from condorpy.errors import PolicyError
+from condorpy.policy.evaluation import (CLOCK_ATTR, Backend, Undefined, default_backend,
+                                        is_false, is_true, number)
+from condorpy.policy.machine_wide import MachineWide
+from condorpy.policy.records import (Action, Claim, EvictWhy, Output, Retirement, Slot,
+                                     StateChange)
+from condorpy.policy.settings import VANILLA_VARIANTS, PolicySettings
+from condorpy.policy.states import TRANSITIONS, Activity, State
+
+S, A = State, Activity
+_AGEING = ("KeyboardIdle", "ConsoleIdle")   # measurements that grow with the clock
+_MAX_SETTLE = 12                            # transitions one slot may take in one cycle
+
+
+class SlotMachine:
+    """All slots of one startd and the rules that move them between states."""
+
+    def __init__(self, settings: PolicySettings, *, now: float = 0.0,
+                 backend: Backend | None = None, hostname: str = "localhost") -> None:
+        self.settings = settings
+        self.backend = backend or default_backend()
+        self.hostname = hostname
+        self.now = now
+        self.slots: dict[str, Slot] = {}
+        self.machine = MachineWide()
+        self._out: list[Output] = []
+        self._measured: dict[str, tuple[Any, float]] = {"KeyboardIdle": (0, now),
+                                                         "ConsoleIdle": (0, now),
+                                                         "LoadAvg": (0.0, now),
+                                                         "CondorLoadAvg": (0.0, now)}
+        self._slot_measured: dict[str, dict[str, tuple[Any, float]]] = {}
+        self._inputs_cache: dict[str, Any] = {}
+        self._inputs_at: float | None = None
+        self._lit_values: dict[str, tuple[type, Any]] = {}
+        self._inputs_changed: list[tuple[str, Any]] = []
+        self._vanilla: dict[int, dict[str, str]] = {}
+        self._leaves: dict[tuple[int, str], frozenset[str]] = {}
+        self._input_names: frozenset[str] = frozenset()
+        self._gen = 0
+        self._claims: dict[str, str] = {}        # claim id -> slot name
+        self._ended: dict[str, str] = {}         # ended claim id -> its last slot
+        self._build_slots()
+
+    # ------------------------------------------------------------------ layout
+    def _build_slots(self) -> None:
+        s = self.settings
+        if s.partitionable:
+            self._add_slot("slot1", 1, "partitionable",
+                           {"Cpus": s.num_cpus, "Memory": s.memory, "Disk": s.disk})
+            return
+        n = max(s.num_slots, 1)
+        for i in range(1, n + 1):
+            self._add_slot(f"slot{i}", i, "static",
+                           {"Cpus": max(s.num_cpus // n, 1), "Memory": s.memory // n,
+                            "Disk": s.disk // n})
+
+    def _add_slot(self, name: str, slot_id: int, kind: str, res: Mapping[str, float],
+                  parent: str | None = None, state: State = S.OWNER,
+                  transition: str = "start", reason: str = "startd started") -> Slot:
+        b = self.backend
+        ad = b.new_ad()
+        slot = Slot(name=name, slot_id=slot_id, ad=ad, kind=kind, parent=parent,
+                    resources=dict(res), state=state, entered_state=self.now,
+                    entered_activity=self.now)
+        for attr, value in (("MyType", "Machine"), ("Name", f"{name}@{self.hostname}"),
+                            ("Machine", self.hostname), ("SlotID", slot_id),
+                            ("SlotType", kind.capitalize()),
+                            ("PartitionableSlot", kind == "partitionable"),
+                            ("DynamicSlot", kind == "dynamic"), ("LastBenchmark", 0),
+                            ("CurrentRank", 0.0), ("TotalSlots", 0)):
+            self._put(slot, attr, value)
+        for attr, value in res.items():
+            self._put(slot, attr, value)
+            self._put(slot, f"Total{attr}" if kind != "dynamic" else f"TotalSlot{attr}", value)
+        for attr, text in self.settings.extra_attrs.items():
+            self._put_expr(slot, attr, text)
+        for attr in self.settings.exprs:
+            policy = self.settings.expr_for(attr, slot_id)
+            if policy is not None:
+                self._put_expr(slot, attr, policy)
+        self.slots[name] = slot
+        self._measure(slot)
+        self._publish_state(slot)
+        self._publish_requirements(slot)
+        self._emit_state(slot, transition, reason)
+        return slot
+
+    # ------------------------------------------------------------- measurements
+    def set(self, now: float, attrs: Mapping[str, Any], slot: str | None = None) -> None:
+        """New machine measurements (KeyboardIdle, LoadAvg, ...), for all slots or one."""
+        self._advance(now)
+        if slot is None:
+            for k, v in attrs.items():
+                self._measured[k] = (v, now)
+            self._inputs_at = None
+        else:
+            self._slot(slot)
+            table = self._slot_measured.setdefault(slot, {})
+            for k, v in attrs.items():
+                table[k] = (v, now)
+
+    def _inputs(self) -> tuple[int, dict[str, Any], list[tuple[str, Any]]]:
+        """Machine-wide inputs at ``now`` as backend literals, built once per clock value
+        and shared by every slot: (generation, all of them, those changed since the
+        previous generation)."""
+        if self._inputs_at == self.now:
+            return self._gen, self._inputs_cache, self._inputs_changed
+        b, now = self.backend, self.now
+        # MyCurrentTime is stamped when an ad is read (snapshot), not every cycle.
+        values: dict[str, Any] = {CLOCK_ATTR: int(now),
+                                  "ClockMin": int(now // 60) % 1440,
+                                  "ClockDay": (int(now // 86400) + 4) % 7}  # 1970-01-01: Thu
+        for k, (v, at) in self._measured.items():
+            values[k] = v + int(now - at) if k in _AGEING and type(v) in (int, float) else v
+        values.setdefault("TotalLoadAvg", self._measured["LoadAvg"][0])
+        old = self._inputs_cache
+        cache: dict[str, Any] = {}
+        changed: list[tuple[str, Any]] = []
+        for k, v in values.items():
+            if k in old and self._lit_values.get(k) == (type(v), v):
+                cache[k] = old[k]
+            else:
+                cache[k] = b.literal(v)
+                changed.append((k, cache[k]))
+            self._lit_values[k] = (type(v), v)
+        self._gen += 1
+        self._inputs_cache, self._inputs_at, self._inputs_changed = cache, now, changed
+        self._input_names = frozenset(k.lower() for k in cache)
+        return self._gen, cache, changed
+
+    def _measure(self, slot: Slot) -> None:
+        gen, inputs, changed = self._inputs()
+        if slot.inputs_gen != gen:
+            b, ad = self.backend, slot.ad
+            # A slot that saw the previous generation needs only what changed since.
+            for k, lit in (changed if slot.inputs_gen == gen - 1 else inputs.items()):
+                b.set_literal(ad, k, lit)
+            slot.inputs_gen = gen
+        own = self._slot_measured.get(slot.name)
+        if own:
+            for k, (v, at) in own.items():
+                if k in _AGEING and type(v) in (int, float):
+                    v = v + int(self.now - at)
+                self._put(slot, k, v)
+
+    # ------------------------------------------------------------------- output
+    def _emit_state(self, slot: Slot, key: str, reason: str) -> None:
+        t = TRANSITIONS.get(key)
+        self._out.append(StateChange(self.now, slot.name, slot.state, slot.activity, key,
+                                     t.letter if t else None, reason))
+
+    def _act(self, slot: Slot, action: str, **detail: Any) -> None:
+        self._out.append(Action(self.now, slot.name, action, tuple(detail.items())))
+
+    def take_output(self) -> list[Output]:
+        out, self._out = self._out, []
+        return out
+
+    def _go(self, slot: Slot, state: State, activity: Activity, key: str, reason: str) -> None:
+        now = self.now
+        prev = f"{slot.state.value}{slot.activity.value}"
+        slot.totals[prev] = slot.totals.get(prev, 0.0) + now - slot.entered_activity
+        job = slot.claim.job if slot.claim else None
+        if job is not None and slot.activity is A.SUSPENDED and job.suspended_since is not None:
+            job.suspended_total += now - job.suspended_since
+            job.suspended_since = None
+        if state is not slot.state:
+            slot.entered_state = now
+        slot.state, slot.activity, slot.entered_activity = state, activity, now
+        if job is not None and activity is A.SUSPENDED:
+            job.suspended_since = now
+        self._publish_state(slot)
+        self._publish_requirements(slot)
+        self._emit_state(slot, key, reason)
+
+    def _put(self, slot: Slot, name: str, value: Any) -> None:
+        self.backend.set_value(slot.ad, name, value)
+
+    def _put_expr(self, slot: Slot, name: str, text: str) -> None:
+        self.backend.set_expr(slot.ad, name, text)
+
+    def _publish_state(self, slot: Slot) -> None:
+        self._put(slot, "State", slot.state.value)
+        self._put(slot, "Activity", slot.activity.value)
+        self._put(slot, "EnteredCurrentState", int(slot.entered_state))
+        self._put(slot, "EnteredCurrentActivity", int(slot.entered_activity))
+        for key, total in slot.totals.items():
+            self._put(slot, f"TotalTime{key}", int(total))
+        claim = slot.claim
+        job = claim.job if claim else None
+        self._put(slot, "JobStart", int(job.start) if job else Undefined)
+        self._put(slot, "CurrentRank", claim.rank if claim else 0.0)
+        self._put(slot, "ClaimId", claim.id if claim else Undefined)
+        self._put(slot, "RemoteOwner", _attr(self, claim.ad, "Owner") if claim else Undefined)
+        self._put(slot, "RemoteUser", _attr(self, claim.ad, "User") if claim else Undefined)
+        self._put(slot, "JobUniverse", job.universe if job else Undefined)
+        self._publish_counters(slot)
+
+    def _publish_counters(self, slot: Slot) -> None:
+        """Run and suspension times of the current job and claim, up to ``now``."""
+        claim = slot.claim
+        job = claim.job if claim else None
+        run = job.run_time(self.now) if job else 0.0
+        susp = (job.suspended_total + (self.now - job.suspended_since
+                                       if job.suspended_since is not None else 0.0)
+                if job else 0.0)
+        self._put(slot, "TotalJobRunTime", int(run) if job else Undefined)
+        self._put(slot, "TotalJobSuspendTime", int(susp) if job else Undefined)
+        self._put(slot, "TotalClaimRunTime", int(claim.run_total + run) if claim else Undefined)
+        self._put(slot, "TotalClaimSuspendTime",
+                  int(claim.suspend_total + susp) if claim else Undefined)
+        self._put(slot, "ClaimStartTime", int(claim.created) if claim else Undefined)
+
+    def _publish_requirements(self, slot: Slot) -> None:
+        b = self.backend
+        if slot.state in (S.MATCHED, S.PREEMPTING) or self.machine.shutting_down:
+            self._put(slot, "Requirements", False)
+        elif self.machine.draining:
+            self._put_expr(slot, "Requirements", self.machine.drain_start or "False")
+        else:
+            self._put_expr(slot, "Requirements", "START")
+
+    # --------------------------------------------------------------- evaluation
+    def _name(self, slot: Slot, name: str) -> str:
+        """``name``, or its _VANILLA variant when the claim's job is vanilla and the slot
+        has one configured."""
+        claim = slot.claim
+        if claim is None or self._universe(claim) != 5:
+            return name
+        table = self._vanilla.get(slot.slot_id)
+        if table is None:
+            table = {n: (f"{n}_VANILLA" if self.settings.expr_for(f"{n}_VANILLA", slot.slot_id)
+                         is not None else n) for n in VANILLA_VARIANTS}
+            self._vanilla[slot.slot_id] = table
+        return table.get(name, name)
+
+    def _universe(self, claim: Claim) -> int:
+        if claim.universe is None:
+            n = number(self._job_attr(claim.ad, "JobUniverse"))
+            claim.universe = int(n) if n is not None else 5
+        return claim.universe
+
+    def _eval(self, slot: Slot, name: str, with_job: bool = True) -> Any:
+        target = slot.claim.ad if (with_job and slot.claim is not None) else None
+        return self.backend.evaluate(slot.ad, self._name(slot, name), target)
+
+    def _job_attr(self, job_ad: Any, name: str) -> Any:
+        return self.backend.evaluate(job_ad, name, None)
+
+    def _start_locally_false(self, slot: Slot) -> bool:
+        return is_false(self._eval(slot, "START", with_job=False))
+
+    def _is_owner(self, slot: Slot) -> bool:
+        if self.machine.draining:
+            return False
+        return is_true(self._eval(slot, "IS_OWNER", with_job=False))
+
+    # ------------------------------------------------------------------- cycle
+    def _advance(self, now: float) -> None:
+        if now < self.now:
+            raise PolicyError(f"clock went backwards: {now} < {self.now}")
+        self.machine.account(self, now - self.now)
+        self.now = now
+        # ClockMin/ClockDay in UTC: the engine has no time zone of its own.
+
+    def cycle(self, now: float) -> list[Output]:
+        """One policy evaluation of every slot at ``now``."""
+        self._cycle(now)
+        return self.take_output()
+
+    def _cycle(self, now: float) -> None:
+        self._advance(now)
+        slots = [s for s in self.slots.values() if not s.deleted]
+        for slot in slots:
+            self._measure(slot)
+        self._cross_slot_attrs(slots)
+        # A latched expression that reads only machine-wide inputs (Desktop's CpuBusy
+        # reads LoadAvg and CondorLoadAvg) has one value per slot type in a cycle.
+        shared: dict[tuple[int, str], Any] = {}
+        for slot in slots:
+            self._latch(slot, shared)
+        for slot in slots:
+            if not slot.deleted:
+                self._settle(slot)
+        self.machine.after_cycle(self)
+
+    def poll_interval(self) -> int:
+        """POLLING_INTERVAL while any slot is claimed, UPDATE_INTERVAL otherwise."""
+        if any(s.state in (S.CLAIMED, S.PREEMPTING, S.MATCHED) for s in self.slots.values()
+               if not s.deleted):
+            return self.settings.polling_interval
+        return self.settings.update_interval
+
+    def _cross_slot_attrs(self, slots: list[Slot]) -> None:
+        if not self.settings.slot_attrs:
+            return
+        values: list[tuple[str, Any]] = []
+        for other in slots:
+            prefix = other.name
+            for attr in self.settings.slot_attrs:
+                values.append((f"{prefix}_{attr}",
+                               self.backend.evaluate(other.ad, attr, None)))
+        for slot in slots:
+            for k, v in values:
+                self._put(slot, k, v)
+
+    def _latch(self, slot: Slot, shared: dict[tuple[int, str], Any]) -> None:
+        for name in self.settings.latch_exprs:
+            key = (slot.slot_id, name)
+            if key in shared and slot.name not in self._slot_measured:
+                v = shared[key]
+            else:
+                v = self._eval(slot, name, with_job=False)
+                if self._machine_wide(slot, name):
+                    shared[key] = v
+            if v is True or v is False:
+                v = int(v)
+            if name not in slot.latched or slot.latched[name] != v \
+                    or type(slot.latched[name]) is not type(v):
+                slot.latched[name] = v
+                self._put(slot, f"{name}Value", v)
+                self._put(slot, f"{name}Time", int(self.now))
+
+    def _machine_wide(self, slot: Slot, name: str) -> bool:
+        """Whether attribute ``name`` of this slot's ad reads nothing but machine-wide
+        inputs (following the slot's own expressions), so every slot of its type and
+        without measurements of its own gets the same value."""
+        if slot.name in self._slot_measured:
+            return False
+        key = (slot.slot_id, name)
+        leaves = self._leaves.get(key)
+        if leaves is None:
+            leaves = self._leaves[key] = _leaf_refs(slot.ad, name)
+        return leaves is not _NOT_SHAREABLE and leaves <= self._input_names
+
+    def _settle(self, slot: Slot) -> None:
+        for _ in range(_MAX_SETTLE):
+            before = (slot.state, slot.activity)
+            self._step(slot)
+            if slot.deleted or (slot.state, slot.activity) == before:
+                return
+
+    def _step(self, slot: Slot) -> None:
+        st = slot.state
+        if st is S.OWNER:
+            if self.machine.draining and slot.kind != "dynamic":
+                self._go(slot, S.DRAINED, A.RETIRING, "36", "draining")
+            elif not self._is_owner(slot) and not self.machine.shutting_down:
+                self._go(slot, S.UNCLAIMED, A.IDLE, "1", "IS_OWNER is not True")
+        elif st is S.UNCLAIMED:
+            self._step_unclaimed(slot)
+        elif st is S.MATCHED:
+            if self._start_locally_false(slot):
+                self._to_owner_from_matched(slot, "START is locally False")
+            elif slot.matched_since is not None and \
+                    self.now - slot.matched_since >= self.settings.match_timeout:
+                self._to_owner_from_matched(slot, "MATCH_TIMEOUT expired")
+        elif st is S.CLAIMED:
+            self._step_claimed(slot)
+        elif st is S.PREEMPTING:
+            self._step_preempting(slot)
+        elif st is S.BACKFILL:
+            self._step_backfill(slot)
+        # Drained slots move together: MachineWide.after_cycle finishes draining.
+
+    def _step_unclaimed(self, slot: Slot) -> None:
+        if self.machine.draining and slot.kind != "dynamic":
+            self._go(slot, S.DRAINED, A.RETIRING, "37", "draining")
+        elif self._is_owner(slot) or self.machine.shutting_down:
+            if slot.activity is A.BENCHMARKING:
+                self._act(slot, "stop_benchmarks")
+            self._go(slot, S.OWNER, A.IDLE, "2", "IS_OWNER is True")
+        elif slot.activity is A.IDLE:
+            if is_true(self._eval(slot, "RUNBENCHMARKS", False)):
+                self._go(slot, S.UNCLAIMED, A.BENCHMARKING, "3", "RUNBENCHMARKS is True")
+                self._act(slot, "run_benchmarks")
+            elif self.settings.enable_backfill and slot.kind != "dynamic" and \
+                    is_true(self._eval(slot, "START_BACKFILL", False)):
+                self._go(slot, S.BACKFILL, A.IDLE, "7", "START_BACKFILL is True")
+                self._act(slot, "start_backfill")
+
+    def _step_claimed(self, slot: Slot) -> None:
+        claim = slot.claim
+        assert claim is not None
+        ac = slot.activity
+        if self.now - claim.last_alive > claim.lease:
+            self._evict(slot, EvictWhy.LEASE, "claim lease expired", retire=False)
+            return
+        if ac is A.IDLE:
+            if self._start_locally_false(slot):
+                self._evict(slot, EvictWhy.OWNER, "START is locally False")
+            elif self._worklife_over(slot, claim) and claim.jobs_run > 0:
+                self._evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
+            return
+        if ac is A.BUSY:
+            if is_true(self._eval(slot, "WANT_SUSPEND")):
+                if is_true(self._eval(slot, "SUSPEND")):
+                    self._suspend(slot, "14", "SUSPEND is True")
+            elif is_true(self._eval(slot, "PREEMPT")):
+                self._retire(slot, EvictWhy.OWNER, "PREEMPT is True")
+            return
+        if ac is A.RETIRING:
+            r = slot.retirement
+            if r is not None and r.why is EvictWhy.RANK and slot.pending is None:
+                slot.retirement = None
+                self._go(slot, S.CLAIMED, A.BUSY, "19", "preempting claim went away")
+                return
+            if is_true(self._eval(slot, "WANT_SUSPEND")) and is_true(self._eval(slot, "SUSPEND")):
+                self._suspend(slot, "20", "SUSPEND is True")
+                return
+            if self._retirement_left(slot) <= self._vacate_grant(slot):
+                self._preempt(slot, "18", "retirement time over")
+            return
+        if ac is A.SUSPENDED:
+            if is_true(self._eval(slot, "CONTINUE")):
+                self._act(slot, "continue", claim=claim.id)
+                if slot.retirement is not None:
+                    self._go(slot, S.CLAIMED, A.RETIRING, "16", "CONTINUE is True")
+                else:
+                    self._go(slot, S.CLAIMED, A.BUSY, "15", "CONTINUE is True")
+            elif slot.retirement is None and is_true(self._eval(slot, "PREEMPT")):
+                slot.retirement = Retirement(EvictWhy.OWNER, self.now)
+                if self._retirement_left(slot) <= self._vacate_grant(slot):
+                    self._preempt(slot, "17", "PREEMPT is True and no retirement time left")
+                else:
+                    self._act(slot, "continue", claim=claim.id)
+                    self._go(slot, S.CLAIMED, A.RETIRING, "16", "PREEMPT is True")
+            elif slot.retirement is not None and \
+                    self._retirement_left(slot) <= self._vacate_grant(slot):
+                self._preempt(slot, "17", "retirement time over while suspended")
+
+    def _step_preempting(self, slot: Slot) -> None:
+        if slot.activity is A.VACATING:
+            claim = slot.claim
+            if claim is None or claim.job is None:
+                self._leave_preempting(slot)
+            elif is_true(self._eval(slot, "KILL")):
+                self._kill(slot, "21", "KILL is True")
+            elif slot.vacate_deadline is not None and self.now >= slot.vacate_deadline:
+                self._kill(slot, "21", "vacate time over")
+        elif slot.activity is A.KILLING:
+            if slot.claim is None or slot.claim.job is None:
+                self._leave_preempting(slot)
+            elif not slot.starter_killed and slot.killing_since is not None and \
+                    self.now - slot.killing_since >= self.settings.killing_timeout:
+                slot.starter_killed = True
+                self._act(slot, "kill_starter", claim=slot.claim.id,
+                          reason="KILLING_TIMEOUT expired")
+
+    def _step_backfill(self, slot: Slot) -> None:
+        if slot.activity is A.BUSY:
+            if self.machine.draining or self.machine.shutting_down:
+                self._stop_backfill(slot, "owner", "machine is draining or shutting down")
+            elif is_true(self._eval(slot, "EVICT_BACKFILL", False)):
+                self._stop_backfill(slot, "owner", "EVICT_BACKFILL is True")
+        elif slot.activity is A.IDLE:
+            nxt = slot.backfill_next
+            if nxt == "owner":
+                slot.backfill_next = None
+                self._go(slot, S.OWNER, A.IDLE, "30", "backfill client gone")
+            elif nxt == "matched":
+                slot.backfill_next = None
+                slot.matched_since = self.now
+                self._go(slot, S.MATCHED, A.IDLE, "32", "matched; backfill client gone")
+            elif nxt == "claimed" and slot.backfill_claim is not None:
+                claim, slot.backfill_claim, slot.backfill_next = slot.backfill_claim, None, None
+                self._install_claim(slot, claim)
+                self._go(slot, S.CLAIMED, A.IDLE, "31", "claimed; backfill client gone")
+
+    # -------------------------------------------------------------- retirement
+    def _max_retirement(self, slot: Slot) -> float:
+        claim = slot.claim
+        if claim is None or claim.job is None:
+            return 0.0
+        r = slot.retirement
+        if r is not None and r.override is not None:
+            return r.override
+        machine = number(self._eval(slot, "MAXJOBRETIREMENTTIME"))
+        mret = max(machine or 0.0, 0.0)
+        own = number(self.backend.evaluate(claim.ad, "MaxJobRetirementTime", slot.ad))
+        if own is not None and own < mret:
+            mret = max(own, 0.0)
+        return mret
+
+    def _retirement_left(self, slot: Slot) -> float:
+        claim = slot.claim
+        if claim is None or claim.job is None:
+            return 0.0
+        r = slot.retirement
+        if r is not None and r.deadline is not None:
+            return r.deadline - self.now
+        return self._max_retirement(slot) - claim.job.run_time(self.now)
+
+    def _vacate_grant(self, slot: Slot) -> float:
+        """Seconds of soft-kill time: MachineMaxVacateTime, the job's JobMaxVacateTime,
+        and retirement time converted to vacate time."""
+        claim = slot.claim
+        if claim is None:
+            return 0.0
+        machine = number(self._eval(slot, "MachineMaxVacateTime")) or 0.0
+        job = number(self.backend.evaluate(claim.ad, "JobMaxVacateTime", slot.ad))
+        if job is None:
+            return machine
+        if job <= machine:
+            return max(job, 0.0)
+        left = self._retirement_left(slot) if slot.state is S.CLAIMED else 0.0
+        if math.isinf(left):
+            return job
+        return max(machine, min(job, left))
+
+    def _worklife_over(self, slot: Slot, claim: Claim) -> bool:
+        life = number(self._eval(slot, "CLAIM_WORKLIFE", False))
+        return life is not None and life >= 0 and self.now - claim.created > life
+
+    # ---------------------------------------------------------------- moves
+    def _suspend(self, slot: Slot, key: str, reason: str) -> None:
+        assert slot.claim is not None
+        self._act(slot, "suspend", claim=slot.claim.id)
+        self._go(slot, S.CLAIMED, A.SUSPENDED, key, reason)
+
+    def _retire(self, slot: Slot, why: EvictWhy, reason: str, *,
+                override: float | None = None) -> None:
+        """Claimed/Busy -> Claimed/Retiring (13); other activities handled in place."""
+        if slot.retirement is None or slot.retirement.why is EvictWhy.RANK:
+            slot.retirement = Retirement(why, self.now, override=override)
+        elif override is not None:
+            slot.retirement.override = override
+        if slot.activity is A.BUSY:
+            self._go(slot, S.CLAIMED, A.RETIRING, "13", reason)
+
+    def _evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
+               fast: bool = False) -> None:
+        """Take the claim away: through retirement when a job runs and ``retire``."""
+        slot.evict_why = why if why is not EvictWhy.RANK else slot.evict_why
+        if slot.state is not S.CLAIMED:
+            return
+        job = slot.claim.job if slot.claim else None
+        if job is None:
+            self._preempt(slot, "10", reason, fast=fast)
+        elif fast:
+            self._preempt(slot, "Hk", reason, fast=True)
+        elif retire:
+            self._retire(slot, why, reason)
+            if slot.activity is A.RETIRING and \
+                    self._retirement_left(slot) <= self._vacate_grant(slot):
+                self._preempt(slot, "18", reason)
+        else:
+            self._preempt(slot, "H", reason)
+
+    def _preempt(self, slot: Slot, key: str, reason: str, fast: bool = False) -> None:
+        """Enter Preempting: Vacating when WANT_VACATE, else Killing."""
+        claim = slot.claim
+        if slot.evict_why is None:
+            r = slot.retirement
+            slot.evict_why = r.why if r is not None else EvictWhy.OWNER
+        job = claim.job if claim else None
+        grant = self._vacate_grant(slot) if job else 0.0
+        want_vacate = not fast and (job is None or is_true(self._eval(slot, "WANT_VACATE")))
+        if want_vacate:
+            self._go(slot, S.PREEMPTING, A.VACATING, key, reason)
+            if job is not None and claim is not None:
+                if slot.activity is A.VACATING and job.suspended_since is not None:
+                    self._act(slot, "continue", claim=claim.id)
+                slot.vacate_deadline = self.now + grant
+                job.soft_killed = True
+                self._act(slot, "soft_kill", claim=claim.id, signal=self._kill_sig(claim),
+                          timeout=grant)
+        else:
+            self._go(slot, S.PREEMPTING, A.KILLING, key if key != "H" else "Hk", reason)
+            self._hard_kill(slot)
+
+    def _kill_sig(self, claim: Claim) -> str:
+        sig = self._job_attr(claim.ad, "KillSig")
+        return sig if isinstance(sig, str) else "SIGTERM"
+
+    def _kill(self, slot: Slot, key: str, reason: str) -> None:
+        self._go(slot, S.PREEMPTING, A.KILLING, key, reason)
+        self._hard_kill(slot)
+
+    def _hard_kill(self, slot: Slot) -> None:
+        claim = slot.claim
+        slot.killing_since = self.now
+        slot.starter_killed = False
+        if claim is not None and claim.job is not None:
+            claim.job.hard_killed = True
+            self._act(slot, "hard_kill", claim=claim.id, signal="SIGKILL")
+
+    def _leave_preempting(self, slot: Slot) -> None:
+        killing = slot.activity is A.KILLING
+        old = slot.claim
+        if old is not None:
+            self._forget_claim(old.id)
+            self._act(slot, "claim_ended", claim=old.id, why=(slot.evict_why or
+                                                              EvictWhy.OWNER).value)
+        slot.claim = None
+        slot.retirement = None
+        slot.vacate_deadline = slot.killing_since = None
+        nxt = slot.pending
+        slot.pending = None
+        why = slot.evict_why
+        slot.evict_why = None
+        # The better claim takes over unless the owner, a drain or a shutdown took
+        # the slot back.
+        if nxt is not None and why not in (EvictWhy.OWNER, EvictWhy.DRAIN, EvictWhy.SHUTDOWN) \
+                and not self.machine.draining and not self.machine.shutting_down:
+            self._install_claim(slot, nxt)
+            self._go(slot, S.CLAIMED, A.IDLE, "24" if killing else "23",
+                     f"preempted for the better claim {nxt.id}")
+            return
+        if nxt is not None:
+            self._forget_claim(nxt.id)
+            self._act(slot, "claim_refused", claim=nxt.id,
+                      reason=f"the slot was taken back ({(why or EvictWhy.OWNER).value})")
+        self._go(slot, S.OWNER, A.IDLE, "25" if killing else "22",
+                 f"claim ended ({(why or EvictWhy.OWNER).value})")
+        if slot.kind == "dynamic":
+            self._delete_dslot(slot)
+
+    def _delete_dslot(self, slot: Slot) -> None:
+        slot.deleted = True
+        parent = self.slots.get(slot.parent or "")
+        if parent is not None:
+            for k, v in slot.resources.items():
+                parent.resources[k] = parent.resources.get(k, 0) + v
+                self._put(parent, k, parent.resources[k])
+        self._act(slot, "delete_slot")
+        del self.slots[slot.name]
+
+    def _to_owner_from_matched(self, slot: Slot, reason: str) -> None:
+        slot.matched_since = None
+        self._go(slot, S.OWNER, A.IDLE, "8", reason)
+
+    def _stop_backfill(self, slot: Slot, nxt: str, reason: str,
+                       claim: Claim | None = None) -> None:
+        slot.backfill_next = nxt
+        slot.backfill_claim = claim
+        if slot.activity is A.BUSY:
+            self._go(slot, S.BACKFILL, A.KILLING, "28", reason)
+            self._act(slot, "kill_backfill")
+        elif slot.activity is A.IDLE:
+            self._settle(slot)
+
+    # ------------------------------------------------------------------ claims
+    def _install_claim(self, slot: Slot, claim: Claim) -> None:
+        slot.claim = claim
+        slot.matched_since = None
+        self._claims[claim.id] = slot.name
+
+    def _slot(self, name: str) -> Slot:
+        slot = self.slots.get(name)
+        if slot is None or slot.deleted:
+            raise PolicyError(f"no slot named {name!r}", slot=name)
+        return slot
+
+    def _forget_claim(self, claim_id: str) -> None:
+        name = self._claims.pop(claim_id, None)
+        if name is not None:
+            self._ended[claim_id] = name
+
+    def _claim_slot(self, claim_id: str) -> Slot:
+        name = self._claims.get(claim_id)
+        if name is None:
+            raise PolicyError(f"no claim with id {claim_id!r}")
+        return self.slots[name]
+
+    def _refresh(self, now: float, slot: Slot) -> None:
+        """Bring one slot up to date before an event acts on it (not a full cycle:
+        events come one at a time, and a cycle over every slot per event would make a
+        burst of claims quadratic)."""
+        self._advance(now)
+        if not slot.deleted:
+            self._measure(slot)
+            self._settle(slot)
+
+    def _vacate_slot(self, slot: Slot, fast: bool, reason: str,
+                     why: EvictWhy = EvictWhy.OWNER) -> None:
+        if slot.state is S.MATCHED:
+            self._to_owner_from_matched(slot, reason)
+        elif slot.state is S.BACKFILL:
+            self._stop_backfill(slot, "owner", reason)
+        elif slot.state is S.CLAIMED:
+            self._evict(slot, why, reason, retire=False, fast=fast)
+        elif slot.state is S.PREEMPTING and fast and slot.activity is A.VACATING:
+            self._kill(slot, "21", reason)
+
+    def _settle_one(self, slot: Slot) -> None:
+        if not slot.deleted:
+            self._settle(slot)
+        self.machine.after_cycle(self)
+
+    def _settle_all(self) -> None:
+        for slot in list(self.slots.values()):
+            if not slot.deleted:
+                self._settle(slot)
+        self.machine.after_cycle(self)
+
+def _attr(engine: SlotMachine, ad: Any, name: str) -> Any:
+    return engine.backend.evaluate(ad, name, None)
+
+
+_NOT_SHAREABLE: frozenset[str] = frozenset({"\0not shareable"})
+# Functions whose result is not fixed by the attributes an expression names.
+_DYNAMIC_CALLS = frozenset({"eval", "evalineachcontext", "countmatches", "random",
+                            "unresolved"})
+
+
+def _leaf_refs(ad: Any, name: str) -> frozenset[str]:
+    """The attributes (lower case) that ``name`` reads in ``ad``, through the ad's own
+    expressions; _NOT_SHAREABLE when it reads the job, a slot literal, or anything chosen
+    at run time."""
+    from condorpy.classad import ast
+    leaves: set[str] = set()
+    stack, seen = [name.lower()], set()
+    while stack:
+        attr = stack.pop()
+        if attr in seen:
+            continue
+        seen.add(attr)
+        expr = ad.lookup(attr)
+        if expr is None:
+            leaves.add(attr)          # absent: undefined in every slot alike
+            continue
+        if type(expr.node) is ast.Literal:
+            if attr != name.lower():
+                leaves.add(attr)      # a slot value: shareable only if machine-wide
+            continue
+        nodes = [expr.node]
+        while nodes:
+            n = nodes.pop()
+            if type(n) is ast.Call and n.name.lower() in _DYNAMIC_CALLS:
+                return _NOT_SHAREABLE
+            nodes.extend(n.children())
+        refs = expr.scoped_references()
+        if refs["target"]:
+            return _NOT_SHAREABLE
+        stack.extend(refs["my"] | refs["unscoped"])
+    return frozenset(leaves)
