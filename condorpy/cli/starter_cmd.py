@@ -1,0 +1,122 @@
+"""``condorpy starter``: run one job under a starter and write its final job ad.
+
+    condorpy starter --job-ad JOB.ad --slot-ad SLOT.ad --execute DIR [--result OUT.ad]
+                     [--config FILE] [--set NAME=VALUE ...]
+
+Knobs come from ``--set``, then the configuration (``--config``, ``$CONDOR_CONFIG``
+or the default file, with ``_CONDOR_<NAME>`` environment variables on top), read as
+the STARTER subsystem. Exit status: 0 the job ran to its end (see ExitCode/ExitSignal in the ad), 3 it was
+held, 4 it was vacated (soft or hard kill), 1 the starter itself could not work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from condorpy.classad import ClassAd, Error, Undefined
+from condorpy.config import DEFAULT_CONFIG_PATH, Config, load_config
+from condorpy.errors import ConfigError, StarterError
+from condorpy.starter.knobs import settings_from_knobs
+from condorpy.starter.starter import Starter
+
+EXIT_HELD = 3
+EXIT_VACATED = 4
+
+
+def _read_ad(path: str, what: str) -> tuple[ClassAd, str]:
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise StarterError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    return ClassAd.parse_old(text, source=path), text
+
+
+def _values(ad: ClassAd, target: ClassAd | None = None) -> dict[str, object]:
+    """Every attribute evaluated; undefined and error values are simply absent."""
+    out: dict[str, object] = {}
+    for name in ad.keys():
+        value = ad.evaluate(name, target)
+        if value is Undefined or value is Error:
+            continue
+        out[name] = value
+    return out
+
+
+def _load_config(path: str | None) -> Config:
+    """``--config``, else $CONDOR_CONFIG, else the default file when there is one; with
+    none, only built-in defaults and ``_CONDOR_<NAME>`` environment variables count."""
+    path = path or os.environ.get("CONDOR_CONFIG")
+    if path is None and not os.path.exists(DEFAULT_CONFIG_PATH):
+        path = "ONLY_ENV"
+    return load_config(path, subsystem="STARTER")
+
+
+def _custom_limit(expr_text: str | None, name: str, job: ClassAd,
+                  slot: ClassAd) -> int | None:
+    if not expr_text:
+        return None
+    value = slot.eval_expr(expr_text, job)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} = {expr_text!r} does not evaluate to a number of MB "
+                          f"for this job (got {value!r})", name=name)
+    return int(value)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="condorpy starter", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--job-ad", required=True, help="the job ad (old ClassAd format)")
+    parser.add_argument("--slot-ad", required=True, help="the slot ad (old ClassAd format)")
+    parser.add_argument("--execute", required=True, help="the EXECUTE directory")
+    parser.add_argument("--result", help="write the final job ad here (default: stdout)")
+    parser.add_argument("--config", help="condor_config file (default: $CONDOR_CONFIG)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a configuration knob (repeatable)")
+    args = parser.parse_args(argv)
+
+    overrides: dict[str, str] = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--set {item!r} is not NAME=VALUE")
+        overrides[name.strip().upper()] = value.strip()
+    cfg = _load_config(args.config)
+
+    def lookup(name: str) -> str | None:
+        key = name.upper()
+        if key in overrides:
+            return overrides[key]
+        return cfg.get(name)
+
+    job_ad, job_text = _read_ad(args.job_ad, "job ad")
+    slot_ad, slot_text = _read_ad(args.slot_ad, "slot ad")
+    settings = settings_from_knobs(
+        lookup, execute=os.path.abspath(args.execute),
+        names=[*overrides, *cfg.names()],
+        custom_hard_mb=_custom_limit(lookup("CGROUP_HARD_MEMORY_LIMIT_EXPR"),
+                                     "CGROUP_HARD_MEMORY_LIMIT_EXPR", job_ad, slot_ad),
+        custom_soft_mb=_custom_limit(lookup("CGROUP_SOFT_MEMORY_LIMIT_EXPR"),
+                                     "CGROUP_SOFT_MEMORY_LIMIT_EXPR", job_ad, slot_ad))
+    starter = Starter(_values(job_ad, slot_ad), _values(slot_ad, job_ad), settings,
+                      job_ad_text=job_ad.to_old(), machine_ad_text=slot_ad.to_old(),
+                      handle_signals=True)
+    outcome = starter.run()
+    final = job_ad.copy()
+    for name, value in outcome.attributes.items():
+        final[name] = value
+    text = final.to_old()
+    if not text.endswith("\n"):
+        text += "\n"
+    if args.result:
+        tmp = args.result + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, args.result)
+    else:
+        sys.stdout.write(text)
+    if outcome.hold is not None:
+        return EXIT_HELD
+    return EXIT_VACATED if outcome.vacated else 0

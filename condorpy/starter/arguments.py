@@ -1,0 +1,103 @@
+"""Job arguments and environment in HTCondor's old (V1) and new (V2) syntaxes.
+
+V2 (``Arguments``, ``Environment``): words separated by whitespace; a single-quoted
+span keeps whitespace, and ``''`` inside it is one literal quote. The job ad stores the
+string with the submit file's outer double quotes removed.
+V1 (``Args``): words separated by whitespace, ``\\"`` is a literal double quote.
+V1 environment (``Env``): ``NAME=value`` entries separated by ``;``.
+"""
+
+from __future__ import annotations
+
+from condorpy.errors import JobAdError
+
+
+def split_v2(text: str, *, attribute: str = "Arguments") -> list[str]:
+    words: list[str] = []
+    current: list[str] = []
+    in_word = False
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "'":
+            in_word = True
+            i += 1
+            while True:
+                if i >= n:
+                    raise JobAdError(f"unterminated single quote in {attribute!r}: {text!r}",
+                                     attribute=attribute)
+                if text[i] == "'":
+                    if i + 1 < n and text[i + 1] == "'":
+                        current.append("'")
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                current.append(text[i])
+                i += 1
+        elif ch.isspace():
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+            i += 1
+        else:
+            current.append(ch)
+            in_word = True
+            i += 1
+    if in_word:
+        words.append("".join(current))
+    return words
+
+
+def split_v1(text: str) -> list[str]:
+    words: list[str] = []
+    current: list[str] = []
+    in_word = False
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] == '"':
+            current.append('"')
+            in_word = True
+            i += 2
+        elif ch.isspace():
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+            i += 1
+        else:
+            current.append(ch)
+            in_word = True
+            i += 1
+    if in_word:
+        words.append("".join(current))
+    return words
+
+
+def job_arguments(v2: str | None, v1: str | None) -> list[str]:
+    """The argument vector (without argv[0]); ``Arguments`` (V2) wins over ``Args`` (V1)."""
+    if v2 is not None:
+        return split_v2(v2)
+    if v1 is not None:
+        return split_v1(v1)
+    return []
+
+
+def _pairs(entries: list[str], attribute: str) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for entry in entries:
+        name, sep, value = entry.partition("=")
+        if not sep or not name:
+            raise JobAdError(f"environment entry {entry!r} is not NAME=value",
+                             attribute=attribute)
+        env[name] = value
+    return env
+
+
+def job_environment(v2: str | None, v1: str | None) -> dict[str, str]:
+    """The job's own environment; ``Environment`` (V2) wins over ``Env`` (V1)."""
+    if v2 is not None:
+        return _pairs(split_v2(v2, attribute="Environment"), "Environment")
+    if v1 is not None:
+        return _pairs([e for e in v1.split(";") if e.strip()], "Env")
+    return {}

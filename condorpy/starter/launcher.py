@@ -1,0 +1,176 @@
+"""Starting the job's process: fork, place, isolate, drop privileges, open its files,
+exec, and tell the starter precisely which step failed.
+
+The child reports a failure as ``<stage> <errno>`` on a close-on-exec pipe; end of file
+without a report means the exec succeeded. For a PID namespace the starter unshares
+its namespace for children just around the fork, so the child is PID 1 of a new
+namespace and still the starter's own child, then goes back to its original namespace
+(setns) so that nothing else it forks lands there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import signal
+from dataclasses import dataclass
+
+from condorpy.starter.holds import HoldCode, JobHold
+from condorpy.starter.users import JobUser
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+
+_STAGE_HOLDS: dict[str, tuple[HoldCode, str]] = {
+    "cgroup": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot place the job in its cgroup"),
+    "namespace": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot create the job's PID namespace"),
+    "user": (HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT, "cannot switch to the job's user"),
+    "iwd": (HoldCode.IWD_ERROR, "cannot enter the job's initial working directory"),
+    "stdin": (HoldCode.UNABLE_TO_OPEN_INPUT, "cannot open the job's input file"),
+    "stdout": (HoldCode.UNABLE_TO_OPEN_OUTPUT, "cannot open the job's output file"),
+    "stderr": (HoldCode.UNABLE_TO_OPEN_OUTPUT, "cannot open the job's error file"),
+    "exec": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot execute the job's executable"),
+}
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    executable: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str
+    stdin: str
+    stdout: str
+    stderr: str
+    user: JobUser
+    cgroup_procs: str | None
+    pid_namespace: bool
+
+
+@dataclass(frozen=True)
+class Launched:
+    pid: int          # the job's pid as the starter sees it
+    session: int      # its session and process group id
+
+
+def _check(result: int) -> None:
+    if result != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+
+def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
+    """Runs in the forked child; never returns."""
+    stage = "cgroup"
+    try:
+        for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT,
+                    signal.SIGCHLD, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        if plan.cgroup_procs is not None:
+            with open(plan.cgroup_procs, "w") as fh:
+                fh.write("0")         # "0" is the writer itself, in any PID namespace
+        if plan.pid_namespace:
+            # PID 1 of the new namespace: a private /proc that shows only the job.
+            stage = "namespace"
+            libc = _libc()
+            _check(libc.unshare(CLONE_NEWNS))
+            _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))
+            _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                              None))
+        os.setsid()
+        stage = "user"
+        if plan.user.switch:
+            os.setgroups(list(plan.user.groups))
+            os.setgid(plan.user.gid)
+            os.setuid(plan.user.uid)
+        stage = "iwd"
+        os.chdir(plan.cwd)
+        stage = "stdin"
+        fin = os.open(plan.stdin, os.O_RDONLY)
+        stage = "stdout"
+        fout = os.open(plan.stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        stage = "stderr"
+        if plan.stderr == plan.stdout:
+            ferr = os.dup(fout)
+        else:
+            ferr = os.open(plan.stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for fd, target in ((fin, 0), (fout, 1), (ferr, 2)):
+            os.dup2(fd, target)
+        os.closerange(3, wfd)
+        os.closerange(wfd + 1, 65536)
+        stage = "exec"
+        os.execve(plan.executable, list(plan.argv), env)
+    except OSError as exc:
+        code = exc.errno or errno.EINVAL
+    except BaseException:
+        code = errno.EINVAL
+    try:
+        os.write(wfd, f"{stage} {code}\n".encode())
+    finally:
+        os._exit(127)
+
+
+def _fork(pid_namespace: bool) -> int:
+    if not pid_namespace:
+        return os.fork()
+    libc = _libc()
+    own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if libc.unshare(CLONE_NEWPID) != 0:
+            code = ctypes.get_errno()
+            raise JobHold(f"cannot create the job's PID namespace: {os.strerror(code)}",
+                          HoldCode.FAILED_TO_CREATE_PROCESS, code)
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            # The parent goes back to its own namespace, so that nothing else it forks
+            # (another job, a helper) lands in this job's.
+            if pid != 0 and libc.setns(own, CLONE_NEWPID) != 0:
+                code = ctypes.get_errno()
+                raise OSError(code, "setns back to the starter's PID namespace: "
+                                    f"{os.strerror(code)}")
+    finally:
+        os.close(own)
+    return pid
+
+
+def launch(plan: LaunchPlan, *, job_id: str) -> Launched:
+    """Start the job; raise JobHold with HTCondor's code if any step fails."""
+    env = {k.encode(): v.encode() for k, v in plan.env.items()}
+    rfd, wfd = os.pipe2(os.O_CLOEXEC)
+    pid = _fork(plan.pid_namespace)
+    if pid == 0:
+        os.close(rfd)
+        _child(plan, wfd, env)
+    os.close(wfd)
+    chunks = []
+    try:
+        while True:
+            data = os.read(rfd, 4096)
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(rfd)
+    failure: tuple[str, int] | None = None
+    for line in b"".join(chunks).decode().splitlines():
+        word, _, value = line.partition(" ")
+        failure = (word, int(value))
+    if failure is not None:
+        os.waitpid(pid, 0)
+        stage, code = failure
+        hold, what = _STAGE_HOLDS.get(stage, (HoldCode.FAILED_TO_CREATE_PROCESS, stage))
+        detail = {"exec": plan.executable, "iwd": plan.cwd, "stdin": plan.stdin,
+                  "stdout": plan.stdout, "stderr": plan.stderr}.get(stage, "")
+        where = f" {detail}" if detail else ""
+        raise JobHold(f"{what}{where}: {os.strerror(code)} (errno {code})", hold, code,
+                      job=job_id)
+    return Launched(pid=pid, session=pid)

@@ -1,0 +1,461 @@
+"""One job from start to end: sandbox, cgroup, launch, watch, obey commands, account,
+log, clean up. The outcome is the set of attributes to merge into the final job ad.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import selectors
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from condorpy.errors import CgroupError
+from condorpy.starter import proctrack
+from condorpy.starter.cgroup import (CgroupSample, CgroupTree, CgroupUnavailable, JobCgroup,
+                                     compute_limits, open_tree)
+from condorpy.starter.environment import job_environment
+from condorpy.starter.holds import HoldCode, JobHold
+from condorpy.starter.jobspec import JobSpec, SlotSpec
+from condorpy.starter.launcher import LaunchPlan, Launched, launch
+from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
+from condorpy.starter.sandbox import Sandbox, create_sandbox, disk_usage_kb, remove_sandbox
+from condorpy.starter.settings import StarterSettings
+from condorpy.starter.usage import MIB, Usage
+from condorpy.starter.userlog import UserLog
+from condorpy.starter.users import JobUser, choose_user
+
+
+class JobState(Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    EXITED = "exited"
+
+
+@dataclass
+class Outcome:
+    attributes: dict[str, object]
+    hold: JobHold | None = None
+    vacated: bool = False
+    notices: list[str] = field(default_factory=list)
+
+
+def _stderr_notice(text: str) -> None:
+    print(f"condorpy starter: {text}", file=sys.stderr, flush=True)
+
+
+class Starter:
+    def __init__(self, job_ad: Mapping[str, object], slot_ad: Mapping[str, object],
+                 settings: StarterSettings, *, job_ad_text: str = "",
+                 machine_ad_text: str = "", tag: str | None = None,
+                 notice: Callable[[str], None] = _stderr_notice,
+                 handle_signals: bool = False,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.job_ad = job_ad
+        self.slot_ad = slot_ad
+        self.settings = settings
+        self.job_ad_text = job_ad_text
+        self.machine_ad_text = machine_ad_text
+        self.tag = tag or str(os.getpid())
+        self.notice = notice
+        self.handle_signals = handle_signals
+        self.clock = clock
+        self.wall = wall
+        self.state = JobState.STARTING
+        self.usage = Usage()
+        self.cgroup: JobCgroup | None = None
+        self.proc: Launched | None = None
+        self.server: ControlServer | None = None
+        self.userlog: UserLog | None = None
+        self.sandbox: Sandbox | None = None
+        self.notices: list[str] = []
+        self.kill_deadline: float | None = None
+        self.vacating = False
+        self.suspended_since: float | None = None
+        self.suspended_total = 0.0
+        self.pending: list[Command] = []
+        self.logged_image_kb = 0
+        self.memory_limit: int | None = None
+
+    @property
+    def socket_path(self) -> str:
+        return os.path.join(self.settings.execute, f"starter_{self.tag}.sock")
+
+    def _say(self, text: str) -> None:
+        self.notices.append(text)
+        self.notice(text)
+
+    # --- set-up ---------------------------------------------------------------------
+
+    def _cgroup_tree(self) -> CgroupTree | None:
+        if not self.settings.use_cgroups:
+            self._say("cgroups are turned off by configuration: memory, CPU and process "
+                      "limits are NOT enforced; the job is tracked by its session")
+            return None
+        try:
+            return open_tree(self.settings.cgroup_mount, self.settings.cgroup_base,
+                             proc_root=self.settings.proc_root)
+        except CgroupUnavailable as exc:
+            self._say(f"memory, CPU and process limits are NOT enforced: {exc}; "
+                      "the job is tracked by its session and process group")
+            return None
+
+    def _open_userlog(self, job: JobSpec, user: JobUser, iwd: str) -> None:
+        if job.user_log is None:
+            return
+        path = job.user_log if os.path.isabs(job.user_log) else os.path.join(iwd, job.user_log)
+        try:
+            self.userlog = UserLog.open(path, job.cluster, job.proc,
+                                        uid=user.uid if user.switch else None,
+                                        gid=user.gid if user.switch else None, wall=self.wall)
+        except OSError as exc:
+            raise JobHold(f"cannot open the job event log {path}: {exc.strerror}",
+                          HoldCode.UNABLE_TO_INIT_USER_LOG, exc.errno or 0,
+                          attribute="StarterUserLog", job=job.job_id) from None
+
+    def _plan(self, job: JobSpec, slot: SlotSpec, user: JobUser, box: Sandbox,
+              pid_ns: bool) -> LaunchPlan:
+        iwd = job.iwd or box.path
+
+        def rel(path: str | None) -> str:
+            if path is None:
+                return os.devnull
+            return path if os.path.isabs(path) else os.path.join(iwd, path)
+
+        executable = job.cmd if os.path.isabs(job.cmd) else os.path.join(iwd, job.cmd)
+        env = job_environment(job, slot, scratch=box.path, job_ad_path=box.job_ad,
+                              machine_ad_path=box.machine_ad, iwd=iwd,
+                              thread_vars=self.settings.num_threads_env)
+        return LaunchPlan(executable=executable, argv=(executable, *job.args), env=env,
+                          cwd=iwd, stdin=rel(job.stdin), stdout=rel(job.stdout),
+                          stderr=rel(job.stderr), user=user,
+                          cgroup_procs=self.cgroup.procs_file if self.cgroup else None,
+                          pid_namespace=pid_ns)
+
+    # --- the run ----------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        job_id = "?"
+        try:
+            job = JobSpec.from_ad(self.job_ad)
+            job_id = job.job_id
+            slot = SlotSpec.from_ad(self.slot_ad)
+            user = choose_user(job, slot, self.settings)
+            return self._run(job, slot, user)
+        except JobHold as hold:
+            return self._held_before_start(hold)
+        finally:
+            self._cleanup(job_id)
+
+    def _held_before_start(self, hold: JobHold) -> Outcome:
+        if self.userlog is not None:
+            self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
+        attrs = hold_attributes(hold)
+        if self.server is not None:
+            self.server.broadcast({"event": "done", "ad": attrs})
+        return Outcome(attrs, hold=hold, notices=self.notices)
+
+    def _run(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> Outcome:
+        pid_ns = self.settings.use_pid_namespaces
+        if pid_ns and os.geteuid() != 0:
+            self._say("USE_PID_NAMESPACES needs root; the job runs in the starter's "
+                      "PID namespace")
+            pid_ns = False
+        tree = self._cgroup_tree()
+        self.sandbox = create_sandbox(self.settings.execute, user,
+                                      job_ad_text=self.job_ad_text,
+                                      machine_ad_text=self.machine_ad_text, tag=self.tag)
+        self._open_userlog(job, user, job.iwd or self.sandbox.path)
+        self.server = ControlServer(self.socket_path)
+        if tree is not None:
+            self.cgroup = JobCgroup(tree, f"job_{self.tag}")
+            limits = compute_limits(
+                policy=self.settings.memory_policy.value, slot_memory_mb=slot.memory_mb,
+                slot_vm_kb=slot.virtual_memory_kb,
+                machine_memory_mb=self.settings.machine_memory_mb,
+                custom_hard_mb=self.settings.custom_hard_mb,
+                custom_soft_mb=self.settings.custom_soft_mb,
+                disable_swap=self.settings.disable_swap, cpus=slot.cpus,
+                pids_max=self.settings.pids_max,
+                enforce_cpu_max=self.settings.enforce_cpu_max)
+            self.cgroup.create(limits)
+            self.memory_limit = limits.memory_max
+        plan = self._plan(job, slot, user, self.sandbox, pid_ns)
+        start = self.clock()
+        self.proc = launch(plan, job_id=job.job_id)
+        self.state = JobState.RUNNING
+        if self.userlog is not None:
+            self.userlog.execute(self.settings.hostname, slot.name)
+        self.server.broadcast(self._hello())
+        status, rusage = self._watch(job)
+        duration = self.clock() - start
+        return self._finish(job, status, rusage, duration)
+
+    def _hello(self) -> dict[str, Any]:
+        return {"event": "hello", "version": PROTOCOL_VERSION, "starter_pid": os.getpid(),
+                "job_pid": self.proc.pid if self.proc else None,
+                "state": self.state.value,
+                "sandbox": self.sandbox.path if self.sandbox else None,
+                "cgroup": self.cgroup.slice if self.cgroup else None,
+                "usage": self.usage.attributes()}
+
+    def _watch(self, job: JobSpec) -> tuple[int, Any]:
+        assert self.proc is not None and self.server is not None
+        sel = selectors.DefaultSelector()
+        pidfd = os.pidfd_open(self.proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+        sel.register(self.server.sock, selectors.EVENT_READ, "accept")
+        wake_r = wake_w = -1
+        old_handlers: dict[int, Any] = {}
+        old_wakeup = -1
+        if self.handle_signals:
+            wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            sel.register(wake_r, selectors.EVENT_READ, "signal")
+            old_wakeup = signal.set_wakeup_fd(wake_w)
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+                old_handlers[int(signum)] = signal.signal(signum, self._on_signal)
+        next_sample = self.clock() + min(0.05, self.settings.update_interval_s)
+        try:
+            while True:
+                now = self.clock()
+                deadlines = [next_sample]
+                if self.kill_deadline is not None:
+                    deadlines.append(self.kill_deadline)
+                timeout = max(0.0, min(deadlines) - now)
+                for key, _ in sel.select(timeout):
+                    if key.data == "exit":
+                        _, status, rusage = os.wait4(self.proc.pid, 0)
+                        return status, rusage
+                    if key.data == "accept":
+                        conn = self.server.accept()
+                        if conn is not None:
+                            sel.register(conn.sock, selectors.EVENT_READ, conn)
+                            conn.send(self._hello())
+                    elif key.data == "signal":
+                        try:
+                            os.read(wake_r, 512)
+                        except BlockingIOError:
+                            pass
+                    elif isinstance(key.data, Connection):
+                        self._serve(key.data, sel)
+                while self.pending:
+                    self._apply(self.pending.pop(0), job)
+                now = self.clock()
+                if self.kill_deadline is not None and now >= self.kill_deadline:
+                    self._say(f"job {job.job_id} did not exit within its kill timeout; "
+                              "killing it")
+                    self._apply(Command.HARD_KILL, job)
+                if now >= next_sample:
+                    self._sample()
+                    self._maybe_log_image_size()
+                    self.server.broadcast({"event": "usage", "state": self.state.value,
+                                           "usage": self.usage.attributes()})
+                    next_sample = now + self.settings.update_interval_s
+        finally:
+            sel.close()
+            os.close(pidfd)
+            if self.handle_signals:
+                signal.set_wakeup_fd(old_wakeup)
+                for signum_int, handler in old_handlers.items():
+                    signal.signal(signum_int, handler)
+                os.close(wake_r)
+                os.close(wake_w)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.pending.append(Command.HARD_KILL if signum == signal.SIGQUIT
+                            else Command.SOFT_KILL)
+
+    def _serve(self, conn: Connection, sel: selectors.BaseSelector) -> None:
+        for msg in conn.receive():
+            if "error" in msg:
+                conn.send({"event": "error", "message": msg["error"]})
+                continue
+            try:
+                cmd = Command(msg.get("cmd"))
+            except ValueError:
+                conn.send({"event": "error", "message": f"unknown command {msg.get('cmd')!r}"})
+                continue
+            if cmd is Command.STATUS:
+                conn.send(self._hello())
+            else:
+                self.pending.append(cmd)
+                conn.send({"event": "ok", "cmd": cmd.value})
+        if conn.closed:
+            sel.unregister(conn.sock)
+            conn.close()
+
+    # --- commands -------------------------------------------------------------------
+
+    def _apply(self, cmd: Command, job: JobSpec) -> None:
+        assert self.proc is not None and self.server is not None
+        if cmd is Command.SUSPEND and self.state is JobState.RUNNING:
+            self._sample()
+            count = self._suspend()
+            self.state = JobState.SUSPENDED
+            self.suspended_since = self.clock()
+            if self.userlog is not None:
+                self.userlog.suspended(count)
+            self.server.broadcast({"event": "state", "state": self.state.value})
+        elif cmd is Command.CONTINUE and self.state is JobState.SUSPENDED:
+            self._resume()
+        elif cmd is Command.SOFT_KILL:
+            self.vacating = True
+            if self.state is JobState.SUSPENDED:
+                self._resume()       # a frozen job cannot act on its soft-kill signal
+            try:
+                os.kill(self.proc.pid, job.kill_sig)
+            except ProcessLookupError:
+                pass
+            if self.kill_deadline is None:
+                timeout = job.kill_sig_timeout_s
+                if timeout is None:
+                    timeout = self.settings.kill_timeout_s
+                self.kill_deadline = self.clock() + timeout
+        elif cmd is Command.HARD_KILL:
+            self.vacating = True
+            self.kill_deadline = None
+            self._kill_all()
+
+    def _resume(self) -> None:
+        assert self.server is not None
+        self._unsuspend()
+        self.state = JobState.RUNNING
+        if self.suspended_since is not None:
+            self.suspended_total += self.clock() - self.suspended_since
+            self.suspended_since = None
+        if self.userlog is not None:
+            self.userlog.unsuspended()
+        self.server.broadcast({"event": "state", "state": self.state.value})
+
+    def _suspend(self) -> int:
+        assert self.proc is not None
+        if self.cgroup is not None:
+            npids = len(self.cgroup.pids())
+            if not self.cgroup.freeze():
+                self._say("the job's cgroup did not report frozen within 5 s")
+            return npids
+        return proctrack.kill_session(self.settings.proc_root, self.proc.session,
+                                      signal.SIGSTOP)
+
+    def _unsuspend(self) -> None:
+        assert self.proc is not None
+        if self.cgroup is not None:
+            self.cgroup.thaw()
+        else:
+            proctrack.kill_session(self.settings.proc_root, self.proc.session, signal.SIGCONT)
+
+    def _kill_all(self) -> None:
+        assert self.proc is not None
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        else:
+            proctrack.kill_session(self.settings.proc_root, self.proc.session, signal.SIGKILL)
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    # --- accounting -----------------------------------------------------------------
+
+    def _sample(self) -> CgroupSample | None:
+        assert self.proc is not None
+        if self.cgroup is not None:
+            sample = self.cgroup.sample()
+            self.usage.add_cgroup(sample)
+            return sample
+        self.usage.add_session(*proctrack.session_usage(self.settings.proc_root,
+                                                        self.proc.session))
+        return None
+
+    def _maybe_log_image_size(self) -> None:
+        image_kb = math.ceil(max(self.usage.image_bytes, self.usage.memory_bytes) / 1024)
+        if self.userlog is not None and image_kb > self.logged_image_kb:
+            self.logged_image_kb = image_kb
+            self.userlog.image_size(image_kb, math.ceil(self.usage.memory_bytes / MIB),
+                                    math.ceil(self.usage.rss_bytes / 1024))
+
+    def _finish(self, job: JobSpec, status: int, rusage: Any, duration: float) -> Outcome:
+        assert self.sandbox is not None and self.server is not None
+        # With cgroups the counters outlive the process; without, the exited job is
+        # gone from /proc and wait4's rusage below is the final word.
+        sample = self._sample() if self.cgroup is not None else None
+        u = self.usage
+        u.add_rusage(rusage.ru_utime, rusage.ru_stime)
+        self.state = JobState.EXITED
+        self._kill_all()     # the job is over when its first process is: no stragglers
+        if self.cgroup is not None:
+            self.cgroup.wait_empty()
+        if self.suspended_since is not None:
+            self.suspended_total += self.clock() - self.suspended_since
+        attrs: dict[str, object] = {"JobDuration": round(duration, 3)}
+        attrs.update(u.attributes())
+        attrs["DiskUsage"] = disk_usage_kb(self.sandbox.path)
+        attrs["CumulativeSuspensionTime"] = round(self.suspended_total, 3)
+        signalled = os.WIFSIGNALED(status)
+        sig = os.WTERMSIG(status) if signalled else None
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        if signalled:
+            attrs["ExitBySignal"] = True
+            attrs["ExitSignal"] = sig
+        else:
+            attrs["ExitBySignal"] = False
+            attrs["ExitCode"] = code
+        hold: JobHold | None = None
+        oom = sample.oom_kills if sample is not None else 0
+        if oom > 0 and sig == signal.SIGKILL:
+            used = max(u.memory_bytes, u.image_bytes)
+            limit = self.memory_limit
+            limit_text = f"{limit // MIB} MB" if limit is not None else "the machine's memory"
+            hold = JobHold(
+                f"Job has gone over memory limit of {limit_text}: peak usage "
+                f"{math.ceil(used / MIB)} MB (killed by the kernel's OOM killer "
+                f"{oom} time(s) in the job's cgroup)",
+                HoldCode.JOB_OUT_OF_RESOURCES, 0, job=job.job_id)
+            attrs.update(hold_attributes(hold))
+        if self.userlog is not None:
+            if hold is not None:
+                self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
+            elif self.vacating:
+                self.userlog.evicted(u.user_s, u.system_s)
+            else:
+                self.userlog.terminated(exit_code=code, signal=sig, user=u.user_s,
+                                        system=u.system_s)
+        self.server.broadcast({"event": "done", "ad": attrs})
+        return Outcome(attrs, hold=hold, vacated=self.vacating and hold is None,
+                       notices=self.notices)
+
+    # --- clean-up -------------------------------------------------------------------
+
+    def _cleanup(self, job_id: str) -> None:
+        problems: list[str] = []
+        if self.cgroup is not None:
+            try:
+                self.cgroup.kill()
+                self.cgroup.wait_empty()
+                self.cgroup.remove()
+            except (OSError, CgroupError) as exc:
+                problems.append(f"cgroup {self.cgroup.slice}: {exc}")
+        if self.server is not None:
+            self.server.close()
+        if self.userlog is not None:
+            self.userlog.close()
+        if self.sandbox is not None:
+            try:
+                remove_sandbox(self.sandbox)
+            except OSError as exc:
+                problems.append(f"sandbox {self.sandbox.path}: {exc}")
+        for text in problems:
+            self._say(f"clean-up of job {job_id} incomplete: {text}")
+
+
+def hold_attributes(hold: JobHold) -> dict[str, object]:
+    return {"JobStatus": 5, "HoldReason": hold.reason, "HoldReasonCode": int(hold.code),
+            "HoldReasonSubCode": hold.hold_subcode}
+

@@ -1,0 +1,117 @@
+"""The job event log (``StarterUserLog``) in HTCondor's text format.
+
+Each event is ``NNN (cluster.proc.subproc) YYYY-MM-DD HH:MM:SS text``, indented detail
+lines and a ``...`` terminator; ``htcondor2.JobEventLog`` reads it back. Times are
+local, as HTCondor writes them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Event(IntEnum):
+    EXECUTE = 1
+    EVICTED = 4
+    TERMINATED = 5
+    IMAGE_SIZE = 6
+    SUSPENDED = 10
+    UNSUSPENDED = 11
+    HELD = 12
+
+
+def usage_text(seconds: float) -> str:
+    """``Usr D HH:MM:SS`` style span."""
+    total = int(round(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{days} {hours:02d}:{minutes:02d}:{secs:02d}"
+
+
+def _usage_line(user: float, system: float, label: str) -> str:
+    return f"\t\tUsr {usage_text(user)}, Sys {usage_text(system)}  -  {label}\n"
+
+
+@dataclass
+class UserLog:
+    """Writes to an already opened descriptor: the starter opens the log with the job
+    user's credentials, so root never creates or follows a path on the user's behalf."""
+    fd: int
+    cluster: int
+    proc: int
+    wall: Callable[[], float] = time.time
+
+    @classmethod
+    def open(cls, path: str, cluster: int, proc: int, *, uid: int | None = None,
+             gid: int | None = None, wall: Callable[[], float] = time.time) -> UserLog:
+        saved = (os.getegid(), os.geteuid())
+        try:
+            if uid is not None and gid is not None and saved[1] == 0:
+                os.setegid(gid)
+                os.seteuid(uid)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        finally:
+            if os.geteuid() != saved[1]:
+                os.seteuid(saved[1])
+                os.setegid(saved[0])
+        return cls(fd, cluster, proc, wall)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _write(self, event: Event, headline: str, body: str = "") -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.wall()))
+        text = (f"{int(event):03d} ({self.cluster:03d}.{self.proc:03d}.000) {stamp} "
+                f"{headline}\n{body}...\n")
+        # One write per event with O_APPEND, so concurrent writers never interleave.
+        os.write(self.fd, text.encode())
+
+    def execute(self, host: str, slot_name: str) -> None:
+        self._write(Event.EXECUTE, f"Job executing on host: <{host}>",
+                    f"\tSlotName: {slot_name}\n")
+
+    def image_size(self, image_kb: int, memory_mb: int, rss_kb: int) -> None:
+        self._write(Event.IMAGE_SIZE, f"Image size of job updated: {image_kb}",
+                    f"\t{memory_mb}  -  MemoryUsage of job (MB)\n"
+                    f"\t{rss_kb}  -  ResidentSetSize of job (KB)\n")
+
+    def suspended(self, npids: int) -> None:
+        self._write(Event.SUSPENDED, "Job was suspended.",
+                    f"\tNumber of processes actually suspended: {npids}\n")
+
+    def unsuspended(self) -> None:
+        self._write(Event.UNSUSPENDED, "Job was unsuspended.")
+
+    def held(self, reason: str, code: int, subcode: int) -> None:
+        reason = " ".join(reason.split())
+        self._write(Event.HELD, "Job was held.",
+                    f"\t{reason}\n\tCode {code} Subcode {subcode}\n")
+
+    def evicted(self, user: float, system: float) -> None:
+        self._write(Event.EVICTED, "Job was evicted.",
+                    "\t(0) Job was not checkpointed.\n"
+                    + _usage_line(user, system, "Run Remote Usage")
+                    + _usage_line(0, 0, "Run Local Usage")
+                    + "\t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job\n")
+
+    def terminated(self, *, exit_code: int | None, signal: int | None, user: float,
+                   system: float) -> None:
+        if signal is None:
+            head = f"\t(1) Normal termination (return value {exit_code})\n"
+        else:
+            head = f"\t(0) Abnormal termination (signal {signal})\n\t(0) No core file\n"
+        body = (head
+                + _usage_line(user, system, "Run Remote Usage")
+                + _usage_line(0, 0, "Run Local Usage")
+                + _usage_line(user, system, "Total Remote Usage")
+                + _usage_line(0, 0, "Total Local Usage")
+                + "\t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job\n"
+                + "\t0  -  Total Bytes Sent By Job\n\t0  -  Total Bytes Received By Job\n")
+        self._write(Event.TERMINATED, "Job terminated.", body)
