@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from condorpy.classad import ClassAd, parse_expr
@@ -106,22 +105,8 @@ def _detected(inventory: MachineInventory) -> DetectedFacts:
 
 
 def _probed_facts() -> DetectedFacts:
-    """The host's computed macros as the probes measure them."""
-    from condorpy.machine.probe import detected_facts
-    facts = detected_facts()
-    base = host_facts()
-
-    def number(key: str, default: int) -> int:
-        value = facts.get(key, "")
-        return int(value) if value.isdigit() else default
-
-    return replace(base, full_hostname=facts.get("FULL_HOSTNAME") or base.full_hostname,
-                   cpus=number("DETECTED_CPUS", base.cpus),
-                   cores=number("DETECTED_CORES", base.cores),
-                   physical_cpus=number("DETECTED_PHYSICAL_CPUS", base.physical_cpus),
-                   memory_mb=number("DETECTED_MEMORY", base.memory_mb),
-                   arch=facts.get("ARCH") or base.arch, opsys=facts.get("OPSYS") or base.opsys,
-                   ip_address=facts.get("IP_ADDRESS") or base.ip_address)
+    from condorpy.cli.facts import probed_facts
+    return probed_facts()
 
 
 def _load_config(path: str | None, pinned: MachineInventory | None) -> KnobSource:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import platform
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class DetectedFacts:
     username: str = "root"
     pid: int = 0
     ppid: int = 0
+    # Further computed knobs a machine probe knows (OPSYSANDVER, OPSYSMAJORVER, ...);
+    # the named fields above win over an entry here.
+    extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def hostname(self) -> str:
@@ -94,6 +98,7 @@ def computed_defaults(facts: DetectedFacts, subsystem: str, localname: str | Non
                       ) -> dict[str, str]:
     """The knobs HTCondor computes at start-up rather than reading from a table."""
     return {
+        **{name.upper(): value for name, value in facts.extra.items()},
         "FULL_HOSTNAME": facts.full_hostname,
         "HOSTNAME": facts.hostname,
         "DETECTED_CPUS": str(facts.cpus),
