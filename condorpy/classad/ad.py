@@ -5,12 +5,19 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping
 
 from condorpy.classad.ast import Literal, Node
-from condorpy.classad.compiler import NOCONST, EvalState, eval_attr
+from condorpy.classad.compiler import NOCONST, EvalState
 from condorpy.classad.expr import Expr, parse_expr, value_to_node
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
 from condorpy.errors import ClassAdError
+
+
+_INT_LO, _INT_HI = -(1 << 63), (1 << 63) - 1
+
+
+def _literal_expr(value: Any) -> Expr:
+    return Expr(Literal(value))
 
 
 class ClassAd(Scope):
@@ -94,11 +101,51 @@ class ClassAd(Scope):
             raise ClassAdError(f"bad attribute name {name!r}")
         if isinstance(value, Expr):
             self._set(name, value)
-        else:
-            try:
-                self._set(name, Expr.from_node(value_to_node(value)))
-            except ClassAdError as e:
-                raise ClassAdError(e.message, attribute=name) from None
+            return
+        t = type(value)
+        if t is int or t is str or t is bool:
+            # Re-setting the literal an attribute already holds (a daemon republishing
+            # its state every cycle) changes nothing: skip making a new Expr.
+            lc = name.lower()
+            old = self._consts.get(lc, NOCONST)
+            if type(old) is t and old == value and lc in self._names \
+                    and type(self._exprs[lc].node) is Literal:
+                return
+            if t is not int or _INT_LO <= value <= _INT_HI:
+                self._set(name, _literal_expr(value))
+                return
+        try:
+            self._set(name, Expr.from_node(value_to_node(value)))
+        except ClassAdError as e:
+            raise ClassAdError(e.message, attribute=name) from None
+
+    @staticmethod
+    def _literal_batch(items: Iterable[tuple[str, Expr]]) -> tuple[dict[str, str],
+                                                                  dict[str, Expr],
+                                                                  dict[str, Any]]:
+        """(name, literal Expr) pairs prepared for :meth:`_set_literals`."""
+        names: dict[str, str] = {}
+        exprs: dict[str, Expr] = {}
+        consts: dict[str, Any] = {}
+        for name, e in items:
+            if e.const is NOCONST:
+                raise ClassAdError("not a literal", attribute=name)
+            lc = name.lower()
+            names.setdefault(lc, name)
+            exprs[lc] = e
+            consts[lc] = e.const
+        return names, exprs, consts
+
+    def _set_literals(self, batch: tuple[dict[str, str], dict[str, Expr], dict[str, Any]]
+                      ) -> None:
+        """Set what :meth:`_literal_batch` prepared: as ``_set`` for each, in bulk. What a
+        policy engine does to every slot ad on every cycle, so kept lean."""
+        names, exprs, consts = batch
+        if not self._names.keys() >= names.keys():
+            for lc, name in names.items():
+                self._names.setdefault(lc, name)
+        self._exprs.update(exprs)
+        self._consts.update(consts)
 
     def set_expr(self, name: str, text: str, source: str | None = None) -> None:
         self._set(name, parse_expr(text, source=source, attribute=name))
@@ -185,7 +232,21 @@ class ClassAd(Scope):
         if e is None:
             return Undefined
         try:
-            return eval_attr(self, lc, e._fn, target, [ctx, None])
+            # eval_attr's bookkeeping, begun here: this attribute is under evaluation
+            return e._fn(self, target, [ctx, None, self, lc])
+        except RecursionError:
+            return Error
+
+    def _evaluate_lc(self, lc: str, target: "ClassAd | None") -> Any:
+        """:meth:`evaluate` for a name already in lower case (a caller's hot path)."""
+        c = self._consts.get(lc, NOCONST)
+        if c is not NOCONST:
+            return c
+        e = self._exprs.get(lc)
+        if e is None:
+            return Undefined
+        try:
+            return e._fn(self, target, [None, None, self, lc])
         except RecursionError:
             return Error
 

@@ -1,9 +1,10 @@
 """The syntax tree of ClassAd expressions, and its unparse (HTCondor's spelling).
 
-Nodes are frozen dataclasses; ``children()`` gives the sub-expressions in source order so
-tools (the policy "explain" view) can walk a tree and evaluate each part. Parentheses
-written by the user are kept as :class:`Paren` nodes so an unparse shows what was
-written; for trees built by code, :func:`unparse` adds the parentheses precedence needs.
+Nodes are frozen dataclasses (to the type checker: see the end of the module);
+``children()`` gives the sub-expressions in source order so tools (the policy "explain"
+view) can walk a tree and evaluate each part. Parentheses written by the user are kept as
+:class:`Paren` nodes so an unparse shows what was written; for trees built by code,
+:func:`unparse` adds the parentheses precedence needs.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
 
@@ -387,40 +388,67 @@ def _unparse(node: Node, parts: list[str]) -> None:
         raise TypeError(f"not a ClassAd syntax node: {node!r}")
 
 
-# --- fast construction for the parser ----------------------------------------------
-# A frozen dataclass's __init__ goes through object.__setattr__ per field; the parser
-# makes one node per token, so it fills the slots directly (same objects, same
-# equality and hashing, twice as fast to build).
+# --- fast construction for the parsers ----------------------------------------------
+# Nodes are frozen to the type checker, but at run time their fields are plain slots: a
+# frozen dataclass sends every field store (its __init__'s too) through
+# object.__setattr__, and building the tree was the larger part of parsing. The parsers
+# make a bare node and store its fields, each a plain slot store; nothing else writes a
+# field, and mypy holds all other code to reading them. Equality and hashing are the
+# frozen dataclass's.
 
-_new = object.__new__
-_lit_value = Literal.__dict__["value"].__set__
-_bin_op, _bin_left, _bin_right = (Binary.__dict__[k].__set__ for k in ("op", "left", "right"))
-_attr_name, _attr_scope = (AttrRef.__dict__[k].__set__ for k in ("name", "scope"))
-_paren_inner = Paren.__dict__["inner"].__set__
+for _cls in (Literal, AttrRef, Select, Subscript, Call, Unary, Binary, Cond, Elvis, Paren,
+             ListExpr, RecordExpr):
+    del _cls.__setattr__, _cls.__delattr__
+del _cls
+
+# object.__new__, typed so that the parsers may fill in what it makes
+new_node: Callable[[type[Node]], Any] = object.__new__
 
 
 def new_literal(value: Any) -> Literal:
-    n = _new(Literal)
-    _lit_value(n, value)
+    n = new_node(Literal)
+    n.value = value
     return n  # type: ignore[no-any-return]
 
 
 def new_binary(op: str, left: Node, right: Node) -> Binary:
-    n = _new(Binary)
-    _bin_op(n, op)
-    _bin_left(n, left)
-    _bin_right(n, right)
+    n = new_node(Binary)
+    n.op = op
+    n.left = left
+    n.right = right
     return n  # type: ignore[no-any-return]
 
 
-def new_attr(name: str) -> AttrRef:
-    n = _new(AttrRef)
-    _attr_name(n, name)
-    _attr_scope(n, "")
+def new_attr(name: str, scope: str = "") -> AttrRef:
+    n = new_node(AttrRef)
+    n.name = name
+    n.scope = scope
     return n  # type: ignore[no-any-return]
 
 
 def new_paren(inner: Node) -> Paren:
-    n = _new(Paren)
-    _paren_inner(n, inner)
+    n = new_node(Paren)
+    n.inner = inner
+    return n  # type: ignore[no-any-return]
+
+
+def new_unary(op: str, operand: Node) -> Unary:
+    n = new_node(Unary)
+    n.op = op
+    n.operand = operand
+    return n  # type: ignore[no-any-return]
+
+
+def new_cond(cond: Node, then: Node, else_: Node) -> Cond:
+    n = new_node(Cond)
+    n.cond = cond
+    n.then = then
+    n.else_ = else_
+    return n  # type: ignore[no-any-return]
+
+
+def new_call(name: str, args: tuple[Node, ...]) -> Call:
+    n = new_node(Call)
+    n.name = name
+    n.args = args
     return n  # type: ignore[no-any-return]

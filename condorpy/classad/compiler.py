@@ -18,6 +18,7 @@ from condorpy.classad import ops
 from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
                                   Node, Paren, RecordExpr, Select, Subscript, Unary)
 from condorpy.classad.functions.registry import CallContext, FunctionSpec
+from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
@@ -43,6 +44,9 @@ MAX_ATTR_DEPTH = 120
 # evaluation and a list is the cheapest object Python makes:
 #   [0] the CallContext (None until a function needs it: making one costs microseconds)
 #   [1] the set of (scope id, attribute) under evaluation (None until the first one)
+#   [2], [3] (optional) the scope and attribute whose evaluation this state began with:
+#       ClassAd.evaluate names them here instead of making the set up front, since many
+#       evaluations never reach another attribute's expression
 EvalState: TypeAlias = "list[Any]"
 
 
@@ -59,12 +63,20 @@ def state_ctx(st: "EvalState") -> CallContext:
 
 # --- attribute resolution ------------------------------------------------------------
 
+def _open_active(st: EvalState) -> "set[tuple[int, str]]":
+    active: set[tuple[int, str]] = set()
+    if len(st) > 2:
+        active.add((id(st[2]), st[3]))
+    st[1] = active
+    return active
+
+
 def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
     key = (id(s), lc)
     active = st[1]
     if active is None:
-        active = st[1] = set()
-    elif key in active or len(active) > MAX_ATTR_DEPTH:
+        active = _open_active(st)
+    if key in active or len(active) > MAX_ATTR_DEPTH:
         return Error
     active.add(key)
     try:
@@ -189,10 +201,17 @@ class Compiler:
         lc = node.name.lower()
         kind = node.scope.lower()
         if kind == "target":
-            return (lambda s, tg, st: lookup_target(lc, s, tg, st)), False
+            def target_attr(s: Any, tg: Any, st: EvalState) -> Any:
+                if isinstance(tg, Scope):
+                    v = tg._consts.get(lc, _MISS)  # lookup_target's first probe, inline
+                    if v is not _MISS:
+                        return v
+                return lookup_target(lc, s, tg, st)
+            return target_attr, False
         if kind == "my":
             return (lambda s, tg, st: lookup_my(lc, s, tg, st)), False
         lookup = lookup_unscoped
+        depth = MAX_ATTR_DEPTH
 
         def attr(s: Any, tg: Any, st: EvalState) -> Any:
             if s is not None:
@@ -201,7 +220,21 @@ class Compiler:
                     return v
                 e = s._exprs.get(lc)
                 if e is not None:
-                    return eval_attr(s, lc, e._fn, tg, st)
+                    # eval_attr inlined: attribute chains are the evaluator's hot path
+                    key = (id(s), lc)
+                    active = st[1]
+                    if active is None:
+                        # _open_active inline
+                        active = st[1] = set()
+                        if len(st) > 2:
+                            active.add((id(st[2]), st[3]))
+                    if key in active or len(active) > depth:
+                        return Error
+                    active.add(key)
+                    try:
+                        return e._fn(s, tg, st)
+                    finally:
+                        active.discard(key)
             return lookup(lc, s, tg, st)
         return attr, False
 
@@ -245,18 +278,26 @@ class Compiler:
         return (lambda s, tg, st: slow(op, f(s, tg, st))), c is not NOCONST
 
     def _c_Binary(self, node: Binary) -> tuple[Fn, bool]:
+        op = node.op
+        if op == "&&" or op == "||":
+            # a && b && c is (a && b) && c: one closure walks the whole chain
+            chain = [self.compile(n) for n in _chain(node, op)]
+            fns = [f for f, _ in chain]
+            foldable = all(c is not NOCONST for _, c in chain)
+            if len(fns) == 2:
+                return (_and if op == "&&" else _or)(fns[0], fns[1]), foldable
+            return (_and_n if op == "&&" else _or_n)(fns), foldable
         lf, lc_ = self.compile(node.left)
         rf, rc = self.compile(node.right)
         foldable = lc_ is not NOCONST and rc is not NOCONST
-        op = node.op
-        if op == "&&":
-            return _and(lf, rf), foldable
-        if op == "||":
-            return _or(lf, rf), foldable
         if op in ("+", "-", "*"):
             return _arith(op, lf, rf, rc, _attr_name(node.left), _attr_name(node.right)), foldable
         if op in ("<", "<=", ">", ">=", "==", "!="):
-            return _compare(op, lf, rf, rc, _attr_name(node.left)), foldable
+            return _compare(op, lf, rf, rc, _attr_name(node.left),
+                            _attr_name(node.left, "target")), foldable
+        if (op == "is" or op == "isnt") and (type(rc) in _SCALARS or rc is Undefined
+                                             or rc is Error):
+            return _identical(op == "isnt", lf, rc, _attr_name(node.left)), foldable
         slow = ops.BINARY[op]
         return (lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))), foldable
 
@@ -297,6 +338,17 @@ class Compiler:
             return (lambda s, tg, st: Error), True
         fns = tuple(f for f, _ in compiled)
         impl = spec.impl
+        if impl is if_then_else and n == 3:
+            foldable = all(c is not NOCONST for _, c in compiled)
+            tk, ek = compiled[1][1], compiled[2][1]
+            test = _is_test(node.args[0])
+            if test is not None and not foldable:
+                la, left, right, negate = test
+                k = self.compile(right)[1]
+                if type(k) in _SCALARS or k is Undefined or k is Error:
+                    return _if_then_else_is(la, self.compile(left)[0], k, negate, fns[1:],
+                                            tk, ek), False
+            return _if_then_else(fns, tk, ek), foldable
         if spec.lazy:
             from condorpy.classad.expr import LazyCall
             nodes = node.args
@@ -333,6 +385,67 @@ class Compiler:
 
 
 # --- inline fast paths ----------------------------------------------------------------
+
+def _if_then_else(fns: tuple[Fn, ...], tk: Any, ek: Any) -> Fn:
+    """ifThenElse(c, a, b) without the lazy-call machinery; the rules of
+    :func:`condorpy.classad.functions.special.if_then_else`: a number is true when not
+    zero, undefined stays undefined, anything else is an error. ``tk``/``ek``: the
+    branches' constant values (NOCONST when not constant), returned without a call."""
+    cf, tf, ef = fns
+
+    def ite(s: Any, tg: Any, st: EvalState) -> Any:
+        try:
+            c = cf(s, tg, st)
+            if c is not True and c is not False:
+                t = type(c)
+                if t is not int and t is not float:
+                    return Undefined if c is Undefined else Error
+                c = c != 0
+            if c:
+                return tk if tk is not NOCONST else tf(s, tg, st)
+            return ek if ek is not NOCONST else ef(s, tg, st)
+        except RecursionError:
+            return Error
+        except Exception:  # as for any built-in: an implementation bug is an error value
+            return Error
+    return ite
+
+
+def _is_test(node: Node) -> tuple[str, Node, Node, bool] | None:
+    """(name, left, right, negated) when ``node`` is ``name is/isnt right`` with ``name``
+    an unscoped attribute: HTCondor's idiom ifThenElse(X =!= UNDEFINED, ...)."""
+    while type(node) is Paren:
+        node = node.inner  # type: ignore[attr-defined]
+    if type(node) is not Binary or node.op not in ("is", "isnt"):  # type: ignore[attr-defined]
+        return None
+    la = _attr_name(node.left)  # type: ignore[attr-defined]
+    if la is None:
+        return None
+    return la, node.left, node.right, node.op == "isnt"  # type: ignore[attr-defined]
+
+
+def _if_then_else_is(la: str, lf: Fn, k: Any, negate: bool, branches: tuple[Fn, ...],
+                     tk: Any, ek: Any) -> Fn:
+    """_if_then_else whose condition is ``la is k`` (``isnt``) for a constant scalar,
+    undefined or error ``k``: the test of _identical inline; it is always a boolean."""
+    tf, ef = branches
+    single = k is Undefined or k is Error
+    tkk = type(k)
+
+    def ite_is(s: Any, tg: Any, st: EvalState) -> Any:
+        try:
+            a = _MISS if s is None else s._consts.get(la, _MISS)
+            if a is _MISS:
+                a = lf(s, tg, st)
+            if (a is k if single else (type(a) is tkk and a == k)) is not negate:
+                return tk if tk is not NOCONST else tf(s, tg, st)
+            return ek if ek is not NOCONST else ef(s, tg, st)
+        except RecursionError:
+            return Error
+        except Exception:  # as _if_then_else
+            return Error
+    return ite_is
+
 
 def _and(lf: Fn, rf: Fn) -> Fn:
     slow = ops.logical_and
@@ -373,14 +486,93 @@ _PYOPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _attr_name(node: Node) -> str | None:
-    """The lower-cased name when ``node`` is a plain unscoped attribute reference: the
-    operators then probe the scope's constants inline before calling the lookup."""
+_SCALARS = (int, float, str, bool)
+
+
+def _identical(negate: bool, lf: Fn, k: Any, la: str | None) -> Fn:
+    """``x is K`` / ``x isnt K`` against a constant scalar, undefined or error: never
+    error then (only lists and records are), so the test is a type check and ``==``."""
+    tk = type(k)
+    single = k is Undefined or k is Error
+    if la is not None:
+        def is_attr(s: Any, tg: Any, st: EvalState) -> Any:
+            a = _MISS if s is None else s._consts.get(la, _MISS)
+            if a is _MISS:
+                a = lf(s, tg, st)
+            r = a is k if single else (type(a) is tk and a == k)
+            return r is not negate
+        return is_attr
+
+    def is_(s: Any, tg: Any, st: EvalState) -> Any:
+        a = lf(s, tg, st)
+        r = a is k if single else (type(a) is tk and a == k)
+        return r is not negate
+    return is_
+
+
+def _attr_name(node: Node, scope: str = "") -> str | None:
+    """The lower-cased name when ``node`` is a plain unscoped attribute reference (or one
+    of ``scope``): the operators then probe the scope's (the target's) constants inline
+    before calling the lookup."""
     while type(node) is Paren:
         node = node.inner  # type: ignore[attr-defined]
-    if type(node) is AttrRef and not node.scope:  # type: ignore[attr-defined]
+    if type(node) is AttrRef and node.scope.lower() == scope:  # type: ignore[attr-defined]
         return node.name.lower()  # type: ignore[attr-defined,no-any-return]
     return None
+
+
+def _chain(node: Node, op: str) -> list[Node]:
+    """The operands of a left-nested chain ``a op b op c`` (parentheses looked through)."""
+    out: list[Node] = []
+    while True:
+        out.append(node.right)  # type: ignore[attr-defined]
+        left = node.left  # type: ignore[attr-defined]
+        while type(left) is Paren:
+            left = left.inner  # type: ignore[attr-defined]
+        if type(left) is not Binary or left.op != op:  # type: ignore[attr-defined]
+            out.append(left)
+            break
+        node = left
+    out.reverse()
+    return out
+
+
+def _and_n(fns: list[Fn]) -> Fn:
+    """_and folded over three or more operands, left to right."""
+    slow = ops.logical_and
+    first, rest = fns[0], tuple(fns[1:])
+
+    def and_n(s: Any, tg: Any, st: EvalState) -> Any:
+        a = first(s, tg, st)
+        for f in rest:
+            if a is False:
+                return False
+            if a is True:
+                b = f(s, tg, st)
+                a = b if b is True or b is False else slow(True, lambda: b)
+            else:
+                a = slow(a, lambda: f(s, tg, st))  # the thunk runs (or not) right here
+        return a
+    return and_n
+
+
+def _or_n(fns: list[Fn]) -> Fn:
+    """_or folded over three or more operands, left to right."""
+    slow = ops.logical_or
+    first, rest = fns[0], tuple(fns[1:])
+
+    def or_n(s: Any, tg: Any, st: EvalState) -> Any:
+        a = first(s, tg, st)
+        for f in rest:
+            if a is True:
+                return True
+            if a is False:
+                b = f(s, tg, st)
+                a = b if b is True or b is False else slow(False, lambda: b)
+            else:
+                a = slow(a, lambda: f(s, tg, st))
+        return a
+    return or_n
 
 
 def _arith(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, ra: str | None) -> Fn:
@@ -445,11 +637,29 @@ def _arith(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, ra: str | None) -> 
     return arith
 
 
-def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None) -> Fn:
+def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = None
+             ) -> Fn:
     pyop = _PYOPS[op]
     slow = ops.BINARY[op]
     tc = type(rc)
-    if (tc is int or tc is float) and la is not None:
+    # A boolean constant compares as 0/1: with a boolean the Python operators agree,
+    # with a number the mixed path below gives what ops.compare gives.
+    if (tc is int or tc is float or tc is bool) and lt is not None:
+        kt = rc
+        tkt = tc
+
+        def cmp_target_num(s: Any, tg: Any, st: EvalState) -> Any:
+            a = tg._consts.get(lt, _MISS) if isinstance(tg, Scope) else _MISS
+            if a is _MISS:
+                a = lf(s, tg, st)
+            ta = type(a)
+            if ta is tkt:
+                return pyop(a, kt)
+            if ta is int or ta is float:
+                return pyop(float(a), float(kt))
+            return slow(a, kt)
+        return cmp_target_num
+    if (tc is int or tc is float or tc is bool) and la is not None:
         k = rc
         tk = tc
 
@@ -476,7 +686,7 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None) -> Fn:
                 return pyop(a.lower(), kl)
             return slow(a, ks)
         return cmp_attr_str
-    if tc is int or tc is float:
+    if tc is int or tc is float or tc is bool:
         c = rc
 
         def cmp_num(s: Any, tg: Any, st: EvalState) -> Any:

@@ -34,24 +34,33 @@ class Expr:
     """A parsed ClassAd expression. Immutable; compiled on first evaluation, then cheap."""
 
     __slots__ = ("node", "_fn", "const")
+    _fn: Fn  # the compiled expression; until the first use, unset (see __getattr__)
 
     def __init__(self, node: Node) -> None:
         self.node = node
         if type(node) is Literal:
             v = node.value
             self.const: Any = v  # the value when the expression is constant, else NOCONST
-            self._fn: Fn = lambda s, tg, st: v
+            self._fn = lambda s, tg, st: v
         else:
+            # _fn stays unset until first used. (A bound method standing in for it
+            # would make every Expr a reference cycle, which only the cyclic garbage
+            # collector frees: that made parsing a fifth slower.)
             self.const = NOCONST
-            self._fn = self._compile_and_run
 
-    def _compile_and_run(self, s: Any, tg: Any, st: EvalState) -> Any:
-        self.compile()
-        return self._fn(s, tg, st)
+    if not TYPE_CHECKING:  # (to the type checker _fn is always there)
+        def __getattr__(self, name):
+            # called only for an unset slot: compile on first use
+            if name != "_fn":
+                raise AttributeError(name)
+            self.compile()
+            return self._fn
 
     def compile(self) -> None:
         """Compile now (evaluation does it on first use)."""
-        if self._fn == self._compile_and_run:
+        try:
+            object.__getattribute__(self, "_fn")
+        except AttributeError:
             fn, const = _compiler().compile(self.node)
             self._fn = fn
             self.const = const

@@ -1,19 +1,22 @@
-"""The fast parser: a precedence-climbing reader over :func:`tokenize`'s tokens.
+"""The parser: a precedence-climbing reader over :func:`tokenize`'s tokens.
 
 The grammar it implements is written out in ``grammar.lark``; the lark LALR parser built
 from that file (:mod:`condorpy.classad.lark_grammar`) reads the same language into the
 same tree, and the tests check the two agree on generated input. This hand-written
 reader exists for speed: parsing should cost about what HTCondor's own parser costs.
+:func:`parse_node` first tries the quick path (:mod:`condorpy.classad.quickparse`), which
+reads common expressions faster still; what it leaves, errors included, comes here.
 """
 
 from __future__ import annotations
 
-from condorpy.classad.ast import (BINARY_PREC, AttrRef, Binary, Call, Cond, Elvis,
-                                  ListExpr, Literal, Node, Paren, RecordExpr, Select,
-                                  Subscript, Unary, new_attr, new_binary, new_literal,
-                                  new_paren)
+from condorpy.classad.ast import (BINARY_PREC, AttrRef, Call, Cond, Elvis, ListExpr, Node,
+                                  RecordExpr, Select, Subscript, Unary, new_attr, new_binary,
+                                  new_literal, new_paren)
 from condorpy.classad.lexer import (number_value, syntax_error, tokenize, unescape,
                                     unescape_old)
+from condorpy.classad.quickparse import QUICK_MAX_TOKENS, quick_parse
+from condorpy.classad.quickparse import time_literal as time_literal
 from condorpy.classad.values import Error, Undefined
 from condorpy.errors import ClassAdSyntaxError
 
@@ -315,25 +318,16 @@ class Parser:
             first = False
 
 
-def time_literal(call: Call) -> Node | None:
-    """The reference reads ``absTime("...")`` and ``relTime("...")`` of a literal string
-    as a time literal while parsing (and refuses a string that is not a time). Returns
-    the node to use, or None for such a bad string."""
-    args = call.args
-    if len(args) != 1 or type(args[0]) is not Literal or type(args[0].value) is not str:
-        return call
-    try:
-        from condorpy.classad.functions.timefuncs import (parse_abstime_text,
-                                                          parse_reltime_text)
-    except ImportError:
-        return call
-    text = args[0].value
-    value = parse_abstime_text(text) if call.name.lower() == "abstime" else \
-        parse_reltime_text(text)
-    return None if value is None else Literal(value)
+# the quick path leaves text to the Parser before nesting could reach the limit
+assert QUICK_MAX_TOKENS < MAX_DEPTH - 1
 
 
 def parse_node(text: str, old_strings: bool = False) -> Node:
+    """The tree of one expression; ClassAdSyntaxError where the text is not one."""
+    # the quick path takes no text with a backslash, the only place old strings differ
+    node = quick_parse(text)
+    if node is not None:
+        return node
     p = Parser(text, old_strings)
     node = p.expr()
     p.expect_end()

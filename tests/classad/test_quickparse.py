@@ -1,0 +1,89 @@
+"""The parser's quick path builds exactly the Parser's tree, or leaves the text to it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from condorpy.classad.ast import AttrRef, Binary, Call, Literal, Paren
+from condorpy.classad.parser import Parser
+from condorpy.classad.quickparse import QUICK_MAX_TOKENS, quick_parse
+from condorpy.errors import ClassAdSyntaxError
+from tests.classad.test_differential_ops import gen
+
+# pieces of text, the odd spellings included, to glue together with and without spaces
+PIECES = [
+    "1", "0", "00", "007", "08", "1.5", ".5", "5.", "1e3", "1E+3", "0x1F", "-5", "-.5",
+    "9223372036854775808", "-9223372036854775808", "-", "+", "!", "~", "*", "/", "%", "^",
+    "&", "|", "&&", "||", "==", "!=", "=?=", "=!=", "<", "<=", ">", ">=", "<<", ">>", ">>>",
+    "is", "ISNT", "(", ")", ",", "?", ":", "?:", ".", "[", "]", "{", "}", ";", "=", "a",
+    "x1", "_y", "MY", "target", "MY.a", "TARGET.b", "my.true", "x.y", "true", "False",
+    "UNDEFINED", "error", "f", "ifThenElse", "time", "absTime", "relTime", '"s"', '"a (b, c)"',
+    '""', '"é"', '"2020-01-01T00:00:00Z"', '"1+00:00:01"', '"no time"', '"', "'q'", "/*", "\\",
+    "\t", "\n", "é", "@",
+]
+
+
+def _parser_tree(text: str) -> str | None:
+    try:
+        p = Parser(text)
+        node = p.expr()
+        p.expect_end()
+    except ClassAdSyntaxError:
+        return None
+    return repr(node)  # repr tells 1 from true and 1.0, which == does not
+
+
+def _texts(rng: random.Random, n: int) -> list[str]:
+    out = []
+    for k in range(n):
+        if k % 2:
+            text = gen(rng, rng.randint(1, 4))
+            if rng.random() < 0.5:
+                text = text.replace(" ", "")
+        else:
+            text = "".join(rng.choice(PIECES) + rng.choice(["", "", " "])
+                           for _ in range(rng.randint(1, 12)))
+        out.append(text)
+    return out
+
+
+def test_quick_path_agrees_with_the_parser() -> None:
+    taken = 0
+    for text in _texts(random.Random(5), 6000):
+        quick = quick_parse(text)
+        if quick is None:
+            continue
+        taken += 1
+        assert repr(quick) == _parser_tree(text), text
+    assert taken > 1000  # the comparison covers a good share of the texts
+
+
+@pytest.mark.parametrize("text", [
+    "((KeyboardIdle > 15 * 60) && (State != \"Unclaimed\" || TARGET.ImageSize<1024))",
+    "ifThenElse(JobStart =!= UNDEFINED, (time() - JobStart), 0) > 90",
+    "a ? b : c ? d : e", "x-1", "x -1", "- 1", "--1", "f ( 1 , g() )", "MY.x is 5",
+    'absTime("2020-01-01T00:00:00Z")', "007 + 0x1F + 1e3", "true || !false",
+])
+def test_common_expressions_take_the_quick_path(text: str) -> None:
+    quick = quick_parse(text)
+    assert quick is not None
+    assert repr(quick) == _parser_tree(text)
+
+
+@pytest.mark.parametrize("text", [
+    "a.b", "x[0]", "{1, 2}", "[a = 1]", "x ?: 1", "1 /* c */", '"a\\n"', "'q n'", "1 +",
+    "(1", "1)", "f(1,)", "5.", "08", 'absTime("no")', "a b", "", "é", "MY.x.y",
+    "(" * (QUICK_MAX_TOKENS // 2) + "1" + ")" * (QUICK_MAX_TOKENS // 2),
+])
+def test_what_the_quick_path_leaves_to_the_parser(text: str) -> None:
+    assert quick_parse(text) is None
+
+
+def test_the_tree_is_the_usual_nodes() -> None:
+    node = quick_parse('f(MY.a, "s") + (2)')
+    assert node == Binary("+", Call("f", (AttrRef("a", "MY"), Literal("s"))),
+                          Paren(Literal(2)))
+    assert hash(node) == hash(Binary("+", Call("f", (AttrRef("a", "MY"), Literal("s"))),
+                                     Paren(Literal(2))))
