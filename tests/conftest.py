@@ -14,10 +14,11 @@ import pytest
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     lane = os.environ.get("CONDORPY_VM", "")
+    # Markers, not keywords: a keyword test would also match the directory tests/vm.
     for item in items:
-        if "vm_systemd" in item.keywords and lane != "systemd":
+        if item.get_closest_marker("vm_systemd") and lane != "systemd":
             item.add_marker(pytest.mark.skip(
                 reason="needs systemd as PID 1: runs in `tests/vm/run --systemd`"))
-        elif "vm" in item.keywords and not lane:
+        elif item.get_closest_marker("vm") and not lane:
             item.add_marker(pytest.mark.skip(
                 reason="needs real cgroup v2 controllers: runs in the `tests/vm/run` lane"))
