@@ -63,6 +63,26 @@ def parse_signal(value: object, *, attribute: str = "KillSig") -> int:
 
 
 @dataclass(frozen=True)
+class JobIdentity:
+    """What is known of a job even when its ad cannot be run: enough to choose its
+    user and to write a held event to its log."""
+    job_id: str
+    cluster: int
+    proc: int
+    owner: str | None
+    iwd: str | None
+    user_log: str | None
+
+    @classmethod
+    def from_ad(cls, ad: Mapping[str, object]) -> JobIdentity:
+        cluster = int(_num(ad, "ClusterId") or 0)
+        proc = int(_num(ad, "ProcId") or 0)
+        return cls(job_id=f"{cluster}.{proc}", cluster=cluster, proc=proc,
+                   owner=_str(ad, "Owner"), iwd=_str(ad, "Iwd"),
+                   user_log=_str(ad, "StarterUserLog"))
+
+
+@dataclass(frozen=True)
 class JobSpec:
     job_id: str
     cmd: str
@@ -81,9 +101,8 @@ class JobSpec:
 
     @classmethod
     def from_ad(cls, ad: Mapping[str, object]) -> JobSpec:
-        cluster = int(_num(ad, "ClusterId") or 0)
-        proc = int(_num(ad, "ProcId") or 0)
-        job_id = f"{cluster}.{proc}"
+        ident = JobIdentity.from_ad(ad)
+        job_id = ident.job_id
         cmd = _str(ad, "Cmd")
         if cmd is None:
             raise JobHold("job ad has no Cmd: nothing to execute",
@@ -95,13 +114,17 @@ class JobSpec:
             raise JobHold(str(exc), HoldCode.FAILED_TO_CREATE_PROCESS,
                           attribute=exc.attribute, job=job_id) from None
         kill_raw = _lookup(ad, "KillSig")
-        kill_sig = parse_signal(kill_raw) if kill_raw is not None else int(signal.SIGTERM)
+        try:
+            kill_sig = parse_signal(kill_raw) if kill_raw is not None else int(signal.SIGTERM)
+        except JobAdError as exc:
+            raise JobHold(str(exc), HoldCode.FAILED_TO_CREATE_PROCESS,
+                          attribute=exc.attribute, job=job_id) from None
         return cls(
             job_id=job_id, cmd=cmd, args=tuple(args), env=tuple(env.items()),
-            iwd=_str(ad, "Iwd"), stdin=_str(ad, "In"), stdout=_str(ad, "Out"),
-            stderr=_str(ad, "Err"), owner=_str(ad, "Owner"), kill_sig=kill_sig,
+            iwd=ident.iwd, stdin=_str(ad, "In"), stdout=_str(ad, "Out"),
+            stderr=_str(ad, "Err"), owner=ident.owner, kill_sig=kill_sig,
             kill_sig_timeout_s=_num(ad, "KillSigTimeout"),
-            user_log=_str(ad, "StarterUserLog"), cluster=cluster, proc=proc)
+            user_log=ident.user_log, cluster=ident.cluster, proc=ident.proc)
 
 
 _SLOT_NAME = re.compile(r"^slot(\d+)(?:_(\d+))?(?:@|$)")

@@ -21,7 +21,7 @@ from condorpy.starter.cgroup import (CgroupSample, CgroupTree, CgroupUnavailable
                                      compute_limits, open_tree)
 from condorpy.starter.environment import job_environment
 from condorpy.starter.holds import HoldCode, JobHold
-from condorpy.starter.jobspec import JobSpec, SlotSpec
+from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan, Launched, launch
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
 from condorpy.starter.sandbox import Sandbox, create_sandbox, disk_usage_kb, remove_sandbox
@@ -142,19 +142,49 @@ class Starter:
     # --- the run ----------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        job_id = "?"
+        ident = JobIdentity.from_ad(self.job_ad)
+        user: JobUser | None = None
         try:
             job = JobSpec.from_ad(self.job_ad)
-            job_id = job.job_id
             slot = SlotSpec.from_ad(self.slot_ad)
             user = choose_user(job, slot, self.settings)
             return self._run(job, slot, user)
         except JobHold as hold:
-            return self._held_before_start(hold)
+            return self._held_before_start(hold, ident, user)
         finally:
-            self._cleanup(job_id)
+            self._cleanup(ident.job_id)
 
-    def _held_before_start(self, hold: JobHold) -> Outcome:
+    def _open_log_for_hold(self, hold: JobHold, ident: JobIdentity,
+                           user: JobUser | None) -> None:
+        """A job held before its log was opened still gets its held event, as in
+        HTCondor; written with the job user's credentials or not at all."""
+        if (self.userlog is not None or ident.user_log is None
+                or hold.code is HoldCode.UNABLE_TO_INIT_USER_LOG):
+            return
+        path = ident.user_log
+        if not os.path.isabs(path):
+            if ident.iwd is None:
+                return        # relative to a sandbox that never existed
+            path = os.path.join(ident.iwd, path)
+        if user is None:
+            try:
+                user = choose_user(ident, SlotSpec.from_ad(self.slot_ad), self.settings)
+            except JobHold:
+                self._say(f"job {ident.job_id}: held event not written to {path}: "
+                          "no account to write it as")
+                return
+        try:
+            self.userlog = UserLog.open(path, ident.cluster, ident.proc,
+                                        uid=user.uid if user.switch else None,
+                                        gid=user.gid if user.switch else None,
+                                        wall=self.wall)
+        except OSError as exc:
+            self._say(f"job {ident.job_id}: held event not written to {path}: "
+                      f"{exc.strerror}")
+
+    def _held_before_start(self, hold: JobHold, ident: JobIdentity,
+                           user: JobUser | None) -> Outcome:
+        self._open_log_for_hold(hold, ident, user)
         if self.userlog is not None:
             self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
         attrs = hold_attributes(hold)

@@ -12,7 +12,7 @@ import pwd
 from dataclasses import dataclass
 
 from condorpy.starter.holds import HoldCode, JobHold
-from condorpy.starter.jobspec import JobSpec, SlotSpec
+from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.settings import StarterSettings
 
 
@@ -39,7 +39,7 @@ def _groups(entry: pwd.struct_passwd) -> tuple[int, ...]:
         return (entry.pw_gid,)
 
 
-def choose_user(job: JobSpec, slot: SlotSpec, settings: StarterSettings,
+def choose_user(job: JobSpec | JobIdentity, slot: SlotSpec, settings: StarterSettings,
                 *, euid: int | None = None) -> JobUser:
     euid = os.geteuid() if euid is None else euid
     if euid != 0:
