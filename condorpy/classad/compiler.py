@@ -284,9 +284,16 @@ class Compiler:
             chain = [self.compile(n) for n in _chain(node, op)]
             fns = [f for f, _ in chain]
             foldable = all(c is not NOCONST for _, c in chain)
+            leaf = None if foldable or len(fns) != 2 else self._leaf(_chain_first(node, op))
+            if leaf is not None and not leaf[1]:
+                return (_and_leaf if op == "&&" else _or_leaf)(leaf, fns[0], fns[1]), False
             if len(fns) == 2:
                 return (_and if op == "&&" else _or)(fns[0], fns[1]), foldable
             return (_and_n if op == "&&" else _or_n)(fns), foldable
+        if op in _CMP_OPS:
+            fused = self._cmp_ite_is(node)
+            if fused is not None:
+                return fused, False
         lf, lc_ = self.compile(node.left)
         rf, rc = self.compile(node.right)
         foldable = lc_ is not NOCONST and rc is not NOCONST
@@ -300,6 +307,56 @@ class Compiler:
             return _identical(op == "isnt", lf, rc, _attr_name(node.left)), foldable
         slow = ops.BINARY[op]
         return (lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))), foldable
+
+    def _cmp_ite_is(self, node: Binary) -> Fn | None:
+        """``ifThenElse(X is K, a, b) OP number`` (Desktop's SUSPEND) as one closure: what
+        _if_then_else_is and then _compare's closure return. Decided from the tree's
+        shape alone so that nothing is compiled twice."""
+        left, right = node.left, node.right
+        while type(left) is Paren:
+            left = left.inner  # type: ignore[attr-defined]
+        while type(right) is Paren:
+            right = right.inner  # type: ignore[attr-defined]
+        if type(right) is not Literal or type(left) is not Call \
+                or len(left.args) != 3:  # type: ignore[attr-defined]
+            return None
+        c = right.value  # type: ignore[attr-defined]
+        if type(c) is not int and type(c) is not float:
+            return None
+        spec = self.functions.get(left.name.lower())  # type: ignore[attr-defined]
+        if spec is None or spec.impl is not if_then_else:
+            return None
+        args = left.args  # type: ignore[attr-defined]
+        test = _is_test(args[0])
+        if test is None:
+            return None
+        la, attr_node, k, negate = test
+        tf, tk = self.compile(args[1])
+        ef, ek = self.compile(args[2])
+        return _cmp_ite_is(node.op, c, la, self.compile(attr_node)[0], k, negate, tf, ef,
+                           tk, ek)
+
+    def _leaf(self, node: Node) -> "_Leaf | None":
+        """How to test ``node`` inline when it compares an attribute (unscoped or
+        TARGET.) with a constant number or string."""
+        while type(node) is Paren:
+            node = node.inner  # type: ignore[attr-defined]
+        if type(node) is not Binary or node.op not in _CMP_OPS:  # type: ignore[attr-defined]
+            return None
+        on_target = False
+        la = _attr_name(node.left)  # type: ignore[attr-defined]
+        if la is None:
+            la = _attr_name(node.left, "target")  # type: ignore[attr-defined]
+            on_target = True
+        if la is None:
+            return None
+        k = self.compile(node.right)[1]  # type: ignore[attr-defined]
+        tk = type(k)
+        if tk is str:
+            k = k.lower()
+        elif tk is not int and tk is not float:
+            return None
+        return la, on_target, _PYOPS[node.op], k, tk  # type: ignore[attr-defined]
 
     def _c_Cond(self, node: Cond) -> tuple[Fn, bool]:
         cf, cc = self.compile(node.cond)
@@ -343,11 +400,9 @@ class Compiler:
             tk, ek = compiled[1][1], compiled[2][1]
             test = _is_test(node.args[0])
             if test is not None and not foldable:
-                la, left, right, negate = test
-                k = self.compile(right)[1]
-                if type(k) in _SCALARS or k is Undefined or k is Error:
-                    return _if_then_else_is(la, self.compile(left)[0], k, negate, fns[1:],
-                                            tk, ek), False
+                la, left, k, negate = test
+                return _if_then_else_is(la, self.compile(left)[0], k, negate, fns[1:],
+                                        tk, ek), False
             return _if_then_else(fns, tk, ek), foldable
         if spec.lazy:
             from condorpy.classad.expr import LazyCall
@@ -411,17 +466,24 @@ def _if_then_else(fns: tuple[Fn, ...], tk: Any, ek: Any) -> Fn:
     return ite
 
 
-def _is_test(node: Node) -> tuple[str, Node, Node, bool] | None:
-    """(name, left, right, negated) when ``node`` is ``name is/isnt right`` with ``name``
-    an unscoped attribute: HTCondor's idiom ifThenElse(X =!= UNDEFINED, ...)."""
+def _is_test(node: Node) -> tuple[str, Node, Any, bool] | None:
+    """(name, left, constant, negated) when ``node`` is ``name is/isnt constant`` with
+    ``name`` an unscoped attribute and a literal constant (scalar, undefined or error):
+    HTCondor's idiom ifThenElse(X =!= UNDEFINED, ...)."""
     while type(node) is Paren:
         node = node.inner  # type: ignore[attr-defined]
     if type(node) is not Binary or node.op not in ("is", "isnt"):  # type: ignore[attr-defined]
         return None
     la = _attr_name(node.left)  # type: ignore[attr-defined]
-    if la is None:
+    right = node.right  # type: ignore[attr-defined]
+    while type(right) is Paren:
+        right = right.inner  # type: ignore[attr-defined]
+    if la is None or type(right) is not Literal:
         return None
-    return la, node.left, node.right, node.op == "isnt"  # type: ignore[attr-defined]
+    k = right.value  # type: ignore[attr-defined]
+    if not (type(k) in _SCALARS or k is Undefined or k is Error):
+        return None
+    return la, node.left, k, node.op == "isnt"  # type: ignore[attr-defined]
 
 
 def _if_then_else_is(la: str, lf: Fn, k: Any, negate: bool, branches: tuple[Fn, ...],
@@ -445,6 +507,102 @@ def _if_then_else_is(la: str, lf: Fn, k: Any, negate: bool, branches: tuple[Fn, 
         except Exception:  # as _if_then_else
             return Error
     return ite_is
+
+
+# (attribute, on TARGET, operator, constant (lower-cased string), its type)
+_Leaf: TypeAlias = "tuple[str, bool, Callable[[Any, Any], Any], Any, type]"
+_CMP_OPS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_lower: Callable[[Any], Any] = str.lower
+
+
+def _chain_first(node: Node, op: str) -> Node:
+    """The first operand of the chain _chain(node, op) returns."""
+    while True:
+        left = node.left  # type: ignore[attr-defined]
+        while type(left) is Paren:
+            left = left.inner  # type: ignore[attr-defined]
+        if type(left) is not Binary or left.op != op:  # type: ignore[attr-defined]
+            return left  # type: ignore[no-any-return]
+        node = left
+
+
+def _and_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
+    """_and whose left operand is a comparison _leaf describes: when the attribute is a
+    constant of the constant's type, the comparison runs here (what _compare's closure
+    would return); otherwise that closure runs."""
+    slow = ops.logical_and
+    la, _, pyop, k, tk = leaf
+    low = tk is str
+
+    def and_leaf(s: Any, tg: Any, st: EvalState) -> Any:
+        a: Any = _MISS if s is None else s._consts.get(la, _MISS)
+        if type(a) is tk:
+            a = pyop(_lower(a), k) if low else pyop(a, k)
+        else:
+            a = lf(s, tg, st)
+        if a is False:
+            return False
+        if a is True:
+            b = rf(s, tg, st)
+            if b is True or b is False:
+                return b
+            return slow(True, lambda: b)
+        return slow(a, lambda: rf(s, tg, st))
+    return and_leaf
+
+
+def _or_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
+    """_or with the left operand tested as in _and_leaf."""
+    slow = ops.logical_or
+    la, _, pyop, k, tk = leaf
+    low = tk is str
+
+    def or_leaf(s: Any, tg: Any, st: EvalState) -> Any:
+        a: Any = _MISS if s is None else s._consts.get(la, _MISS)
+        if type(a) is tk:
+            a = pyop(_lower(a), k) if low else pyop(a, k)
+        else:
+            a = lf(s, tg, st)
+        if a is True:
+            return True
+        if a is False:
+            b = rf(s, tg, st)
+            if b is True or b is False:
+                return b
+            return slow(False, lambda: b)
+        return slow(a, lambda: rf(s, tg, st))
+    return or_leaf
+
+
+def _cmp_ite_is(op: str, c: Any, la: str, lf: Fn, k: Any, negate: bool, tf: Fn, ef: Fn,
+                tk: Any, ek: Any) -> Fn:
+    """_if_then_else_is followed by _compare's cmp_num against the number ``c``."""
+    pyop = _PYOPS[op]
+    slow = ops.BINARY[op]
+    tc = type(c)
+    single = k is Undefined or k is Error
+    tkk = type(k)
+
+    def cmp_ite(s: Any, tg: Any, st: EvalState) -> Any:
+        try:
+            a = _MISS if s is None else s._consts.get(la, _MISS)
+            if a is _MISS:
+                a = lf(s, tg, st)
+            if (a is k if single else (type(a) is tkk and a == k)) is not negate:
+                v = tk if tk is not NOCONST else tf(s, tg, st)
+            else:
+                v = ek if ek is not NOCONST else ef(s, tg, st)
+        except RecursionError:
+            v = Error
+        except Exception:  # as _if_then_else
+            v = Error
+        tv = type(v)
+        if tv is tc:
+            return pyop(v, c)
+        if tv is int or tv is float:
+            return pyop(float(v), float(c))
+        return slow(v, c)
+    return cmp_ite
 
 
 def _and(lf: Fn, rf: Fn) -> Fn:

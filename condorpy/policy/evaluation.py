@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from condorpy.classad.values import Error as Error
 from condorpy.classad.values import Undefined as Undefined
@@ -44,6 +44,11 @@ class Backend(Protocol):
     def set_expr(self, ad: Any, name: str, text: str) -> None: ...
     def literal(self, value: Any) -> Any: ...
     def set_literal(self, ad: Any, name: str, lit: Any) -> None: ...
+    def literal_batch(self, items: Iterable[tuple[str, Any]]) -> Any: ...
+    def set_literal_batch(self, ad: Any, batch: Any) -> None: ...
+    # evaluate(ad, name, target) with ``name`` in lower case, as a plain function
+    def evaluator(self) -> Callable[[Any, str, Any | None], Any]: ...
+    def batch_setter(self) -> Callable[[Any, Any], None]: ...
     def compile(self, text: str) -> Any: ...
     def eval_compiled(self, expr: Any, my: Any, target: Any | None) -> Any: ...
     def evaluate(self, ad: Any, name: str, target: Any | None) -> Any: ...
@@ -71,6 +76,21 @@ class _CondorpyBackend:
 
     def set_literal(self, ad: Any, name: str, lit: Any) -> None:
         ad[name] = lit
+
+    def literal_batch(self, items: Iterable[tuple[str, Any]]) -> Any:
+        """Literals from :meth:`literal` prepared once for setting in many ads."""
+        return self._c.ClassAd._literal_batch(items)
+
+    def set_literal_batch(self, ad: Any, batch: Any) -> None:
+        ad._set_literals(batch)
+
+    # The engine's per-slot, per-cycle calls, as plain functions of the ad: one call
+    # less than going through this object, which counts at a thousand slots.
+    def evaluator(self) -> Callable[[Any, str, Any | None], Any]:
+        return self._c.ClassAd._evaluate_lc  # type: ignore[no-any-return]
+
+    def batch_setter(self) -> Callable[[Any, Any], None]:
+        return self._c.ClassAd._set_literals  # type: ignore[no-any-return]
 
     def compile(self, text: str) -> Any:
         try:
@@ -103,11 +123,18 @@ def truth(value: Any) -> bool | None:
 
 
 def is_true(value: Any) -> bool:
-    return truth(value) is True
+    """truth(value) is True, inline (called for every slot on every cycle)."""
+    if value is True:
+        return True
+    t = type(value)
+    return (t is int or t is float) and value != 0
 
 
 def is_false(value: Any) -> bool:
-    return truth(value) is False
+    if value is False:
+        return True
+    t = type(value)
+    return (t is int or t is float) and value == 0
 
 
 def number(value: Any) -> float | None:

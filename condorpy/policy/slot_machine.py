@@ -24,6 +24,10 @@ from condorpy.policy.states import TRANSITIONS, Activity, State
 S, A = State, Activity
 _AGEING = ("KeyboardIdle", "ConsoleIdle")   # measurements that grow with the clock
 _MAX_SETTLE = 12                            # transitions one slot may take in one cycle
+_UNSET: Any = object()
+# Enum members bound once: reading State.CLAIMED costs a descriptor call each time, and
+# the cycle's per-slot path tests these for every slot.
+_CLAIMED, _IDLE, _BUSY = S.CLAIMED, A.IDLE, A.BUSY
 
 
 class SlotMachine:
@@ -47,7 +51,20 @@ class SlotMachine:
         self._inputs_at: float | None = None
         self._lit_values: dict[str, tuple[type, Any]] = {}
         self._inputs_changed: list[tuple[str, Any]] = []
+        # The same two, prepared by the backend for setting in many ads at once.
+        self._all_batch: Any = self.backend.literal_batch(())
+        self._changed_batch: Any = self._all_batch
+        self._evaluate = self.backend.evaluator()
+        self._set_batch = self.backend.batch_setter()
+        # _step by state, looked up once per step instead of an if-chain
+        self._steps = {S.OWNER: self._step_owner, S.UNCLAIMED: self._step_unclaimed,
+                       S.MATCHED: self._step_matched, S.CLAIMED: self._step_claimed,
+                       S.PREEMPTING: self._step_preempting, S.BACKFILL: self._step_backfill,
+                       S.DRAINED: self._step_drained}
         self._vanilla: dict[int, dict[str, str]] = {}
+        self._plain_lc = {n: n.lower() for n in (*settings.exprs, *VANILLA_VARIANTS)}
+        self._has_vanilla = any(f"{n}_VANILLA" in exprs for n in VANILLA_VARIANTS
+                                for exprs in (settings.exprs, *settings.slot_exprs.values()))
         self._leaves: dict[tuple[int, str], frozenset[str]] = {}
         self._input_names: frozenset[str] = frozenset()
         self._gen = 0
@@ -139,17 +156,22 @@ class SlotMachine:
             self._lit_values[k] = (type(v), v)
         self._gen += 1
         self._inputs_cache, self._inputs_at, self._inputs_changed = cache, now, changed
+        self._all_batch = b.literal_batch(cache.items())
+        self._changed_batch = b.literal_batch(changed)
         self._input_names = frozenset(k.lower() for k in cache)
         return self._gen, cache, changed
 
     def _measure(self, slot: Slot) -> None:
-        gen, inputs, changed = self._inputs()
+        gen = self._gen if self._inputs_at == self.now else self._inputs()[0]
         if slot.inputs_gen != gen:
-            b, ad = self.backend, slot.ad
             # A slot that saw the previous generation needs only what changed since.
-            for k, lit in (changed if slot.inputs_gen == gen - 1 else inputs.items()):
-                b.set_literal(ad, k, lit)
+            self._set_batch(
+                slot.ad, self._changed_batch if slot.inputs_gen == gen - 1 else self._all_batch)
             slot.inputs_gen = gen
+        if self._slot_measured:
+            self._measure_own(slot)
+
+    def _measure_own(self, slot: Slot) -> None:
         own = self._slot_measured.get(slot.name)
         if own:
             for k, (v, at) in own.items():
@@ -241,12 +263,19 @@ class SlotMachine:
         claim = slot.claim
         if claim is None or self._universe(claim) != 5:
             return name
-        table = self._vanilla.get(slot.slot_id)
-        if table is None:
-            table = {n: (f"{n}_VANILLA" if self.settings.expr_for(f"{n}_VANILLA", slot.slot_id)
-                         is not None else n) for n in VANILLA_VARIANTS}
-            self._vanilla[slot.slot_id] = table
-        return table.get(name, name)
+        if self.settings.expr_for(f"{name}_VANILLA", slot.slot_id) is not None \
+                and name in VANILLA_VARIANTS:
+            return f"{name}_VANILLA"
+        return name
+
+    def _vanilla_table(self, slot_id: int) -> dict[str, str]:
+        """Lower-cased names to evaluate for a vanilla job's claim on slot ``slot_id``."""
+        table = dict(self._plain_lc)
+        for n in VANILLA_VARIANTS:
+            if self.settings.expr_for(f"{n}_VANILLA", slot_id) is not None:
+                table[n] = f"{n}_VANILLA".lower()
+        self._vanilla[slot_id] = table
+        return table
 
     def _universe(self, claim: Claim) -> int:
         if claim.universe is None:
@@ -254,9 +283,25 @@ class SlotMachine:
             claim.universe = int(n) if n is not None else 5
         return claim.universe
 
+    def _names_for(self, slot: Slot) -> dict[str, str]:
+        """Policy names to the lower-cased names evaluated for ``slot`` (_name's choice)."""
+        claim = slot.claim
+        if claim is not None and self._has_vanilla:
+            u = claim.universe
+            if (u if u is not None else self._universe(claim)) == 5:
+                return self._vanilla.get(slot.slot_id) or self._vanilla_table(slot.slot_id)
+        return self._plain_lc
+
     def _eval(self, slot: Slot, name: str, with_job: bool = True) -> Any:
-        target = slot.claim.ad if (with_job and slot.claim is not None) else None
-        return self.backend.evaluate(slot.ad, self._name(slot, name), target)
+        # _name inline, names lower-cased once: this runs for every claimed slot
+        # several times a cycle
+        claim = slot.claim
+        table = self._plain_lc if not self._has_vanilla else self._names_for(slot)
+        lc = table.get(name)
+        if lc is None:
+            lc = name.lower()
+        return self._evaluate(slot.ad, lc, claim.ad if with_job and claim is not None
+                              else None)
 
     def _job_attr(self, job_ad: Any, name: str) -> Any:
         return self.backend.evaluate(job_ad, name, None)
@@ -285,13 +330,37 @@ class SlotMachine:
     def _cycle(self, now: float) -> None:
         self._advance(now)
         slots = [s for s in self.slots.values() if not s.deleted]
+        # _measure inline, the same batches for every slot
+        gen = self._inputs()[0]
+        changed, full, put = self._changed_batch, self._all_batch, self._set_batch
+        own = self._slot_measured
         for slot in slots:
-            self._measure(slot)
+            g = slot.inputs_gen
+            if g != gen:
+                put(slot.ad, changed if g == gen - 1 else full)
+                slot.inputs_gen = gen
+            if own:
+                self._measure_own(slot)
         self._cross_slot_attrs(slots)
         # A latched expression that reads only machine-wide inputs (Desktop's CpuBusy
         # reads LoadAvg and CondorLoadAvg) has one value per slot type in a cycle.
         shared: dict[tuple[int, str], Any] = {}
-        for slot in slots:
+        latch = self.settings.latch_exprs
+        for slot in (slots if latch else ()):
+            if not (own and slot.name in own):
+                # _latch's answer, inline, when every value is shared and unchanged
+                latched = slot.latched
+                for name in latch:
+                    v = shared.get((slot.slot_id, name), _UNSET)
+                    if v is _UNSET:
+                        break
+                    if v is True or v is False:
+                        v = int(v)
+                    old = latched.get(name, _UNSET)
+                    if type(old) is not type(v) or old != v:
+                        break
+                else:
+                    continue
             self._latch(slot, shared)
         for slot in slots:
             if not slot.deleted:
@@ -319,19 +388,20 @@ class SlotMachine:
                 self._put(slot, k, v)
 
     def _latch(self, slot: Slot, shared: dict[tuple[int, str], Any]) -> None:
+        latched = slot.latched
+        own = slot.name in self._slot_measured
         for name in self.settings.latch_exprs:
             key = (slot.slot_id, name)
-            if key in shared and slot.name not in self._slot_measured:
-                v = shared[key]
-            else:
+            v = _UNSET if own else shared.get(key, _UNSET)
+            if v is _UNSET:
                 v = self._eval(slot, name, with_job=False)
                 if self._machine_wide(slot, name):
                     shared[key] = v
             if v is True or v is False:
                 v = int(v)
-            if name not in slot.latched or slot.latched[name] != v \
-                    or type(slot.latched[name]) is not type(v):
-                slot.latched[name] = v
+            old = latched.get(name, _UNSET)
+            if old is _UNSET or old != v or type(old) is not type(v):
+                latched[name] = v
                 self._put(slot, f"{name}Value", v)
                 self._put(slot, f"{name}Time", int(self.now))
 
@@ -348,34 +418,42 @@ class SlotMachine:
         return leaves is not _NOT_SHAREABLE and leaves <= self._input_names
 
     def _settle(self, slot: Slot) -> None:
-        for _ in range(_MAX_SETTLE):
-            before = (slot.state, slot.activity)
-            self._step(slot)
-            if slot.deleted or (slot.state, slot.activity) == before:
+        # The first step outside the loop: most slots do not move in a cycle.
+        st, ac = slot.state, slot.activity
+        if st is _CLAIMED:  # the common case, without hashing an Enum (Python code)
+            self._step_claimed(slot)
+        else:
+            self._steps[st](slot)
+        if slot.deleted or (slot.state is st and slot.activity is ac):
+            return
+        steps = self._steps
+        for _ in range(_MAX_SETTLE - 1):
+            st, ac = slot.state, slot.activity
+            if st is _CLAIMED:
+                self._step_claimed(slot)
+            else:
+                steps[st](slot)
+            if slot.deleted or (slot.state is st and slot.activity is ac):
                 return
 
     def _step(self, slot: Slot) -> None:
-        st = slot.state
-        if st is S.OWNER:
-            if self.machine.draining and slot.kind != "dynamic":
-                self._go(slot, S.DRAINED, A.RETIRING, "36", "draining")
-            elif not self._is_owner(slot) and not self.machine.shutting_down:
-                self._go(slot, S.UNCLAIMED, A.IDLE, "1", "IS_OWNER is not True")
-        elif st is S.UNCLAIMED:
-            self._step_unclaimed(slot)
-        elif st is S.MATCHED:
-            if self._start_locally_false(slot):
-                self._to_owner_from_matched(slot, "START is locally False")
-            elif slot.matched_since is not None and \
-                    self.now - slot.matched_since >= self.settings.match_timeout:
-                self._to_owner_from_matched(slot, "MATCH_TIMEOUT expired")
-        elif st is S.CLAIMED:
-            self._step_claimed(slot)
-        elif st is S.PREEMPTING:
-            self._step_preempting(slot)
-        elif st is S.BACKFILL:
-            self._step_backfill(slot)
-        # Drained slots move together: MachineWide.after_cycle finishes draining.
+        self._steps[slot.state](slot)
+
+    def _step_owner(self, slot: Slot) -> None:
+        if self.machine.draining and slot.kind != "dynamic":
+            self._go(slot, S.DRAINED, A.RETIRING, "36", "draining")
+        elif not self._is_owner(slot) and not self.machine.shutting_down:
+            self._go(slot, S.UNCLAIMED, A.IDLE, "1", "IS_OWNER is not True")
+
+    def _step_matched(self, slot: Slot) -> None:
+        if self._start_locally_false(slot):
+            self._to_owner_from_matched(slot, "START is locally False")
+        elif slot.matched_since is not None and \
+                self.now - slot.matched_since >= self.settings.match_timeout:
+            self._to_owner_from_matched(slot, "MATCH_TIMEOUT expired")
+
+    def _step_drained(self, slot: Slot) -> None:
+        """Drained slots move together: MachineWide.after_cycle finishes draining."""
 
     def _step_unclaimed(self, slot: Slot) -> None:
         if self.machine.draining and slot.kind != "dynamic":
@@ -400,17 +478,22 @@ class SlotMachine:
         if self.now - claim.last_alive > claim.lease:
             self._evict(slot, EvictWhy.LEASE, "claim lease expired", retire=False)
             return
-        if ac is A.IDLE:
+        if ac is _IDLE:
             if self._start_locally_false(slot):
                 self._evict(slot, EvictWhy.OWNER, "START is locally False")
             elif self._worklife_over(slot, claim) and claim.jobs_run > 0:
                 self._evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
             return
-        if ac is A.BUSY:
-            if is_true(self._eval(slot, "WANT_SUSPEND")):
+        if ac is _BUSY:
+            # _eval and is_true inline for the common case: every busy slot, every cycle
+            names = self._plain_lc if not self._has_vanilla else self._names_for(slot)
+            v = self._evaluate(slot.ad, names["WANT_SUSPEND"], claim.ad)
+            if v is True or (v is not False and is_true(v)):
                 if is_true(self._eval(slot, "SUSPEND")):
                     self._suspend(slot, "14", "SUSPEND is True")
-            elif is_true(self._eval(slot, "PREEMPT")):
+                return
+            v = self._evaluate(slot.ad, names["PREEMPT"], claim.ad)
+            if v is True or (v is not False and is_true(v)):
                 self._retire(slot, EvictWhy.OWNER, "PREEMPT is True")
             return
         if ac is A.RETIRING:

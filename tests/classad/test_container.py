@@ -70,3 +70,16 @@ def test_match_both_ways_and_rank() -> None:
     assert rank(ClassAd({"Rank": "x"}), job) == 0.0
     assert rank(ClassAd({"Rank": Error}), job) == 0.0
     assert rank(ClassAd(), job) == 0.0
+
+
+def test_resetting_a_literal_keeps_the_new_type_and_replaces_expressions() -> None:
+    # 1, True and 1.0 compare equal in Python; a ClassAd must still keep each one's type.
+    ad = ClassAd()
+    for value in (1, True, 1.0, 1, "1", 1):
+        ad["X"] = value
+        got = ad.evaluate("X")
+        assert got == value and type(got) is type(value)
+    ad.set_expr("Y", "1 + 1")
+    ad["Y"] = 2
+    assert str(ad.lookup("Y")) == "2"
+    assert ad.evaluate("Y") == 2
