@@ -17,5 +17,5 @@ def test_unknown_command_is_a_usage_error() -> None:
 def test_help_lists_commands() -> None:
     r = run("--help")
     assert r.returncode == 0
-    for name in ("classad", "config-val", "status", "policy", "starter", "startd"):
+    for name in ("classad", "config-val", "status", "policy", "starter"):
         assert name in r.stdout

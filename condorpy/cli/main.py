@@ -19,7 +19,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("condorpy.cli.status_cmd", "show this machine's slot ads (like condor_status)"),
     "policy": ("condorpy.cli.policy_cmd", "simulate and explain the startd policy"),
     "starter": ("condorpy.cli.starter_cmd", "run one job under a starter"),
-    "startd": ("condorpy.cli.startd_cmd", "run the execution-point daemon"),
 }
 
 
