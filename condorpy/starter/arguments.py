@@ -9,43 +9,16 @@ V1 environment (``Env``): ``NAME=value`` entries separated by ``;``.
 
 from __future__ import annotations
 
+from condorpy.classad.functions.envargs import parse_v2_words
 from condorpy.errors import JobAdError
 
 
 def split_v2(text: str, *, attribute: str = "Arguments") -> list[str]:
-    words: list[str] = []
-    current: list[str] = []
-    in_word = False
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "'":
-            in_word = True
-            i += 1
-            while True:
-                if i >= n:
-                    raise JobAdError(f"unterminated single quote in {attribute!r}: {text!r}",
-                                     attribute=attribute)
-                if text[i] == "'":
-                    if i + 1 < n and text[i + 1] == "'":
-                        current.append("'")
-                        i += 2
-                        continue
-                    i += 1
-                    break
-                current.append(text[i])
-                i += 1
-        elif ch.isspace():
-            if in_word:
-                words.append("".join(current))
-                current, in_word = [], False
-            i += 1
-        else:
-            current.append(ch)
-            in_word = True
-            i += 1
-    if in_word:
-        words.append("".join(current))
+    # The same word syntax as the ClassAd functions argsToList/envV1ToV2 read.
+    words = parse_v2_words(text)
+    if words is None:
+        raise JobAdError(f"unterminated single quote in {attribute!r}: {text!r}",
+                         attribute=attribute)
     return words
 
 
