@@ -12,7 +12,7 @@ import argparse
 import statistics
 import time
 
-from condorpy.policy.config_source import settings_from_text
+from condorpy.cli.policy_settings import settings_from_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.evaluation import default_backend
 

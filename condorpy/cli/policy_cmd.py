@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from condorpy.errors import CondorpyError, TimelineError
-from condorpy.policy.config_source import settings_from_file, settings_from_text
+from condorpy.cli.policy_settings import settings_from_file, settings_from_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.settings import PolicySettings
 from condorpy.policy.simulate import Simulation, parse_timeline

@@ -14,9 +14,7 @@ from condorpy.policy.evaluation import CLOCK_ATTR, Undefined, is_true, load_ad, 
 from condorpy.policy.records import Action, Claim, EvictWhy, Job, Output, Slot
 from condorpy.policy.slot_machine import SlotMachine
 from condorpy.policy.states import Activity, State
-from condorpy.slots.carving import CarvePolicy, size_request
 from condorpy.slots.model import Refusal
-from condorpy.slots.resources import Resources
 
 S, A = State, Activity
 
@@ -118,24 +116,39 @@ class PolicyEngine(SlotMachine):
 
     def _carve(self, pslot: Slot, claim: Claim, job_ad: Any) -> None:
         b = self.backend
-        # The slot layer sizes the d-slot (request defaults, MODIFY_REQUEST_EXPR_* rounding).
-        free = Resources(int(pslot.resources["Cpus"]), int(pslot.resources["Memory"]),
-                         int(pslot.resources["Disk"]))
-        sized = size_request(job_ad, pslot.ad, free, {}, CarvePolicy(), pslot.name)
-        if isinstance(sized, Refusal):
-            self._act(pslot, "claim_refused", claim=claim.id, reason=sized.reason)
+        carver = self.carver
+        if carver is None:
+            self._act(pslot, "claim_refused", claim=claim.id,
+                      reason=f"{pslot.name} is not a partitionable slot")
             return
+        # The slot layer sizes the d-slot (request defaults, MODIFY_REQUEST_EXPR_* rounding,
+        # consumption policies) and hands out devices (Require<name>).
+        dslot = carver.carve(pslot.name, job_ad, self.now, pslot.ad)
+        if isinstance(dslot, Refusal):
+            self._act(pslot, "claim_refused", claim=claim.id, reason=dslot.reason)
+            return
+        sized = dslot.resources
         want: dict[str, float] = {"Cpus": sized.cpus, "Memory": sized.memory_mb,
                                   "Disk": sized.disk_kb}
-        for attr, n in want.items():
-            pslot.resources[attr] -= n
-            self._put(pslot, attr, pslot.resources[attr])
-        name = f"{pslot.name}_{pslot.next_dslot}"
-        pslot.next_dslot += 1
-        self._act(pslot, "create_slot", name=name, **{k: v for k, v in want.items()})
+        left = carver.available(pslot.name)
+        for attr, n in (("Cpus", left.cpus), ("Memory", left.memory_mb),
+                        ("Disk", left.disk_kb)):
+            pslot.resources[attr] = n
+            self._put(pslot, attr, n)
+        self._put_custom(pslot)
+        name = dslot.name
+        created: dict[str, Any] = dict(want)
+        for res, amount in sized.custom.items():
+            if amount:
+                created[res] = amount
+        for res, ids in sized.devices.items():
+            if ids:
+                created[f"Assigned{res}"] = ",".join(ids)
+        self._act(pslot, "create_slot", name=name, **created)
         d = self._add_slot(name, pslot.slot_id, "dynamic", want, parent=pslot.name,
                            state=S.CLAIMED, transition="5",
                            reason=f"carved from {pslot.name} for claim {claim.id}")
+        self._put_custom(d)
         for attr in self.settings.latch_exprs:
             if attr in pslot.latched:
                 d.latched[attr] = pslot.latched[attr]

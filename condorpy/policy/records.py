@@ -129,5 +129,4 @@ class Slot:
     totals: dict[str, float] = field(default_factory=dict)
     latched: dict[str, Any] = field(default_factory=dict)
     deleted: bool = False
-    next_dslot: int = 1
     inputs_gen: int = -1              # generation of machine inputs last put in the ad

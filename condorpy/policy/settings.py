@@ -12,6 +12,8 @@ from typing import Any, Callable, Mapping
 
 from condorpy.config.arith import ArithError, eval_arith
 from condorpy.errors import PolicyError
+from condorpy.policy.slot_layer import SlotLayerSettings, layer_settings
+from condorpy.slots.inventory import CustomResource
 
 Lookup = Callable[[str], "str | None"]
 
@@ -76,6 +78,8 @@ class PolicySettings:
     disk: int = 1048576
     num_slots: int = 1
     partitionable: bool = False
+    # custom resources and the carving policy of the partitionable slot
+    slot_layer: SlotLayerSettings = field(default_factory=SlotLayerSettings)
 
     def expr_for(self, name: str, slot_id: int) -> str | None:
         per_slot = self.slot_exprs.get(slot_id, {})
@@ -123,8 +127,10 @@ def _names(lookup: Lookup, name: str) -> tuple[str, ...]:
     return tuple(n for n in text.replace(",", " ").split() if n)
 
 
-def settings_from_lookup(lookup: Lookup, slot_ids: tuple[int, ...] = ()) -> PolicySettings:
-    """Read every policy knob through ``lookup(name) -> text or None``."""
+def settings_from_lookup(lookup: Lookup, slot_ids: tuple[int, ...] = (),
+                         custom: Mapping[str, CustomResource] | None = None) -> PolicySettings:
+    """Read every policy knob through ``lookup(name) -> text or None``; ``custom`` are
+    the machine's custom resources (GPUs, ...), given to the partitionable slot."""
     exprs: dict[str, str] = {}
     for name, default in EXPR_DEFAULTS.items():
         text = lookup(name)
@@ -163,6 +169,7 @@ def settings_from_lookup(lookup: Lookup, slot_ids: tuple[int, ...] = ()) -> Poli
         enable_backfill=_bool(lookup, "ENABLE_BACKFILL", False),
         num_cpus=_int(lookup, "NUM_CPUS"), memory=_int(lookup, "MEMORY"),
         disk=_int(lookup, "DISK"), num_slots=num_slots, partitionable=partitionable,
+        slot_layer=layer_settings(lookup, custom),
     )
 
 

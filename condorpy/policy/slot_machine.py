@@ -19,7 +19,9 @@ from condorpy.policy.machine_wide import MachineWide
 from condorpy.policy.records import (Action, Claim, EvictWhy, Output, Retirement, Slot,
                                      StateChange)
 from condorpy.policy.settings import VANILLA_VARIANTS, PolicySettings
+from condorpy.policy.slot_layer import Carver
 from condorpy.policy.states import TRANSITIONS, Activity, State
+from condorpy.slots.ads import device_attr_name
 
 S, A = State, Activity
 _AGEING = ("KeyboardIdle", "ConsoleIdle")   # measurements that grow with the clock
@@ -70,14 +72,17 @@ class SlotMachine:
         self._gen = 0
         self._claims: dict[str, str] = {}        # claim id -> slot name
         self._ended: dict[str, str] = {}         # ended claim id -> its last slot
+        self.carver: Carver | None = None        # the slot layer's p-slot, if partitionable
         self._build_slots()
 
     # ------------------------------------------------------------------ layout
     def _build_slots(self) -> None:
         s = self.settings
         if s.partitionable:
-            self._add_slot("slot1", 1, "partitionable",
-                           {"Cpus": s.num_cpus, "Memory": s.memory, "Disk": s.disk})
+            self.carver = Carver(s.slot_layer, s.num_cpus, s.memory, s.disk, self.hostname)
+            pslot = self._add_slot("slot1", 1, "partitionable",
+                                   {"Cpus": s.num_cpus, "Memory": s.memory, "Disk": s.disk})
+            self._put_custom(pslot)
             return
         n = max(s.num_slots, 1)
         for i in range(1, n + 1):
@@ -716,12 +721,38 @@ class SlotMachine:
     def _delete_dslot(self, slot: Slot) -> None:
         slot.deleted = True
         parent = self.slots.get(slot.parent or "")
-        if parent is not None:
-            for k, v in slot.resources.items():
-                parent.resources[k] = parent.resources.get(k, 0) + v
-                self._put(parent, k, parent.resources[k])
+        if self.carver is not None:
+            self.carver.release(slot.name)
+        if parent is not None and self.carver is not None:
+            left = self.carver.available(parent.name)
+            for k, v in (("Cpus", left.cpus), ("Memory", left.memory_mb),
+                         ("Disk", left.disk_kb)):
+                parent.resources[k] = v
+                self._put(parent, k, v)
+            self._put_custom(parent)
         self._act(slot, "delete_slot")
         del self.slots[slot.name]
+
+    def _put_custom(self, slot: Slot) -> None:
+        """Copy the slot layer's custom-resource attributes (GPUs, AssignedGPUs, device
+        property ads, ...) into a slot's ad; a p-slot drops the devices it gave away."""
+        carver = self.carver
+        if carver is None or not carver.has_custom:
+            return
+        attrs = carver.resource_attrs(slot.name)
+        if slot.kind == "partitionable":
+            for res in carver.inventory.custom.values():
+                for device in res.ids:
+                    name = device_attr_name(device)
+                    if name not in attrs and slot.ad.lookup(name) is not None:
+                        del slot.ad[name]
+        for name in attrs:
+            expr = attrs.lookup(name)
+            if expr is not None:
+                self._put_expr(slot, name, str(expr))
+        for name in carver.inventory.custom:
+            amount = attrs.evaluate(name)
+            slot.resources[name] = float(amount) if isinstance(amount, (int, float)) else 0.0
 
     def _to_owner_from_matched(self, slot: Slot, reason: str) -> None:
         slot.matched_since = None

@@ -150,20 +150,7 @@ def build_slot_ad(slot: Slot, available: Resources, inventory: MachineInventory,
     ad["TotalSlotMemory"] = given.memory_mb
     ad["TotalSlotDisk"] = given.disk_kb
 
-    custom_limits = []
-    for name, res in inventory.custom.items():
-        ad[f"TotalSlot{name}"] = _whole(given.custom.get(name, 0))
-        ad[name] = _whole(available.custom.get(name, 0))
-        if res.ids:
-            held = available.devices.get(name, ())
-            ad[f"Assigned{name}"] = ",".join(held)
-            if res.properties:
-                for device in held:
-                    ad[device_attr_name(device)] = device_ad(device, res.properties.get(device, {}))
-                # references to the property ads, for countMatches()-style matching
-                ad.set_expr(f"Available{name}",
-                            "{" + ", ".join(device_attr_name(d) for d in held) + "}")
-        custom_limits.append(f"(TARGET.Request{name} ?: 0) <= MY.{name}")
+    custom_limits = put_custom_resources(ad, given, available, inventory)
 
     keyboard, console = slot_idle_times(slot.slot_id, measurements.keyboard_idle,
                                         measurements.console_idle, settings.idle, now,
@@ -195,6 +182,28 @@ def build_slot_ad(slot: Slot, available: Resources, inventory: MachineInventory,
     for key, value in (extra or {}).items():
         ad[key] = value
     return ad
+
+
+def put_custom_resources(ad: ClassAd, given: Resources, available: Resources,
+                         inventory: MachineInventory) -> list[str]:
+    """Set each custom resource's slot attributes in ``ad`` (TotalSlot<name>, <name>,
+    Assigned<name>, the held devices' property ads, Available<name>); returns the
+    p-slot resource-limit clauses they imply."""
+    custom_limits = []
+    for name, res in inventory.custom.items():
+        ad[f"TotalSlot{name}"] = _whole(given.custom.get(name, 0))
+        ad[name] = _whole(available.custom.get(name, 0))
+        if res.ids:
+            held = available.devices.get(name, ())
+            ad[f"Assigned{name}"] = ",".join(held)
+            if res.properties:
+                for device in held:
+                    ad[device_attr_name(device)] = device_ad(device, res.properties.get(device, {}))
+                # references to the property ads, for countMatches()-style matching
+                ad.set_expr(f"Available{name}",
+                            "{" + ", ".join(device_attr_name(d) for d in held) + "}")
+        custom_limits.append(f"(TARGET.Request{name} ?: 0) <= MY.{name}")
+    return custom_limits
 
 
 def _whole(value: float) -> int | float:

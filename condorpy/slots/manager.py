@@ -92,14 +92,18 @@ class SlotManager:
 
     # --- carving --------------------------------------------------------------------
 
-    def carve(self, pslot: Slot, job_ad: ClassAd, now: float = 0.0) -> Slot | Refusal:
-        """Create a d-slot for ``job_ad`` out of ``pslot``, or say why not."""
+    def carve(self, pslot: Slot, job_ad: ClassAd, now: float = 0.0,
+              slot_ad: ClassAd | None = None) -> Slot | Refusal:
+        """Create a d-slot for ``job_ad`` out of ``pslot``, or say why not. ``slot_ad``,
+        when given, is the p-slot's current ad (TARGET of the request expressions); the
+        policy engine keeps its own, which saves building one per claim."""
         if not pslot.is_partitionable or pslot.name not in self._free:
             return Refusal(f"{pslot.name} is not a partitionable slot")
         # The p-slot's own ad is TARGET for the request expressions; the other
         # slots' ads are not needed for that, so they are not built.
-        slot_ad = self._ads_of([pslot], now, {}, Measurements.from_inventory(self.inventory),
-                               None)[0]
+        if slot_ad is None:
+            slot_ad = self._ads_of([pslot], now, {},
+                                   Measurements.from_inventory(self.inventory), None)[0]
         props = {name: res.properties for name, res in self.inventory.custom.items()}
         wanted = size_request(job_ad, slot_ad, self._free[pslot.name], props,
                               self._policies.get(pslot.type_id, CarvePolicy()), pslot.name)
