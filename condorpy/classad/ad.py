@@ -224,7 +224,11 @@ class ClassAd(Scope):
     def evaluate(self, name: str, target: "ClassAd | None" = None,
                  ctx: CallContext | None = None) -> Any:
         """The named attribute evaluated with MY = this ad; Undefined when absent."""
-        lc = name.lower()
+        return self._evaluate_lc(name.lower(), target, ctx)
+
+    def _evaluate_lc(self, lc: str, target: "ClassAd | None",
+                     ctx: CallContext | None = None) -> Any:
+        """:meth:`evaluate` for a name already in lower case (a caller's hot path)."""
         c = self._consts.get(lc, NOCONST)
         if c is not NOCONST:
             return c
@@ -234,19 +238,6 @@ class ClassAd(Scope):
         try:
             # eval_attr's bookkeeping, begun here: this attribute is under evaluation
             return e._fn(self, target, [ctx, None, self, lc])
-        except RecursionError:
-            return Error
-
-    def _evaluate_lc(self, lc: str, target: "ClassAd | None") -> Any:
-        """:meth:`evaluate` for a name already in lower case (a caller's hot path)."""
-        c = self._consts.get(lc, NOCONST)
-        if c is not NOCONST:
-            return c
-        e = self._exprs.get(lc)
-        if e is None:
-            return Undefined
-        try:
-            return e._fn(self, target, [None, None, self, lc])
         except RecursionError:
             return Error
 

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.functions.types import (
-    is_record, record_size, wrap_int,
+    is_record, record_size, to_number, wrap_int,
 )
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined, Value
 
@@ -29,15 +29,6 @@ def identical(a: Any, b: Any) -> Value:
     return bool(a == b)
 
 
-def _num(v: Any) -> int | float | None:
-    t = type(v)
-    if t is int or t is float:
-        return v  # type: ignore[no-any-return]
-    if t is bool:
-        return 1 if v else 0
-    return None
-
-
 def compare(op: str, a: Any, b: Any) -> Value:
     """A relational ClassAd operator (``<  <= == != >= >``) on two values."""
     if a is Error or b is Error:
@@ -54,7 +45,7 @@ def compare(op: str, a: Any, b: Any) -> Value:
     elif ta is RelTime and tb is RelTime:
         x, y = a.seconds, b.seconds
     else:
-        x, y = _num(a), _num(b)
+        x, y = to_number(a), to_number(b)
         if x is None or y is None:
             return Error
     if op == "<":
@@ -168,10 +159,10 @@ def _extreme(v: Value, better: Callable[[Any, Any], bool]) -> Value:
     for e in nums:
         if type(e) is float:
             any_real = True
-        if better(_num(e), _num(best)):
+        if better(to_number(e), to_number(best)):
             best = e
     if any_real:
-        return float(_num(best))  # type: ignore[arg-type]
+        return float(to_number(best))  # type: ignore[arg-type]
     if len(nums) > 1 and type(best) is bool:
         return int(best)
     return best

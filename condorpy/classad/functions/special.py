@@ -6,6 +6,7 @@ from typing import Any
 
 from condorpy.classad.ast import AttrRef, unparse
 from condorpy.classad.functions.registry import FunctionTable
+from condorpy.classad.ops import to_bool
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
 from condorpy.errors import ClassAdSyntaxError
@@ -13,20 +14,9 @@ from condorpy.errors import ClassAdSyntaxError
 TABLE = FunctionTable()
 
 
-def _truth(v: Any) -> Any:
-    t = type(v)
-    if t is bool:
-        return v
-    if t is int or t is float:
-        return v != 0
-    if v is Undefined:
-        return Undefined
-    return Error
-
-
 @TABLE.lazy("ifThenElse", 3, 3)
 def if_then_else(call: Any) -> Any:
-    c = _truth(call.arg(0))
+    c = to_bool(call.arg(0))
     if c is True:
         return call.arg(1)
     if c is False:

@@ -80,6 +80,11 @@ def _numbers(lst: Value, d: Value) -> tuple[list[int | float], bool] | Value:
     return nums, all_int
 
 
+def _int_total(nums: list[int | float]) -> int:
+    # Wrapping once equals wrapping after every addition, as C++ does (mod 2**64).
+    return wrap_int(sum(int(n) for n in nums))
+
+
 @TABLE.strict("stringListSum", 1, 2)
 def string_list_sum(lst: Value, d: Value = None) -> Value:
     r = _numbers(lst, d)
@@ -89,10 +94,7 @@ def string_list_sum(lst: Value, d: Value = None) -> Value:
     if not nums:
         return 0.0
     if all_int:
-        total = 0
-        for n in nums:
-            total = wrap_int(total + int(n))
-        return total
+        return _int_total(nums)
     return float(sum(float(n) for n in nums))
 
 
@@ -105,9 +107,7 @@ def string_list_avg(lst: Value, d: Value = None) -> Value:
     if not nums:
         return 0.0
     if all_int:
-        total = 0
-        for n in nums:
-            total = wrap_int(total + int(n))
+        total = _int_total(nums)
         q = abs(total) // len(nums)
         return q if total >= 0 else -q
     return sum(float(n) for n in nums) / len(nums)

@@ -13,12 +13,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from condorpy.classad.functions.registry import FunctionTable
+from condorpy.classad.lexer import INT_MAX, INT_MIN
+from condorpy.classad.ops import wrap
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined, Value
 
 TABLE = FunctionTable()
 
-INT_MIN = -(1 << 63)
-INT_MAX = (1 << 63) - 1
+# 64-bit two's-complement wrap, as C++ integer arithmetic does (one definition, in ops).
+wrap_int = wrap
+
 _SCALARS = (int, float, str, bool, list, AbsTime, RelTime)
 
 
@@ -36,12 +39,6 @@ def make_record(fields: dict[str, Value]) -> Any:
     # imported here: the ClassAd package loads this module while it initialises
     from condorpy.classad import ClassAd
     return ClassAd(fields)
-
-
-def wrap_int(n: int) -> int:
-    """64-bit two's-complement wrap, as C++ integer arithmetic does."""
-    n &= (1 << 64) - 1
-    return n - (1 << 64) if n >= (1 << 63) else n
 
 
 def wrap_int32(n: int) -> int:
