@@ -12,17 +12,22 @@ import argparse
 import statistics
 import time
 
-from condorpy.cli.policy_settings import settings_from_text
+from condorpy.clock import ManualClock
+from condorpy.config import Config
+from condorpy.machine.virtual import VIRTUAL_DETECTED, virtual_inventory
 from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.evaluation import default_backend
+from condorpy.startd.core import Core
 
 GOAL_MS = 20.0
 
 
 def build(n: int) -> PolicyEngine:
-    text = "use POLICY : Desktop\n" + (f"SLOT_TYPE_1_PARTITIONABLE = True\nNUM_CPUS = {n}\nMEMORY = {n * 1024}\n"
+    # The one path every front end takes: configuration -> (virtual) machine -> slot
+    # layer -> engine; the Desktop policy on one partitionable slot.
+    text = "use POLICY : Desktop\n" + (f"NUM_CPUS = {n}\nMEMORY = {n * 1024}\n"
              f"DISK = {n * 1000000}\nRUNBENCHMARKS = False\n")
-    eng = PolicyEngine(settings_from_text(text, "<bench>"))
+    cfg = Config.from_text(text, source="<bench>", env={}, detected=VIRTUAL_DETECTED)
+    eng = Core(cfg, virtual_inventory(cfg)).engine(ManualClock(0.0))
     eng.set(0, {"KeyboardIdle": 100000, "LoadAvg": 0.0, "CondorLoadAvg": 0.0})
     eng.cycle(0)
     for i in range(n):
@@ -42,7 +47,7 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=1024)
     ap.add_argument("--cycles", type=int, default=20)
     args = ap.parse_args()
-    backend = type(default_backend()).__name__
+    backend = "condorpy.classad"
     t0 = time.perf_counter()
     eng = build(args.slots)
     setup = time.perf_counter() - t0

@@ -14,12 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "condorpy"
 
 ALLOWED: dict[str, set[str]] = {
-    "classad": {"classad", "errors"},
-    "config": {"config", "classad", "errors"},
-    "slots": {"slots", "config", "classad", "errors"},
-    "policy": {"policy", "slots", "config", "classad", "errors"},
-    "machine": {"machine", "slots", "config", "classad", "errors"},
-    "starter": {"starter", "machine", "config", "classad", "errors"},
+    "classad": {"classad", "errors", "clock"},
+    "config": {"config", "classad", "errors", "clock"},
+    "slots": {"slots", "config", "classad", "errors", "clock"},
+    "policy": {"policy", "slots", "config", "classad", "errors", "clock"},
+    "machine": {"machine", "slots", "config", "classad", "errors", "clock"},
+    "starter": {"starter", "machine", "config", "classad", "errors", "clock"},
+    "startd": {"startd", "starter", "policy", "machine", "slots", "config", "classad",
+               "errors", "clock"},
 }
 
 

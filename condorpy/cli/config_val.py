@@ -50,7 +50,7 @@ def _provenance(cfg: Config, name: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    from condorpy.cli.facts import probed_facts
+    from condorpy.machine.facts import probed_facts
     cfg = load_config(args.config, subsystem=args.subsystem, localname=args.localname,
                       detected=probed_facts())
     for warning in cfg.warnings:

@@ -1,4 +1,11 @@
-"""`condorpy policy simulate|explain`: rehearse and explain the startd policy."""
+"""`condorpy policy simulate|explain`: rehearse and explain the startd policy.
+
+Both go down the one path every front end shares (:mod:`condorpy.startd.core`):
+the same configuration search, layout, slot ads and engine as ``status --offline`` and
+the daemon. ``simulate`` runs on a virtual clock and, unless ``--inventory`` pins
+another machine, on the fixed virtual host of :mod:`condorpy.machine.virtual`;
+``explain`` looks at this machine as measured now.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +14,67 @@ import json
 import sys
 from pathlib import Path
 
+from condorpy.clock import ManualClock, SystemClock
 from condorpy.errors import CondorpyError, TimelineError
-from condorpy.cli.policy_settings import settings_from_file, settings_from_text
 from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.settings import PolicySettings
+from condorpy.policy.explain import explain_command
 from condorpy.policy.simulate import Simulation, parse_timeline
+from condorpy.startd.core import Host, load_core
+
+_SIMULATE_HELP = """\
+Replay a JSON-lines timeline against the configuration on a virtual clock that starts
+at 0 (UTC), and print every state change and action as JSON lines.
+
+The configuration is found as by every command (-config FILE, else $CONDOR_CONFIG,
+else /etc/condorpy/condor_config, then _CONDOR_* variables). The slots, their ads and
+the policy are built by the same code as `condorpy status --offline`; only the machine
+is pinned so that a timeline gives the same answer on every host: unless --inventory
+names a machine snapshot, it is a virtual host detected as 1 CPU, 1024 MB of memory,
+1048576 KB of disk, no load and no owner activity, which NUM_CPUS, MEMORY, DISK and the
+other knobs then size as they would a real machine. Its custom resources are those the
+configuration defines without reading the host (MACHINE_RESOURCE_<name>, GPU discovery
+with -simulate). docs/policy.md lists the timeline's events and their arguments.
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="condorpy policy",
                                 description="simulate and explain the startd policy")
     sub = p.add_subparsers(dest="command", required=True)
-    sim = sub.add_parser("simulate", help="run the policy engine over a timeline")
+    sim = sub.add_parser("simulate", help="run the policy engine over a timeline",
+                         description=_SIMULATE_HELP,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sim.add_argument("-config", "--config", dest="config", help="configuration file")
     sim.add_argument("--timeline", required=True, help="JSON-lines timeline ('-' for stdin)")
     sim.add_argument("--until", type=float, help="stop the virtual clock at this time")
+    sim.add_argument("--inventory", metavar="FILE",
+                     help="a JSON machine snapshot to run on instead of the virtual host")
     ex = sub.add_parser("explain", help="show why a policy expression has its value")
     ex.add_argument("-config", "--config", dest="config", help="configuration file")
-    ex.add_argument("--job", help="job ad (old ClassAd format or JSON object)")
+    ex.add_argument("--job", help="job ad (old ClassAd format or JSON object): judge the "
+                                  "whole match of this job with each slot")
     ex.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
-                    help="set a machine attribute (e.g. KeyboardIdle=30)")
+                    help="override a measured machine attribute (e.g. KeyboardIdle=30)")
     ex.add_argument("--slot", help="only this slot")
-    ex.add_argument("name", nargs="?", default="START", help="expression (default START)")
+    ex.add_argument("--inventory", metavar="FILE",
+                    help="a JSON machine snapshot to use instead of measuring this one")
+    ex.add_argument("names", nargs="*", metavar="NAME",
+                    help="attributes or policy expressions to explain (default START)")
     return p
-
-
-def load_settings(config: str | None, this_host: bool = False) -> PolicySettings:
-    if config is None:
-        return settings_from_text("", "<defaults>", this_host=this_host)
-    return settings_from_file(config, this_host=this_host)
 
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    # A simulation runs on a fixed virtual machine; explain looks at this one.
-    settings = load_settings(args.config, this_host=args.command == "explain")
     if args.command == "simulate":
-        return _simulate(settings, args.timeline, args.until)
-    from condorpy.policy.explain import explain_command
-    return explain_command(settings, args.name, args.job, args.set, args.slot)
+        core = load_core(args.config, host=Host.VIRTUAL, inventory_path=args.inventory)
+        engine = core.engine(ManualClock(0.0))
+        return _simulate(engine, args.timeline, args.until)
+    core = load_core(args.config, inventory_path=args.inventory)
+    engine = core.engine(SystemClock())
+    return explain_command(engine, args.names or ["START"], args.job, args.set, args.slot)
 
 
-def _simulate(settings: PolicySettings, timeline: str, until: float | None) -> int:
+def _simulate(engine: PolicyEngine, timeline: str, until: float | None) -> int:
     if timeline == "-":
         lines, source = sys.stdin.read().splitlines(), "<stdin>"
     else:
@@ -58,7 +84,6 @@ def _simulate(settings: PolicySettings, timeline: str, until: float | None) -> i
             raise TimelineError(f"cannot read timeline {timeline}: {exc.strerror}") from None
         source = timeline
     entries = parse_timeline(lines, source)
-    engine = PolicyEngine(settings)
     out = sys.stdout
     try:
         for rec in Simulation(engine, entries, source, until).run():

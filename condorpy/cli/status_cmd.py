@@ -2,31 +2,23 @@
 
     condorpy status --offline [-config FILE] [-l] [-af ATTR ...] [-constraint EXPR] [-json]
 
-The machine is measured by the probes unless ``--inventory FILE`` (or the environment
-variable ``CONDORPY_INVENTORY``) names a JSON machine snapshot, which pins it for tests
-and demonstrations.
+The ads are the policy engine's after its first evaluation, built down the one path
+every front end shares (:mod:`condorpy.startd.core`). The machine is measured by the
+probes unless ``--inventory FILE`` (or the environment variable ``CONDORPY_INVENTORY``)
+names a JSON machine snapshot, which pins it for tests and demonstrations.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-from pathlib import Path
 
-from condorpy.classad import ClassAd, parse_expr
-from condorpy.config import DetectedFacts, host_facts, load_config
-from condorpy.errors import CondorpyError, MachineError
-from condorpy.slots.ads import SlotStatus
-from condorpy.slots.inventory import MachineInventory
-from condorpy.slots.inventory_json import inventory_from_json
-from condorpy.slots.knobs import KnobSource
-from condorpy.slots.manager import SlotManager
+from condorpy.classad import parse_expr
+from condorpy.clock import SystemClock
+from condorpy.errors import CondorpyError
 from condorpy.slots.status_format import (render_autoformat, render_json, render_long,
                                           render_table)
-
-INVENTORY_ENV = "CONDORPY_INVENTORY"
+from condorpy.startd.core import load_core
 
 
 class StatusUsageError(CondorpyError):
@@ -62,13 +54,12 @@ def main(argv: list[str]) -> int:
     chosen = sum(bool(x) for x in (args.long, args.af, args.json))
     if chosen > 1:
         raise StatusUsageError("choose one of -l, -af and -json")
-    now = time.time()
-    inventory_path = args.inventory or os.environ.get(INVENTORY_ENV)
-    pinned = _read_inventory(Path(inventory_path)) if inventory_path else None
-    cfg = _load_config(args.config, pinned)
-    inventory = pinned if pinned is not None else _probe(cfg)
-    manager = SlotManager.from_config(cfg, inventory, started_at=now)
-    ads = _startup_ads(manager, cfg, now)
+    clock = SystemClock()
+    core = load_core(args.config, inventory_path=args.inventory)
+    engine = core.engine(clock)
+    engine.cycle(engine.now)
+    now = engine.now
+    ads = engine.ads()
     if args.constraint:
         constraint = parse_expr(args.constraint, source="-constraint")
         ads = [ad for ad in ads if constraint.evaluate(my=ad) is True]
@@ -82,51 +73,3 @@ def main(argv: list[str]) -> int:
         out = render_table(ads, now) if ads else ""
     sys.stdout.write(out)
     return 0
-
-
-def _read_inventory(path: Path) -> MachineInventory:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise MachineError(f"cannot read the inventory file {path}: {exc.strerror}") from None
-    return inventory_from_json(text, str(path))
-
-
-def _detected(inventory: MachineInventory) -> DetectedFacts:
-    """The computed macros (DETECTED_CPUS, FULL_HOSTNAME, ...) of a pinned machine."""
-    cpus = inventory.detected_cpus or inventory.cpus
-    return DetectedFacts(
-        full_hostname=inventory.hostname, cpus=cpus,
-        cores=inventory.detected_cores or cpus,
-        physical_cpus=inventory.detected_physical_cpus or cpus,
-        memory_mb=inventory.detected_memory_mb or inventory.memory_mb,
-        arch=str(inventory.facts.get("Arch", "X86_64")),
-        opsys=str(inventory.facts.get("OpSys", "LINUX")))
-
-
-def _probed_facts() -> DetectedFacts:
-    from condorpy.cli.facts import probed_facts
-    return probed_facts()
-
-
-def _load_config(path: str | None, pinned: MachineInventory | None) -> KnobSource:
-    detected = _detected(pinned) if pinned is not None else _probed_facts()
-    cfg: KnobSource = load_config(path, detected=detected)
-    return cfg
-
-
-def _probe(cfg: KnobSource) -> MachineInventory:
-    from condorpy.machine import probe
-    inventory: MachineInventory = probe.probe_machine(cfg)
-    return inventory
-
-
-def _startup_ads(manager: SlotManager, cfg: KnobSource, now: float) -> list[ClassAd]:
-    """Every slot starts in Owner and leaves it at the first evaluation unless
-    IS_OWNER holds, so the ads at start-up show Owner or Unclaimed."""
-    is_owner = cfg.get("IS_OWNER") or "False"
-    statuses = {}
-    for slot, ad in zip(manager.slots, manager.ads(now)):
-        owner = parse_expr(is_owner, source="IS_OWNER").evaluate(my=ad) is True
-        statuses[slot.name] = SlotStatus("Owner" if owner else "Unclaimed", "Idle", now)
-    return manager.ads(now, statuses)

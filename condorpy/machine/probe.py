@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from condorpy.machine.cpus import count_cpus
@@ -91,16 +92,12 @@ def measure_activity(cfg: KnobSource, roots: HostRoots = HostRoots()) -> Activit
     return Activity(read_loadavg(roots).one, idle.keyboard_idle, idle.console_idle)
 
 
-def _execute_dir(cfg: KnobSource, knob: str, default: str) -> Path:
-    return Path(get_str(cfg, knob) or default)
-
-
-def probe_machine(cfg: KnobSource, roots: HostRoots = HostRoots()) -> MachineInventory:
-    """Measure the host and apply the configuration's overrides."""
-    count_ht = get_bool(cfg, "COUNT_HYPERTHREAD_CPUS", True)
-    cpus = count_cpus(roots)
-    detected_cpus = cpus.detected_cpus(count_ht)
-
+def configured_sizes(cfg: KnobSource, detected_cpus: int, detected_mem: int,
+                     free_disk_kb: Callable[[Path], int]
+                     ) -> tuple[int, int, int, dict[int, int]]:
+    """(cpus, memory MB, disk KB, per-slot disk KB) after NUM_CPUS, MAX_NUM_CPUS, MEMORY,
+    RESERVED_MEMORY, DISK, RESERVED_DISK and SLOT<N>_EXECUTE, for any detected host:
+    the real one, or `policy simulate`'s virtual one."""
     num_cpus = get_int(cfg, "NUM_CPUS", 0)
     if num_cpus < 0:
         raise KnobError("NUM_CPUS", f"must not be negative, got {num_cpus}")
@@ -109,20 +106,17 @@ def probe_machine(cfg: KnobSource, roots: HostRoots = HostRoots()) -> MachineInv
         ceiling = get_int(cfg, "MAX_NUM_CPUS", 0)
         if ceiling > 0:
             num_cpus = min(num_cpus, ceiling)
-
-    detected_mem = detected_memory_mb(roots)
     memory = get_int(cfg, "MEMORY", 0) or detected_mem
     if memory < 0:
         raise KnobError("MEMORY", f"must not be negative, got {memory}")
     memory = max(memory - get_int(cfg, "RESERVED_MEMORY", 0), 0)
-
     reserved_disk_kb = get_int(cfg, "RESERVED_DISK", 0) * 1024
     execute = _execute_dir(cfg, "EXECUTE", DEFAULT_EXECUTE)
     disk_override = get_int(cfg, "DISK", -1)
     if disk_override >= 0:
         disk = disk_override
     else:
-        disk = max(free_kb(execute) - reserved_disk_kb, 0)
+        disk = max(free_disk_kb(execute) - reserved_disk_kb, 0)
     slot_disk: dict[int, int] = {}
     # a configuration that cannot list its names is asked for each slot number instead
     names = knob_names(cfg) or [f"SLOT{n}_EXECUTE" for n in range(1, max(num_cpus, 64) + 1)]
@@ -132,8 +126,22 @@ def probe_machine(cfg: KnobSource, roots: HostRoots = HostRoots()) -> MachineInv
             continue
         path = _execute_dir(cfg, knob, str(execute))
         if path != execute:
-            slot_disk[int(m.group(1))] = max(free_kb(path) - reserved_disk_kb, 0)
+            slot_disk[int(m.group(1))] = max(free_disk_kb(path) - reserved_disk_kb, 0)
+    return num_cpus, memory, disk, slot_disk
 
+
+def _execute_dir(cfg: KnobSource, knob: str, default: str) -> Path:
+    return Path(get_str(cfg, knob) or default)
+
+
+def probe_machine(cfg: KnobSource, roots: HostRoots = HostRoots()) -> MachineInventory:
+    """Measure the host and apply the configuration's overrides."""
+    count_ht = get_bool(cfg, "COUNT_HYPERTHREAD_CPUS", True)
+    cpus = count_cpus(roots)
+    detected_cpus = cpus.detected_cpus(count_ht)
+    detected_mem = detected_memory_mb(roots)
+    num_cpus, memory, disk, slot_disk = configured_sizes(cfg, detected_cpus, detected_mem,
+                                                         free_kb)
     os_info = probe_os(roots)
     net = probe_network(roots)
     facts = os_info.attrs()

@@ -10,10 +10,15 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from condorpy.errors import PolicyError
-from condorpy.policy.evaluation import CLOCK_ATTR, Undefined, is_true, load_ad, number, plain
-from condorpy.policy.records import Action, Claim, EvictWhy, Job, Output, Slot
+from condorpy.classad import ClassAd
+from condorpy.policy.evaluation import Undefined, is_true, load_ad, number, plain
+from condorpy.policy.records import (ActivationRefused, Claim, ClaimAccepted, ClaimEnded,
+                                     ClaimRefused, ClaimUnknown, CreateSlot, EvictWhy, Job,
+                                     JobExited, MatchIgnored, Output, Slot, StartBackfill,
+                                     StartJob, StopBenchmarks)
 from condorpy.policy.slot_machine import SlotMachine
 from condorpy.policy.states import Activity, State
+from condorpy.slots.ads import SlotStatus
 from condorpy.slots.model import Refusal
 
 S, A = State, Activity
@@ -30,15 +35,14 @@ class PolicyEngine(SlotMachine):
         self._refresh(now, slot)
         if slot.state is S.UNCLAIMED:
             if slot.activity is A.BENCHMARKING:
-                self._act(slot, "stop_benchmarks")
+                self.emit(StopBenchmarks(self.now, slot.name))
             slot.matched_since = now
-            self._go(slot, S.MATCHED, A.IDLE, "6", "matched by the negotiator")
+            self.go(slot, S.MATCHED, A.IDLE, "6", "matched by the negotiator")
         elif slot.state is S.BACKFILL:
             self._stop_backfill(slot, "matched", "matched by the negotiator")
         else:
             # The negotiator's view was stale (the slot is the owner's or busy).
-            self._act(slot, "match_ignored",
-                      reason=f"slot is {slot.state.value}/{slot.activity.value}")
+            self.emit(MatchIgnored(self.now, slot.name, reason=f"slot is {slot.state.value}/{slot.activity.value}"))
         return self.take_output()
 
     def _pick_slot(self, name: str | None, states: Iterable[State]) -> Slot:
@@ -61,7 +65,7 @@ class PolicyEngine(SlotMachine):
         self._refresh(now, slot)
         ok, why = self._acceptable(slot, job_ad)
         if not ok:
-            self._act(slot, "claim_refused", claim=claim_id, reason=why)
+            self.emit(ClaimRefused(self.now, slot.name, claim=claim_id, reason=why))
             return self.take_output()
         rank = number(self.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
         claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad))
@@ -70,26 +74,26 @@ class PolicyEngine(SlotMachine):
         elif slot.state in (S.UNCLAIMED, S.MATCHED):
             key = "9" if slot.state is S.MATCHED else "5"
             if slot.activity is A.BENCHMARKING:
-                self._act(slot, "stop_benchmarks")
+                self.emit(StopBenchmarks(self.now, slot.name))
             self._install_claim(slot, claim)
-            self._act(slot, "claim_accepted", claim=claim_id)
-            self._go(slot, S.CLAIMED, A.IDLE, key, f"claimed by {claim_id}")
+            self.emit(ClaimAccepted(self.now, slot.name, claim=claim_id))
+            self.go(slot, S.CLAIMED, A.IDLE, key, f"claimed by {claim_id}")
         elif slot.state is S.BACKFILL:
-            self._act(slot, "claim_accepted", claim=claim_id)
+            self.emit(ClaimAccepted(self.now, slot.name, claim=claim_id))
             self._stop_backfill(slot, "claimed", f"claimed by {claim_id}", claim)
         elif slot.state is S.CLAIMED and slot.claim is not None and rank > slot.claim.rank \
                 and slot.pending is None and slot.retirement is None:
             slot.pending = claim
             self._claims[claim_id] = slot.name
-            self._act(slot, "claim_accepted", claim=claim_id, preempting=slot.claim.id)
+            self.emit(ClaimAccepted(self.now, slot.name, claim=claim_id, preempting=slot.claim.id))
             if slot.activity is A.IDLE:
                 slot.evict_why = EvictWhy.RANK
                 self._preempt(slot, "10", f"better claim {claim_id} (RANK {rank:g})")
             else:
-                self._retire(slot, EvictWhy.RANK, f"better claim {claim_id} (RANK {rank:g})")
+                self.retire(slot, EvictWhy.RANK, f"better claim {claim_id} (RANK {rank:g})")
         else:
-            self._act(slot, "claim_refused", claim=claim_id,
-                      reason=f"slot is {slot.state.value}/{slot.activity.value}")
+            self.emit(ClaimRefused(self.now, slot.name, claim=claim_id,
+                      reason=f"slot is {slot.state.value}/{slot.activity.value}"))
         self._settle_one(slot)
         return self.take_output()
 
@@ -115,50 +119,38 @@ class PolicyEngine(SlotMachine):
         return float(self.settings.max_claim_alives_missed * self.settings.alive_interval)
 
     def _carve(self, pslot: Slot, claim: Claim, job_ad: Any) -> None:
-        b = self.backend
-        carver = self.carver
-        if carver is None:
-            self._act(pslot, "claim_refused", claim=claim.id,
-                      reason=f"{pslot.name} is not a partitionable slot")
-            return
         # The slot layer sizes the d-slot (request defaults, MODIFY_REQUEST_EXPR_* rounding,
-        # consumption policies) and hands out devices (Require<name>).
-        dslot = carver.carve(pslot.name, job_ad, self.now, pslot.ad)
-        if isinstance(dslot, Refusal):
-            self._act(pslot, "claim_refused", claim=claim.id, reason=dslot.reason)
+        # consumption policies), hands out devices (Require<name>) and builds its ad.
+        layer = self.layout.carve(pslot.layer, job_ad, self.now, pslot.ad)
+        if isinstance(layer, Refusal):
+            self.emit(ClaimRefused(self.now, pslot.name, claim=claim.id, reason=layer.reason))
             return
-        sized = dslot.resources
-        want: dict[str, float] = {"Cpus": sized.cpus, "Memory": sized.memory_mb,
-                                  "Disk": sized.disk_kb}
-        left = carver.available(pslot.name)
-        for attr, n in (("Cpus", left.cpus), ("Memory", left.memory_mb),
-                        ("Disk", left.disk_kb)):
-            pslot.resources[attr] = n
-            self._put(pslot, attr, n)
-        self._put_custom(pslot)
-        name = dslot.name
-        created: dict[str, Any] = dict(want)
+        self._refresh_resources(pslot)
+        sized = layer.resources
+        created: dict[str, Any] = {"Cpus": sized.cpus, "Memory": sized.memory_mb,
+                                   "Disk": sized.disk_kb}
         for res, amount in sized.custom.items():
             if amount:
                 created[res] = amount
         for res, ids in sized.devices.items():
             if ids:
                 created[f"Assigned{res}"] = ",".join(ids)
-        self._act(pslot, "create_slot", name=name, **created)
-        d = self._add_slot(name, pslot.slot_id, "dynamic", want, parent=pslot.name,
-                           state=S.CLAIMED, transition="5",
+        self.emit(CreateSlot(self.now, pslot.name, name=layer.name,
+                             resources=tuple(created.items())))
+        ad = self.layout.new_slot_ad(layer, self.now, SlotStatus("Claimed", "Idle", self.now),
+                                     self._measurements())
+        d = self._add_slot(layer, ad, parent=pslot.name, state=S.CLAIMED, transition="5",
                            reason=f"carved from {pslot.name} for claim {claim.id}")
-        self._put_custom(d)
         for attr in self.settings.latch_exprs:
             if attr in pslot.latched:
                 d.latched[attr] = pslot.latched[attr]
-                self._put(d, f"{attr}Value", pslot.latched[attr])
-                self._put(d, f"{attr}Time", int(self.now))
+                self.put(d, f"{attr}Value", pslot.latched[attr])
+                self.put(d, f"{attr}Time", int(self.now))
         d.claim = claim
-        claim.rank = number(b.evaluate(d.ad, "RANK", job_ad)) or 0.0
-        self._claims[claim.id] = name
+        claim.rank = number(self.backend.evaluate(d.ad, "RANK", job_ad)) or 0.0
+        self._claims[claim.id] = d.name
         self._publish_state(d)
-        self._act(d, "claim_accepted", claim=claim.id)
+        self.emit(ClaimAccepted(self.now, d.name, claim=claim.id))
 
     def activate(self, now: float, claim_id: str, job: Mapping[str, Any] | None = None
                  ) -> list[Output]:
@@ -170,12 +162,12 @@ class PolicyEngine(SlotMachine):
         claim = slot.claim
         if claim is None or claim.id != claim_id or slot.state is not S.CLAIMED \
                 or slot.activity is not A.IDLE:
-            self._act(slot, "activation_refused", claim=claim_id, reason="claim is not idle")
+            self.emit(ActivationRefused(self.now, slot.name, claim=claim_id, reason="claim is not idle"))
             return self.take_output()
         if claim.jobs_run > 0 and self._worklife_over(slot, claim):
-            self._act(slot, "activation_refused", claim=claim_id,
-                      reason="CLAIM_WORKLIFE expired")
-            self._evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
+            self.emit(ActivationRefused(self.now, slot.name, claim=claim_id,
+                      reason="CLAIM_WORKLIFE expired"))
+            self.evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
             return self.take_output()
         if job is not None:
             claim.ad = load_ad(self.backend, job, f"claim {claim_id}")
@@ -184,8 +176,8 @@ class PolicyEngine(SlotMachine):
         claim.job = Job(claim.ad, now, self._universe(claim))
         claim.jobs_run += 1
         claim.last_alive = now
-        self._act(slot, "start_job", claim=claim_id)
-        self._go(slot, S.CLAIMED, A.BUSY, "11", "claim activated")
+        self.emit(StartJob(self.now, slot.name, claim=claim_id))
+        self.go(slot, S.CLAIMED, A.BUSY, "11", "claim activated")
         self._settle(slot)
         return self.take_output()
 
@@ -209,13 +201,13 @@ class PolicyEngine(SlotMachine):
         claim.suspend_total += job.suspended_total
         claim.job = None
         code = {} if exit_code is None else {"exit_code": exit_code}
-        self._act(slot, "job_exited", claim=claim_id, **code)
+        self.emit(JobExited(self.now, slot.name, claim=claim_id, **code))
         if slot.state is S.PREEMPTING:
             self._leave_preempting(slot)
         elif slot.activity is A.RETIRING or (slot.retirement is not None):
             self._preempt(slot, "18", "job exited during retirement")
         else:
-            self._go(slot, S.CLAIMED, A.IDLE, "12", "job exited")
+            self.go(slot, S.CLAIMED, A.IDLE, "12", "job exited")
         if not slot.deleted:
             self._settle(slot)
         self.machine.after_cycle(self)
@@ -230,10 +222,10 @@ class PolicyEngine(SlotMachine):
         if slot.pending is not None and slot.pending.id == claim_id:
             slot.pending = None
             self._forget_claim(claim_id)
-            self._act(slot, "claim_ended", claim=claim_id, why="release")
+            self.emit(ClaimEnded(self.now, slot.name, claim=claim_id, why="release"))
             self._settle(slot)
             return self.take_output()
-        self._evict(slot, EvictWhy.RELEASE, "claim released by the schedd")
+        self.evict(slot, EvictWhy.RELEASE, "claim released by the schedd")
         self._settle_one(slot)
         return self.take_output()
 
@@ -255,7 +247,7 @@ class PolicyEngine(SlotMachine):
         targets = [self._slot(slot_name)] if slot_name else \
             [s for s in self.slots.values() if not s.deleted]
         for slot in targets:
-            self._vacate_slot(slot, fast, "condor_vacate")
+            self.vacate_slot(slot, fast, "condor_vacate")
         self._settle_all()
         return self.take_output()
 
@@ -264,16 +256,16 @@ class PolicyEngine(SlotMachine):
         slot = self._slot(slot_name)
         # Never 0: RUNBENCHMARKS is usually "LastBenchmark == 0" and a virtual clock
         # may well start at 0.
-        self._put(slot, "LastBenchmark", max(int(now), 1))
+        self.put(slot, "LastBenchmark", max(int(now), 1))
         if slot.state is S.UNCLAIMED and slot.activity is A.BENCHMARKING:
-            self._go(slot, S.UNCLAIMED, A.IDLE, "4", "benchmarks done")
+            self.go(slot, S.UNCLAIMED, A.IDLE, "4", "benchmarks done")
         return self.take_output()
 
     def backfill_started(self, now: float, slot_name: str) -> list[Output]:
         self._advance(now)
         slot = self._slot(slot_name)
         if slot.state is S.BACKFILL and slot.activity is A.IDLE and slot.backfill_next is None:
-            self._go(slot, S.BACKFILL, A.BUSY, "26", "backfill client running")
+            self.go(slot, S.BACKFILL, A.BUSY, "26", "backfill client running")
         return self.take_output()
 
     def backfill_exited(self, now: float, slot_name: str) -> list[Output]:
@@ -282,11 +274,11 @@ class PolicyEngine(SlotMachine):
         self._measure(slot)
         if slot.state is S.BACKFILL:
             if slot.activity is A.KILLING:
-                self._go(slot, S.BACKFILL, A.IDLE, "29", "backfill client gone")
+                self.go(slot, S.BACKFILL, A.IDLE, "29", "backfill client gone")
                 self._settle(slot)
             elif slot.activity is A.BUSY:
-                self._go(slot, S.BACKFILL, A.IDLE, "27", "backfill client exited")
-                self._act(slot, "start_backfill")
+                self.go(slot, S.BACKFILL, A.IDLE, "27", "backfill client exited")
+                self.emit(StartBackfill(self.now, slot.name))
         return self.take_output()
 
     # ------------------------------------------------------ machine-wide hooks
@@ -315,8 +307,7 @@ class PolicyEngine(SlotMachine):
         """An event for a claim that has ended (the schedd had not heard yet): noted,
         otherwise ignored, as the startd does."""
         self._advance(now)
-        self._out.append(Action(now, self._ended[claim_id], "claim_unknown",
-                                (("claim", claim_id), ("event", event))))
+        self.emit(ClaimUnknown(now, self._ended[claim_id], claim=claim_id, event=event))
         return self.take_output()
 
     def claim_ids(self) -> list[str]:
@@ -333,17 +324,30 @@ class PolicyEngine(SlotMachine):
         return slot is not None and slot.claim is not None and slot.claim.id == claim_id \
             and slot.claim.job is not None
 
-    def snapshot(self, names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
-        """Every live slot's ad as plain values (expressions evaluated in the slot)."""
-        out: dict[str, dict[str, Any]] = {}
-        b = self.backend
+    def ads(self) -> list[ClassAd]:
+        """Every live slot's ad as it would be advertised now (copies)."""
+        out = []
+        self._cross_slot_attrs([s for s in self.slots.values() if not s.deleted])
         for slot in self.slots.values():
             if slot.deleted:
                 continue
             self._measure(slot)
             self._publish_counters(slot)
-            self._put(slot, "MyCurrentTime", int(self.now))
-            keys = list(names) if names is not None else \
-                [k for k in b.names(slot.ad) if k != CLOCK_ATTR]
+            self.put(slot, "MyCurrentTime", int(self.now))
+            out.append(slot.ad.copy())
+        return out
+
+    def snapshot(self, names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Every live slot's ad as plain values (expressions evaluated in the slot)."""
+        out: dict[str, dict[str, Any]] = {}
+        b = self.backend
+        self._cross_slot_attrs([s for s in self.slots.values() if not s.deleted])
+        for slot in self.slots.values():
+            if slot.deleted:
+                continue
+            self._measure(slot)
+            self._publish_counters(slot)
+            self.put(slot, "MyCurrentTime", int(self.now))
+            keys = list(names) if names is not None else list(b.names(slot.ad))
             out[slot.name] = {k: plain(b.evaluate(slot.ad, k, None)) for k in keys}
         return out

@@ -1,39 +1,26 @@
 """Expression evaluation for the policy engine, on the engine's own clock.
 
 The engine is pure, so ``time()`` inside a policy expression must read the engine's
-clock (virtual in ``policy simulate``), never the host's. Expressions are therefore
-rewritten once, when compiled: every ``time()`` call outside string literals becomes a
-reference to the attribute :data:`CLOCK_ATTR`, which the engine sets in each slot ad
-before a cycle. The ClassAd language itself comes from :mod:`condorpy.classad`, behind
+clock (virtual in ``policy simulate``), never the host's. The ClassAd library already
+takes its clock from a :class:`~condorpy.classad.CallContext` carried through every
+evaluation (nested ``eval()``, ``ifThenElse`` and function arguments included); the
+backend below passes the engine's context to each call, and the expression text is
+never touched. The ClassAd language itself comes from :mod:`condorpy.classad`, behind
 the small :class:`Backend` interface the engine uses.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
+import condorpy.classad as classad
+from condorpy.classad import CallContext
 from condorpy.classad.values import Error as Error
 from condorpy.classad.values import Undefined as Undefined
-from condorpy.errors import PolicyError
-
-CLOCK_ATTR = "CondorpyPolicyNow"
-
-_TIME_CALL = re.compile(r"\btime\s*\(\s*\)", re.IGNORECASE)
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
-
-
-def on_engine_clock(text: str) -> str:
-    """``text`` with every ``time()`` outside string literals read from the engine clock."""
-    out: list[str] = []
-    pos = 0
-    for m in _STRINGS.finditer(text):
-        out.append(_TIME_CALL.sub(CLOCK_ATTR, text[pos:m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(_TIME_CALL.sub(CLOCK_ATTR, text[pos:]))
-    return "".join(out)
+from condorpy.errors import ClassAdError, PolicyError
 
 
 class Backend(Protocol):
@@ -56,30 +43,29 @@ class Backend(Protocol):
 
 
 class _CondorpyBackend:
-    """Over :mod:`condorpy.classad` (ClassAd, parse_expr)."""
+    """Over :mod:`condorpy.classad` (ClassAd, parse_expr), every evaluation in ``ctx``."""
 
-    def __init__(self) -> None:
-        import condorpy.classad as c
-        self._c: Any = c
+    def __init__(self, ctx: CallContext) -> None:
+        self._ctx = ctx
 
     def new_ad(self) -> Any:
-        return self._c.ClassAd()
+        return classad.ClassAd()
 
     def set_value(self, ad: Any, name: str, value: Any) -> None:
         ad[name] = value
 
     def set_expr(self, ad: Any, name: str, text: str) -> None:
-        ad.set_expr(name, on_engine_clock(text))
+        ad.set_expr(name, text)
 
     def literal(self, value: Any) -> Any:
-        return self._c.Expr.literal(value)
+        return classad.Expr.literal(value)
 
     def set_literal(self, ad: Any, name: str, lit: Any) -> None:
         ad[name] = lit
 
     def literal_batch(self, items: Iterable[tuple[str, Any]]) -> Any:
         """Literals from :meth:`literal` prepared once for setting in many ads."""
-        return self._c.ClassAd._literal_batch(items)
+        return classad.ClassAd._literal_batch(items)
 
     def set_literal_batch(self, ad: Any, batch: Any) -> None:
         ad._set_literals(batch)
@@ -87,30 +73,31 @@ class _CondorpyBackend:
     # The engine's per-slot, per-cycle calls, as plain functions of the ad: one call
     # less than going through this object, which counts at a thousand slots.
     def evaluator(self) -> Callable[[Any, str, Any | None], Any]:
-        return self._c.ClassAd._evaluate_lc  # type: ignore[no-any-return]
+        # functools.partial runs in C: no extra Python frame per evaluation
+        return functools.partial(classad.ClassAd._evaluate_lc, ctx=self._ctx)
 
     def batch_setter(self) -> Callable[[Any, Any], None]:
-        return self._c.ClassAd._set_literals  # type: ignore[no-any-return]
+        return classad.ClassAd._set_literals  # type: ignore[no-any-return]
 
     def compile(self, text: str) -> Any:
         try:
-            return self._c.parse_expr(on_engine_clock(text))
-        except Exception as exc:
+            return classad.parse_expr(text)
+        except ClassAdError as exc:
             raise PolicyError(f"cannot parse expression {text!r}: {exc}",
                               expression=text) from None
 
     def eval_compiled(self, expr: Any, my: Any, target: Any | None) -> Any:
-        return expr.evaluate(my=my, target=target)
+        return expr.evaluate(my=my, target=target, ctx=self._ctx)
 
     def evaluate(self, ad: Any, name: str, target: Any | None) -> Any:
-        return ad.evaluate(name, target=target)
+        return ad.evaluate(name, target=target, ctx=self._ctx)
 
     def names(self, ad: Any) -> Iterable[str]:
         return list(ad.keys())
 
 
-def default_backend() -> Backend:
-    return _CondorpyBackend()
+def default_backend(ctx: CallContext | None = None) -> Backend:
+    return _CondorpyBackend(ctx or CallContext())
 
 
 def truth(value: Any) -> bool | None:

@@ -3,22 +3,27 @@
 Each sub-expression is evaluated in the slot's scope (the job, if given, as TARGET),
 and the parts that made the whole False or Undefined are marked, so "why won't this
 machine run my job?" is answered at a glance. References to other policy expressions
-of the slot ad (IS_OWNER -> START) are opened one level down.
+of the slot ad (IS_OWNER -> START) are opened one level down. Given a job, the whole
+match is judged as the startd judges a claim: START, the job's Requirements against
+the slot, the slot's Requirements against the job, and whether the request fits.
+Evaluation reads the engine's clock, as every policy evaluation does.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from condorpy.errors import PolicyError
+from condorpy.classad import ClassAd, Expr, format_value
+from condorpy.classad import ast
+from condorpy.errors import ClassAdError, PolicyError
 from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.evaluation import CLOCK_ATTR, Error, Undefined, load_ad
-from condorpy.policy.settings import PolicySettings
+from condorpy.policy.evaluation import Error, Undefined, load_ad
+from condorpy.policy.records import Slot
+from condorpy.slots.model import Refusal
 
 BAD_MARK = "✗"     # this part made its parent False
 UNDEF_MARK = "?"   # this part made its parent Undefined or Error
@@ -37,38 +42,20 @@ def _bad(v: Any) -> bool:
 
 
 def _show(v: Any) -> str:
-    try:
-        from condorpy.classad import format_value
-        return str(format_value(v))
-    except Exception:
-        if v is Undefined:
-            return "undefined"
-        if v is Error:
-            return "error"
-        if v is True or v is False:
-            return "true" if v else "false"
-        return json.dumps(v) if isinstance(v, str) else str(v)
+    return str(format_value(v))
 
 
-def _text(node: Any) -> str:
-    return str(node).replace(CLOCK_ATTR, "time()")
-
-
-def explain_tree(ad: Any, name: str, target: Any | None) -> list[ExplainLine]:
+def explain_tree(engine: PolicyEngine, ad: ClassAd, name: str,
+                 target: ClassAd | None) -> list[ExplainLine]:
     """The explanation of attribute ``name`` of ``ad`` (empty when there is no tree)."""
-    try:
-        from condorpy.classad import Expr
-        from condorpy.classad import ast
-    except Exception:
-        return []
-    expr = ad.lookup(name) if hasattr(ad, "lookup") else None
-    if expr is None or not hasattr(expr, "node"):
+    expr = ad.lookup(name)
+    if expr is None:
         return []
     lines: list[ExplainLine] = []
     opened: set[str] = {name.lower()}
 
     def value_of(node: Any) -> Any:
-        return Expr.from_node(node).evaluate(my=ad, target=target)
+        return Expr.from_node(node).evaluate(my=ad, target=target, ctx=engine.ctx)
 
     def walk(node: Any, depth: int, parent_value: Any, parent_bad: bool) -> None:
         while isinstance(node, ast.Paren):
@@ -82,7 +69,7 @@ def explain_tree(ad: Any, name: str, target: Any | None) -> list[ExplainLine]:
             mark = BAD_MARK if v is False else UNDEF_MARK
         elif parent_bad and _bad(v) and parent_value is not False:
             mark = UNDEF_MARK
-        lines.append(ExplainLine(depth, mark, v, _text(node)))
+        lines.append(ExplainLine(depth, mark, v, str(node)))
         kids = node.children()
         opens = False
         if isinstance(node, ast.AttrRef) and node.scope_kind != "target":
@@ -105,10 +92,7 @@ def explain_tree(ad: Any, name: str, target: Any | None) -> list[ExplainLine]:
 
 def render(slot: str, name: str, lines: list[ExplainLine], value: Any, out: TextIO) -> None:
     out.write(f"{slot}: {name} = {_show(value)}\n")
-    for ln in lines[1:] if lines else []:
-        pad = "  " * ln.depth
-        mark = f"{ln.mark} " if ln.mark else "  "
-        out.write(f"{pad}{mark}{_show(ln.value):<10} {ln.text}\n")
+    _render_lines(lines, out)
 
 
 def _parse_set(items: list[str]) -> dict[str, Any]:
@@ -125,36 +109,106 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _load_job(engine: PolicyEngine, path: str) -> Any:
+def _load_job(engine: PolicyEngine, path: str) -> ClassAd:
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise PolicyError(f"cannot read job ad {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"job ad {path} is not UTF-8 text (byte "
+                          f"0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise PolicyError(f"job ad {path}: not JSON: {exc.msg} (line {exc.lineno})") \
                 from None
-        return load_ad(engine.backend, data, f"job ad {path}")
-    from condorpy.classad import ClassAd
+        except RecursionError:
+            raise PolicyError(f"job ad {path}: JSON nested too deeply") from None
+        if not isinstance(data, dict):
+            raise PolicyError(f"job ad {path}: a job ad must be a JSON object")
+        ad: ClassAd = load_ad(engine.backend, data, f"job ad {path}")
+        return ad
     return ClassAd.parse_old(text, source=path)
 
 
-def explain_command(settings: PolicySettings, name: str, job: str | None,
+def explain_command(engine: PolicyEngine, names: list[str], job: str | None,
                     sets: list[str], slot: str | None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    engine = PolicyEngine(settings, now=float(int(time.time())))
-    engine.set(engine.now, _parse_set(sets))
     engine.cycle(engine.now)
+    if sets:
+        # --set is what the user wants each slot to see, whatever the slot layer
+        # would have made of the machine's measurement (SLOTS_CONNECTED_TO_*, ...).
+        values = _parse_set(sets)
+        for name in list(engine.slots):
+            engine.set(engine.now, values, slot=name)
+        engine.cycle(engine.now)
     job_ad = _load_job(engine, job) if job else None
-    shown = 0
-    for s in list(engine.slots.values()):
-        if slot is not None and s.name != slot:
-            continue
-        value = engine.backend.evaluate(s.ad, name, job_ad)
-        render(s.name, name, explain_tree(s.ad, name, job_ad), value, out)
-        shown += 1
+    shown = [s for s in engine.slots.values() if slot is None or s.name == slot]
     if not shown:
-        raise PolicyError(f"no slot named {slot!r}", slot=slot)
+        known = ", ".join(engine.slots)
+        raise PolicyError(f"no slot named {slot!r} (this machine has {known})", slot=slot)
+    for s in shown:
+        for name in names:
+            value = engine.backend.evaluate(s.ad, name, job_ad)
+            render(s.name, name, explain_tree(engine, s.ad, name, job_ad), value, out)
+        if job_ad is not None:
+            _judge_match(engine, s, job_ad, names, out)
     return 0
+
+
+def _judge_match(engine: PolicyEngine, slot: Slot, job_ad: ClassAd, shown: list[str],
+                 out: TextIO) -> None:
+    """The rest of the match the startd would judge for a claim by this job."""
+    b = engine.backend
+    failed: list[str] = []
+    if "start" not in {n.lower() for n in shown}:
+        v = b.evaluate(slot.ad, "START", job_ad)
+        render(slot.name, "START", explain_tree(engine, slot.ad, "START", job_ad), v, out)
+    if b.evaluate(slot.ad, "START", job_ad) is not True:
+        failed.append("START")
+    v = b.evaluate(job_ad, "Requirements", slot.ad)
+    out.write(f"{slot.name}: the job's Requirements = {_show(v)}\n")
+    _render_lines(explain_tree(engine, job_ad, "Requirements", slot.ad), out)
+    if v is not True:
+        failed.append("the job's Requirements")
+    v = b.evaluate(slot.ad, "Requirements", job_ad)
+    render(slot.name, "Requirements", explain_tree(engine, slot.ad, "Requirements", job_ad),
+           v, out)
+    if v is not True:
+        failed.append("the slot's Requirements")
+    fit = _fit(engine, slot, job_ad)
+    out.write(f"{slot.name}: the request fits = {fit}\n")
+    if fit != "true" and not fit.startswith("true"):
+        failed.append("the request's size")
+    verdict = "matches" if not failed else "does not match: " + ", ".join(failed)
+    out.write(f"{slot.name}: the job {verdict}\n")
+
+
+def _fit(engine: PolicyEngine, slot: Slot, job_ad: ClassAd) -> str:
+    """Whether the job's request fits the slot: a p-slot is asked what it would carve
+    (request rounding, consumption policies and devices included); a static or dynamic
+    slot compares RequestCpus/Memory/Disk with what it has."""
+    layer = slot.layer
+    if slot.kind == "partitionable":
+        got = engine.layout.sized(layer, job_ad, slot.ad)
+        if isinstance(got, Refusal):
+            return f"false ({got.reason})"
+        return (f"true (a d-slot of {got.cpus:g} Cpus, {got.memory_mb:g} MB memory, "
+                f"{got.disk_kb:g} KB disk)")
+    short = []
+    for req, have in (("RequestCpus", "Cpus"), ("RequestMemory", "Memory"),
+                      ("RequestDisk", "Disk")):
+        want = engine.backend.evaluate(job_ad, req, slot.ad)
+        got = engine.backend.evaluate(slot.ad, have, None)
+        if isinstance(want, (int, float)) and isinstance(got, (int, float)) \
+                and not isinstance(want, bool) and want > got:
+            short.append(f"{req} {want:g} > {have} {got:g}")
+    return "true" if not short else "false (" + "; ".join(short) + ")"
+
+
+def _render_lines(lines: list[ExplainLine], out: TextIO) -> None:
+    for ln in lines[1:] if lines else []:
+        pad = "  " * ln.depth
+        mark = f"{ln.mark} " if ln.mark else "  "
+        out.write(f"{pad}{mark}{_show(ln.value):<10} {ln.text}\n")

@@ -7,15 +7,44 @@ drive it through its own moves (retire, evict, vacate).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from condorpy.errors import PolicyError
-from condorpy.policy.evaluation import is_true
-from condorpy.policy.records import EvictWhy, Job, Retirement, Slot
+from condorpy.policy.evaluation import Backend, is_true
+from condorpy.policy.records import (Action, CancelRefused, DrainCancelled, DrainComplete,
+                                     DrainRefused, DrainStarted, EvictWhy, Exit, Hibernate,
+                                     Job, Retirement, Slot)
+from condorpy.policy.settings import PolicySettings
 from condorpy.policy.states import Activity, State
 
-if TYPE_CHECKING:
-    from condorpy.policy.slot_machine import SlotMachine as PolicyEngine
+
+class SlotMoves(Protocol):
+    """What the machine-wide policy may do to the slots: the engine's public moves.
+
+    Draining and shutting down act on every slot at once, through the same moves a
+    single slot's own policy makes, and nothing else of the engine."""
+
+    now: float
+    slots: dict[str, Slot]
+    backend: Backend
+    settings: PolicySettings
+
+    def emit(self, action: Action) -> None: ...
+    def put(self, slot: Slot, name: str, value: Any) -> None: ...
+    def put_expr(self, slot: Slot, name: str, text: str) -> None: ...
+    def go(self, slot: Slot, state: State, activity: Activity, key: str,
+           reason: str) -> None: ...
+    def retire(self, slot: Slot, why: EvictWhy, reason: str, *,
+               override: float | None = None) -> None: ...
+    def retirement_left(self, slot: Slot) -> float: ...
+    def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
+              fast: bool = False) -> None: ...
+    def kill(self, slot: Slot, key: str, reason: str) -> None: ...
+    def vacate_slot(self, slot: Slot, fast: bool, reason: str,
+                    why: EvictWhy = EvictWhy.OWNER) -> None: ...
+    def publish_requirements(self, slot: Slot) -> None: ...
+
+
 
 S, A = State, Activity
 DRAIN_HOW = ("graceful", "quick", "fast")
@@ -62,7 +91,7 @@ class MachineWide:
         return self.shutdown is not None
 
     # ------------------------------------------------------------- accounting
-    def account(self, engine: PolicyEngine, dt: float) -> None:
+    def account(self, engine: SlotMoves, dt: float) -> None:
         if self.drain is None or self.drain.done or dt <= 0:
             return
         for slot in engine.slots.values():
@@ -74,26 +103,26 @@ class MachineWide:
         for slot in p:
             self.unclaimed += dt * slot.resources.get("Cpus", 0)
 
-    def job_ended(self, engine: PolicyEngine, slot: Slot, job: Job, evicted: bool) -> None:
+    def job_ended(self, engine: SlotMoves, slot: Slot, job: Job, evicted: bool) -> None:
         if evicted and self.drain is not None and not self.drain.done:
             self.badput += job.run_time(engine.now) * slot.resources.get("Cpus", 1)
 
-    def publish(self, engine: PolicyEngine) -> None:
+    def publish(self, engine: SlotMoves) -> None:
         b = engine.backend
         for slot in engine.slots.values():
             if slot.deleted:
                 continue
-            engine._put(slot, "TotalMachineDrainingBadput", int(self.badput))
-            engine._put(slot, "TotalMachineDrainingUnclaimedTime", int(self.unclaimed))
+            engine.put(slot, "TotalMachineDrainingBadput", int(self.badput))
+            engine.put(slot, "TotalMachineDrainingUnclaimedTime", int(self.unclaimed))
             d = self.drain
-            engine._put(slot, "Draining", d is not None)
+            engine.put(slot, "Draining", d is not None)
             if d is not None:
-                engine._put(slot, "DrainReason", d.reason)
-                engine._put(slot, "DrainingRequestId", d.request_id)
-                engine._put(slot, "LastDrainStartTime", int(d.started))
+                engine.put(slot, "DrainReason", d.reason)
+                engine.put(slot, "DrainingRequestId", d.request_id)
+                engine.put(slot, "LastDrainStartTime", int(d.started))
 
     # ---------------------------------------------------------------- draining
-    def begin_drain(self, engine: PolicyEngine, how: str, on_completion: str,
+    def begin_drain(self, engine: SlotMoves, how: str, on_completion: str,
                     reason: str | None, request_id: str | None, check: str | None,
                     start: str | None) -> None:
         if how not in DRAIN_HOW:
@@ -103,28 +132,27 @@ class MachineWide:
                               f"not {on_completion!r}")
         live = [s for s in engine.slots.values() if not s.deleted]
         if self.drain is not None:
-            engine._act(live[0], "drain_refused", reason="already draining")
+            engine.emit(DrainRefused(engine.now, live[0].name, reason="already draining"))
             return
         if check is not None:
             b = engine.backend
             expr = b.compile(check)
             bad = [s.name for s in live if not is_true(b.eval_compiled(expr, s.ad, None))]
             if bad:
-                engine._act(live[0], "drain_refused",
-                            reason=f"check expression is not True in {', '.join(bad)}")
+                engine.emit(DrainRefused(engine.now, live[0].name, reason=f"check expression is not True in {', '.join(bad)}"))
                 return
         self._drains += 1
         rid = request_id or str(self._drains)
         self.drain = Drain(how, on_completion, reason or "by command", rid, engine.now, start)
-        engine._act(live[0], "drain_started", request_id=rid, how=how)
+        engine.emit(DrainStarted(engine.now, live[0].name, request_id=rid, how=how))
         self.publish(engine)
         claimed = [s for s in live if s.state is S.CLAIMED and s.claim is not None]
         if how == "graceful":
             for slot in claimed:
                 if slot.claim is not None and slot.claim.job is not None:
-                    engine._retire(slot, EvictWhy.DRAIN, "draining (graceful)")
+                    engine.retire(slot, EvictWhy.DRAIN, "draining (graceful)")
             # Every job may retire until the longest remaining retirement ends.
-            longest = max((engine._retirement_left(s) for s in claimed
+            longest = max((engine.retirement_left(s) for s in claimed
                            if s.claim is not None and s.claim.job is not None), default=0.0)
             deadline = engine.now + max(longest, 0.0)
             for slot in claimed:
@@ -132,39 +160,39 @@ class MachineWide:
                     slot.retirement.deadline = deadline
         for slot in live:
             if start is None:
-                engine._put(slot, "Requirements", False)
+                engine.put(slot, "Requirements", False)
             else:
-                engine._put_expr(slot, "Requirements", start)
+                engine.put_expr(slot, "Requirements", start)
             if slot.state is S.CLAIMED:
                 if how == "graceful":
                     if slot.claim is not None and slot.claim.job is None:
-                        engine._evict(slot, EvictWhy.DRAIN, "draining")
+                        engine.evict(slot, EvictWhy.DRAIN, "draining")
                 else:
-                    engine._vacate_slot(slot, how == "fast", f"draining ({how})", EvictWhy.DRAIN)
+                    engine.vacate_slot(slot, how == "fast", f"draining ({how})", EvictWhy.DRAIN)
             elif slot.state in (S.MATCHED, S.BACKFILL):
-                engine._vacate_slot(slot, False, "draining", EvictWhy.DRAIN)
+                engine.vacate_slot(slot, False, "draining", EvictWhy.DRAIN)
 
-    def cancel_drain(self, engine: PolicyEngine, request_id: str | None) -> None:
+    def cancel_drain(self, engine: SlotMoves, request_id: str | None) -> None:
         d = self.drain
         live = [s for s in engine.slots.values() if not s.deleted]
         if d is None or (request_id is not None and request_id != d.request_id):
-            engine._act(live[0], "cancel_refused", reason="no such drain request")
+            engine.emit(CancelRefused(engine.now, live[0].name, reason="no such drain request"))
             return
         self.drain = None
         for slot in live:
-            engine._publish_requirements(slot)
+            engine.publish_requirements(slot)
             if slot.state is S.DRAINED:
                 key = "35" if slot.activity is A.RETIRING else "34"
-                engine._go(slot, S.OWNER, A.IDLE, key, "draining cancelled")
+                engine.go(slot, S.OWNER, A.IDLE, key, "draining cancelled")
             elif slot.state is S.CLAIMED and slot.retirement is not None and \
                     slot.retirement.why is EvictWhy.DRAIN:
                 slot.retirement = None
                 if slot.activity is A.RETIRING:
-                    engine._go(slot, S.CLAIMED, A.BUSY, "19", "draining cancelled")
-        engine._act(live[0], "drain_cancelled", request_id=d.request_id)
+                    engine.go(slot, S.CLAIMED, A.BUSY, "19", "draining cancelled")
+        engine.emit(DrainCancelled(engine.now, live[0].name, request_id=d.request_id))
         self.publish(engine)
 
-    def _finish_drain(self, engine: PolicyEngine) -> None:
+    def _finish_drain(self, engine: SlotMoves) -> None:
         d = self.drain
         if d is None or d.done:
             return
@@ -174,32 +202,32 @@ class MachineWide:
         d.done = True
         for slot in live:
             if slot.activity is A.RETIRING:
-                engine._go(slot, S.DRAINED, A.IDLE, "33", "every slot drained")
-        engine._act(live[0], "drain_complete", request_id=d.request_id,
-                    badput=int(self.badput), unclaimed=int(self.unclaimed))
+                engine.go(slot, S.DRAINED, A.IDLE, "33", "every slot drained")
+        engine.emit(DrainComplete(engine.now, live[0].name, request_id=d.request_id,
+                    badput=int(self.badput), unclaimed=int(self.unclaimed)))
         self.publish(engine)
         if d.on_completion == "resume":
             self.drain = None
             for slot in live:
-                engine._publish_requirements(slot)
-                engine._go(slot, S.OWNER, A.IDLE, "34", "draining finalized (resume)")
+                engine.publish_requirements(slot)
+                engine.go(slot, S.OWNER, A.IDLE, "34", "draining finalized (resume)")
         elif d.on_completion == "exit":
             self._exit(engine, "draining finalized (exit)")
 
     # ---------------------------------------------------------------- shutdown
-    def begin_shutdown(self, engine: PolicyEngine, how: str) -> None:
+    def begin_shutdown(self, engine: SlotMoves, how: str) -> None:
         if how not in OFF_HOW:
             raise PolicyError(f"off: how must be one of {', '.join(OFF_HOW)}, not {how!r}")
         self.shutdown = how
         for slot in list(engine.slots.values()):
             if slot.deleted:
                 continue
-            engine._publish_requirements(slot)
+            engine.publish_requirements(slot)
             if slot.state is S.CLAIMED and slot.claim is not None:
                 if slot.claim.job is None:
-                    engine._evict(slot, EvictWhy.SHUTDOWN, f"shutdown ({how})")
+                    engine.evict(slot, EvictWhy.SHUTDOWN, f"shutdown ({how})")
                 elif how == "fast":
-                    engine._evict(slot, EvictWhy.SHUTDOWN, "shutdown (fast)", fast=True)
+                    engine.evict(slot, EvictWhy.SHUTDOWN, "shutdown (fast)", fast=True)
                 else:
                     override = float("inf") if how == "peaceful" else None
                     if slot.retirement is None or slot.retirement.why is EvictWhy.RANK:
@@ -210,21 +238,21 @@ class MachineWide:
                         slot.retirement.why = EvictWhy.SHUTDOWN
                     slot.pending = None
                     if slot.activity is A.BUSY:
-                        engine._go(slot, S.CLAIMED, A.RETIRING, "13", f"shutdown ({how})")
+                        engine.go(slot, S.CLAIMED, A.RETIRING, "13", f"shutdown ({how})")
             elif slot.state is S.PREEMPTING and how == "fast" and slot.activity is A.VACATING:
-                engine._kill(slot, "21", "shutdown (fast)")
+                engine.kill(slot, "21", "shutdown (fast)")
             elif slot.state in (S.MATCHED, S.BACKFILL):
-                engine._vacate_slot(slot, how == "fast", f"shutdown ({how})", EvictWhy.SHUTDOWN)
+                engine.vacate_slot(slot, how == "fast", f"shutdown ({how})", EvictWhy.SHUTDOWN)
 
-    def _exit(self, engine: PolicyEngine, reason: str) -> None:
+    def _exit(self, engine: SlotMoves, reason: str) -> None:
         if self.exited:
             return
         self.exited = True
         live = [s for s in engine.slots.values() if not s.deleted]
-        engine._act(live[0], "exit", reason=reason)
+        engine.emit(Exit(engine.now, live[0].name, reason=reason))
 
     # ------------------------------------------------------------- hibernation
-    def _hibernate(self, engine: PolicyEngine) -> None:
+    def _hibernate(self, engine: SlotMoves) -> None:
         interval = engine.settings.hibernate_check_interval
         if interval <= 0:
             return
@@ -241,10 +269,10 @@ class MachineWide:
         # Every slot must want to sleep; the deepest state asked for wins.
         if levels and min(levels) > 0:
             live = [s for s in engine.slots.values() if not s.deleted]
-            engine._act(live[0], "hibernate", level=_LEVEL_NAMES[max(levels)])
+            engine.emit(Hibernate(engine.now, live[0].name, level=_LEVEL_NAMES[max(levels)]))
 
     # ------------------------------------------------------------------- cycle
-    def after_cycle(self, engine: PolicyEngine) -> None:
+    def after_cycle(self, engine: SlotMoves) -> None:
         if self.drain is not None:
             self._finish_drain(engine)
             self.publish(engine)

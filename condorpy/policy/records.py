@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, Callable, ClassVar, TypeVar
 
 from condorpy.policy.states import Activity, State
 
@@ -30,17 +30,226 @@ class StateChange:
 
 @dataclass(frozen=True)
 class Action:
-    """Something the daemon must do; ``detail`` carries signal, claim id, level, ..."""
+    """Something the daemon must do, one frozen record per kind.
+
+    ``kind`` is the action's name in `policy simulate`'s JSON; the record's other
+    fields are its details, and a detail that is None is left out of the JSON.
+    """
 
     t: float
     slot: str
-    action: str
-    detail: tuple[tuple[str, Any], ...] = ()
+    kind: ClassVar[str] = ""
+
+    def details(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("t", "slot") and getattr(self, f.name) is not None}
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"t": self.t, "slot": self.slot, "action": self.action}
-        out.update(self.detail)
+        out: dict[str, Any] = {"t": self.t, "slot": self.slot, "action": self.kind}
+        out.update(self.details())
         return out
+
+
+def _action(kind: str) -> Callable[[type[_A]], type[_A]]:
+    def register(cls: type[_A]) -> type[_A]:
+        cls.kind = kind
+        ACTION_KINDS[kind] = cls
+        return cls
+    return register
+
+
+_A = TypeVar("_A", bound=Action)
+ACTION_KINDS: dict[str, type[Action]] = {}
+
+
+# --- claims -------------------------------------------------------------------------
+
+@_action("claim_accepted")
+@dataclass(frozen=True)
+class ClaimAccepted(Action):
+    claim: str = ""
+    preempting: str | None = None     # the claim this better claim will replace
+
+
+@_action("claim_refused")
+@dataclass(frozen=True)
+class ClaimRefused(Action):
+    claim: str = ""
+    reason: str = ""
+
+
+@_action("claim_ended")
+@dataclass(frozen=True)
+class ClaimEnded(Action):
+    claim: str = ""
+    why: str = ""
+
+
+@_action("claim_unknown")
+@dataclass(frozen=True)
+class ClaimUnknown(Action):
+    """An event for a claim that already ended: noted, otherwise ignored."""
+
+    claim: str = ""
+    event: str = ""
+
+
+@_action("match_ignored")
+@dataclass(frozen=True)
+class MatchIgnored(Action):
+    reason: str = ""
+
+
+@_action("activation_refused")
+@dataclass(frozen=True)
+class ActivationRefused(Action):
+    claim: str = ""
+    reason: str = ""
+
+
+# --- d-slots ------------------------------------------------------------------------
+
+@_action("create_slot")
+@dataclass(frozen=True)
+class CreateSlot(Action):
+    """A d-slot carved from ``slot``: its name and what it holds (Cpus, Memory, Disk,
+    custom resources, Assigned<name> device lists)."""
+
+    name: str = ""
+    resources: tuple[tuple[str, Any], ...] = ()
+
+    def details(self) -> dict[str, Any]:
+        return {"name": self.name, **dict(self.resources)}
+
+
+@_action("delete_slot")
+@dataclass(frozen=True)
+class DeleteSlot(Action):
+    pass
+
+
+# --- the job ------------------------------------------------------------------------
+
+@_action("start_job")
+@dataclass(frozen=True)
+class StartJob(Action):
+    claim: str = ""
+
+
+@_action("suspend")
+@dataclass(frozen=True)
+class Suspend(Action):
+    claim: str = ""
+
+
+@_action("continue")
+@dataclass(frozen=True)
+class Continue(Action):
+    claim: str = ""
+
+
+@_action("soft_kill")
+@dataclass(frozen=True)
+class SoftKill(Action):
+    claim: str = ""
+    signal: str = "SIGTERM"
+    timeout: float = 0.0              # seconds before a hard kill
+
+
+@_action("hard_kill")
+@dataclass(frozen=True)
+class HardKill(Action):
+    claim: str = ""
+    signal: str = "SIGKILL"
+
+
+@_action("kill_starter")
+@dataclass(frozen=True)
+class KillStarter(Action):
+    claim: str = ""
+    reason: str = ""
+
+
+@_action("job_exited")
+@dataclass(frozen=True)
+class JobExited(Action):
+    claim: str = ""
+    exit_code: int | None = None
+
+
+# --- benchmarks and backfill --------------------------------------------------------
+
+@_action("run_benchmarks")
+@dataclass(frozen=True)
+class RunBenchmarks(Action):
+    pass
+
+
+@_action("stop_benchmarks")
+@dataclass(frozen=True)
+class StopBenchmarks(Action):
+    pass
+
+
+@_action("start_backfill")
+@dataclass(frozen=True)
+class StartBackfill(Action):
+    pass
+
+
+@_action("kill_backfill")
+@dataclass(frozen=True)
+class KillBackfill(Action):
+    pass
+
+
+# --- the machine as a whole ----------------------------------------------------------
+
+@_action("drain_started")
+@dataclass(frozen=True)
+class DrainStarted(Action):
+    request_id: str = ""
+    how: str = ""
+
+
+@_action("drain_refused")
+@dataclass(frozen=True)
+class DrainRefused(Action):
+    reason: str = ""
+
+
+@_action("drain_complete")
+@dataclass(frozen=True)
+class DrainComplete(Action):
+    request_id: str = ""
+    badput: int = 0
+    unclaimed: int = 0
+
+
+@_action("drain_cancelled")
+@dataclass(frozen=True)
+class DrainCancelled(Action):
+    request_id: str = ""
+
+
+@_action("cancel_refused")
+@dataclass(frozen=True)
+class CancelRefused(Action):
+    reason: str = ""
+
+
+@_action("hibernate")
+@dataclass(frozen=True)
+class Hibernate(Action):
+    level: str = ""
+
+
+@_action("exit")
+@dataclass(frozen=True)
+class Exit(Action):
+    """The startd should exit (shutdown or drain with exit-on-completion done)."""
+
+    reason: str = ""
 
 
 Output = StateChange | Action
@@ -130,3 +339,8 @@ class Slot:
     latched: dict[str, Any] = field(default_factory=dict)
     deleted: bool = False
     inputs_gen: int = -1              # generation of machine inputs last put in the ad
+    layer: Any = None                 # the slot layer's record (condorpy.slots.model.Slot)
+    requirements: str = "START"       # the slot layer's Requirements, restored after drains
+    idle: tuple[Any, ...] = ()        # (KeyboardIdle, ConsoleIdle) last put in the ad
+    load: tuple[float, ...] = ()      # (LoadAvg, CondorLoadAvg) last put in the ad
+    total_load: tuple[float, ...] = ()

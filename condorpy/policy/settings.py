@@ -1,27 +1,23 @@
 """The policy knobs, read once from a configuration into a frozen record.
 
-Anything that looks up a knob by name (a :class:`condorpy.config.Config`, a dict in a
-test) can build :class:`PolicySettings` through :func:`settings_from_lookup`, so the
-engine can be exercised with hand-written expression text.
+Every value comes through the configuration's one typed reader
+(:class:`condorpy.config.Config`), so a bad value names its file and line exactly as
+every other command reports it. Per-slot expressions resolve as the slot layer's do:
+``SLOT<N>_<name>``, then ``SLOT_TYPE_<T>_<name>``, then ``<name>``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Mapping
 
-from condorpy.config.arith import ArithError, eval_arith
-from condorpy.errors import PolicyError
-from condorpy.policy.slot_layer import SlotLayerSettings, layer_settings
-from condorpy.slots.inventory import CustomResource
-
-Lookup = Callable[[str], "str | None"]
+from condorpy.config import Config
 
 # Policy expressions the slot ad carries, with HTCondor 25.x's built-in defaults.
 EXPR_DEFAULTS: dict[str, str] = {
     "START": "True",
     "IS_OWNER": "False",
-    "RANK": "0",
+    "RANK": "0.0",
     "WANT_SUSPEND": "False",
     "SUSPEND": "False",
     "CONTINUE": "True",
@@ -40,30 +36,16 @@ EXPR_DEFAULTS: dict[str, str] = {
 # Expressions that have a _VANILLA variant chosen for JobUniverse 5.
 VANILLA_VARIANTS = ("WANT_SUSPEND", "SUSPEND", "CONTINUE", "PREEMPT", "WANT_VACATE", "KILL")
 
-INT_DEFAULTS: dict[str, int] = {
-    "KILLING_TIMEOUT": 30,
-    "MATCH_TIMEOUT": 120,
-    "POLLING_INTERVAL": 5,
-    "UPDATE_INTERVAL": 300,
-    "ALIVE_INTERVAL": 300,
-    "MAX_CLAIM_ALIVES_MISSED": 6,
-    "HIBERNATE_CHECK_INTERVAL": 0,
-    "NUM_CPUS": 1,
-    "MEMORY": 1024,
-    "DISK": 1048576,
-    "NUM_SLOTS": 1,
-}
-
 
 @dataclass(frozen=True)
 class PolicySettings:
-    """Everything the engine reads from the configuration."""
+    """Everything the engine reads from the configuration (the layout is the slot
+    layer's: :class:`condorpy.slots.manager.SlotManager`)."""
 
     exprs: Mapping[str, str]                  # slot-ad policy expressions (and _VANILLA ones)
-    slot_exprs: Mapping[int, Mapping[str, str]] = field(default_factory=dict)  # SLOTn_ overrides
-    extra_attrs: Mapping[str, str] = field(default_factory=dict)  # STARTD_ATTRS and latch sources
+    slot_exprs: Mapping[int, Mapping[str, str]] = field(default_factory=dict)  # by SlotID
+    extra_attrs: Mapping[str, str] = field(default_factory=dict)  # latch sources
     latch_exprs: tuple[str, ...] = ()
-    slot_attrs: tuple[str, ...] = ()          # STARTD_SLOT_ATTRS
     killing_timeout: int = 30
     match_timeout: int = 120
     polling_interval: int = 5
@@ -72,14 +54,6 @@ class PolicySettings:
     max_claim_alives_missed: int = 6
     hibernate_check_interval: int = 0
     enable_backfill: bool = False
-    # machine layout for simulation
-    num_cpus: int = 1
-    memory: int = 1024
-    disk: int = 1048576
-    num_slots: int = 1
-    partitionable: bool = False
-    # custom resources and the carving policy of the partitionable slot
-    slot_layer: SlotLayerSettings = field(default_factory=SlotLayerSettings)
 
     def expr_for(self, name: str, slot_id: int) -> str | None:
         per_slot = self.slot_exprs.get(slot_id, {})
@@ -88,102 +62,43 @@ class PolicySettings:
         return self.exprs.get(name)
 
 
-def _int(lookup: Lookup, name: str) -> int:
-    text = lookup(name)
-    if text is None or text.strip() == "":
-        return INT_DEFAULTS[name]
-    try:
-        return int(float(text.strip()))
-    except ValueError:
-        value = _arith(text)
-        if value is None:
-            raise PolicyError(f"{name} must be an integer, not {text!r}", expression=name) \
-                from None
-        return value
+def _int(cfg: Config, name: str, default: int) -> int:
+    value = cfg.get_int(name, default)
+    return default if value is None else value
 
 
-def _arith(text: str) -> int | None:
-    """Integer knobs such as ``15 * 60`` (what HTCondor's param_integer accepts)."""
-    try:
-        return int(eval_arith(text))
-    except (ArithError, ZeroDivisionError, OverflowError):
-        return None
-
-
-def _bool(lookup: Lookup, name: str, default: bool) -> bool:
-    text = lookup(name)
-    if text is None or not text.strip():
-        return default
-    t = text.strip().lower()
-    if t in ("true", "1", "yes", "t"):
-        return True
-    if t in ("false", "0", "no", "f"):
-        return False
-    raise PolicyError(f"{name} must be True or False, not {text!r}", expression=name)
-
-
-def _names(lookup: Lookup, name: str) -> tuple[str, ...]:
-    text = lookup(name) or ""
-    return tuple(n for n in text.replace(",", " ").split() if n)
-
-
-def settings_from_lookup(lookup: Lookup, slot_ids: tuple[int, ...] = (),
-                         custom: Mapping[str, CustomResource] | None = None) -> PolicySettings:
-    """Read every policy knob through ``lookup(name) -> text or None``; ``custom`` are
-    the machine's custom resources (GPUs, ...), given to the partitionable slot."""
+def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = None
+                         ) -> PolicySettings:
+    """Read every policy knob. ``slot_types`` maps each SlotID of the layout to its
+    SlotTypeID, for the per-slot and per-type expressions."""
     exprs: dict[str, str] = {}
     for name, default in EXPR_DEFAULTS.items():
-        text = lookup(name)
-        exprs[name] = text if text is not None and text.strip() else default
+        exprs[name] = cfg.get(name) or default
     for name in VANILLA_VARIANTS:
-        text = lookup(f"{name}_VANILLA")
-        if text is not None and text.strip():
+        text = cfg.get(f"{name}_VANILLA")
+        if text:
             exprs[f"{name}_VANILLA"] = text
-    num_slots = _int(lookup, "NUM_SLOTS")
-    ids = slot_ids or tuple(range(1, max(num_slots, 1) + 1))
     slot_exprs: dict[int, dict[str, str]] = {}
-    for sid in ids:
-        for name in list(EXPR_DEFAULTS) + [f"{n}_VANILLA" for n in VANILLA_VARIANTS]:
-            text = lookup(f"SLOT{sid}_{name}")
-            if text is not None and text.strip():
+    names = list(EXPR_DEFAULTS) + [f"{n}_VANILLA" for n in VANILLA_VARIANTS]
+    for sid, tid in (slot_types or {}).items():
+        for name in names:
+            text = cfg.slot_get(name, sid, tid if tid > 0 else None)
+            if text and text != exprs.get(name):
                 slot_exprs.setdefault(sid, {})[name] = text
-    latch = _names(lookup, "STARTD_LATCH_EXPRS")
+    latch = tuple(cfg.get_list("STARTD_LATCH_EXPRS"))
     extra: dict[str, str] = {}
-    for name in _names(lookup, "STARTD_ATTRS") + _names(lookup, "STARTD_EXPRS") + latch:
-        text = lookup(name)
-        if text is not None and text.strip():
+    for name in latch:
+        text = cfg.get(name)
+        if text:
             extra[name] = text
-    partitionable = _bool(lookup, "SLOT_TYPE_1_PARTITIONABLE", False)
-    if partitionable:
-        num_slots = _int_or(lookup, "NUM_SLOTS_TYPE_1", 1)
     return PolicySettings(
         exprs=exprs, slot_exprs=slot_exprs, extra_attrs=extra, latch_exprs=latch,
-        slot_attrs=_names(lookup, "STARTD_SLOT_ATTRS"),
-        killing_timeout=_int(lookup, "KILLING_TIMEOUT"),
-        match_timeout=_int(lookup, "MATCH_TIMEOUT"),
-        polling_interval=_int(lookup, "POLLING_INTERVAL"),
-        update_interval=_int(lookup, "UPDATE_INTERVAL"),
-        alive_interval=_int(lookup, "ALIVE_INTERVAL"),
-        max_claim_alives_missed=_int(lookup, "MAX_CLAIM_ALIVES_MISSED"),
-        hibernate_check_interval=_int(lookup, "HIBERNATE_CHECK_INTERVAL"),
-        enable_backfill=_bool(lookup, "ENABLE_BACKFILL", False),
-        num_cpus=_int(lookup, "NUM_CPUS"), memory=_int(lookup, "MEMORY"),
-        disk=_int(lookup, "DISK"), num_slots=num_slots, partitionable=partitionable,
-        slot_layer=layer_settings(lookup, custom),
+        killing_timeout=_int(cfg, "KILLING_TIMEOUT", 30),
+        match_timeout=_int(cfg, "MATCH_TIMEOUT", 120),
+        polling_interval=_int(cfg, "POLLING_INTERVAL", 5),
+        update_interval=_int(cfg, "UPDATE_INTERVAL", 300),
+        alive_interval=_int(cfg, "ALIVE_INTERVAL", 300),
+        max_claim_alives_missed=_int(cfg, "MAX_CLAIM_ALIVES_MISSED", 6),
+        hibernate_check_interval=_int(cfg, "HIBERNATE_CHECK_INTERVAL", 0),
+        enable_backfill=bool(cfg.get_bool("ENABLE_BACKFILL", False)),
     )
-
-
-def _int_or(lookup: Lookup, name: str, default: int) -> int:
-    text = lookup(name)
-    if text is None or not text.strip():
-        return default
-    value = _arith(text.strip())
-    if value is None:
-        raise PolicyError(f"{name} must be an integer, not {text!r}", expression=name)
-    return value
-
-
-def settings_from_dict(knobs: Mapping[str, Any]) -> PolicySettings:
-    """Settings from a plain mapping of knob names (case-insensitive) to text."""
-    folded = {k.upper(): str(v) for k, v in knobs.items()}
-    return settings_from_lookup(lambda name: folded.get(name.upper()))

@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from condorpy.errors import CondorpyError, TimelineError
 from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.records import Action, Output
+from condorpy.policy.records import (Action, HardKill, KillBackfill, KillStarter, Output,
+                                     RunBenchmarks, SoftKill, StartBackfill)
 
 EVENTS = ("snapshot", "match", "request_claim", "activate", "job_exit", "release", "alive",
           "vacate", "drain", "cancel_drain", "off", "backfill_exit")
@@ -217,21 +218,19 @@ class Simulation:
                 self._react(o)
 
     def _react(self, o: Action) -> None:
-        detail = dict(o.detail)
-        cid = str(detail.get("claim", ""))
-        if o.action in ("hard_kill", "kill_starter"):
-            self._later(o.t, "job_exit", cid)
-        elif o.action == "soft_kill":
-            secs = self._jobs.get(cid, {}).get("SimVacateSeconds")
+        if isinstance(o, (HardKill, KillStarter)):
+            self._later(o.t, "job_exit", o.claim)
+        elif isinstance(o, SoftKill):
+            secs = self._jobs.get(o.claim, {}).get("SimVacateSeconds")
             if secs is None:
-                self._later(o.t, "job_exit", cid)
+                self._later(o.t, "job_exit", o.claim)
             elif isinstance(secs, (int, float)) and not isinstance(secs, bool) and secs >= 0:
-                self._later(o.t + secs, "job_exit", cid)
-        elif o.action == "run_benchmarks":
+                self._later(o.t + secs, "job_exit", o.claim)
+        elif isinstance(o, RunBenchmarks):
             self._later(o.t, "benchmarks_done", o.slot)
-        elif o.action == "start_backfill":
+        elif isinstance(o, StartBackfill):
             self._later(o.t, "backfill_started", o.slot)
-        elif o.action == "kill_backfill":
+        elif isinstance(o, KillBackfill):
             self._later(o.t, "backfill_exited", o.slot)
 
 

@@ -4,27 +4,43 @@ Pure: every entry point takes the clock value ``now``; the machine emits the sta
 changes and actions (start, suspend, continue, soft/hard kill, delete a d-slot, ...)
 that the daemon must carry out. :class:`condorpy.policy.engine.PolicyEngine` adds the
 events that drive it (claims, job exits, vacate, drain, shutdown); machine-wide
-requests live in :mod:`condorpy.policy.machine_wide`.
+requests live in :mod:`condorpy.policy.machine_wide`, which drives the slots through
+the public moves below (:class:`condorpy.policy.machine_wide.SlotMoves`).
+
+The slots are the slot layer's: :class:`condorpy.slots.manager.SlotManager` lays out the
+machine, carves and releases d-slots and builds every ad; the engine adds what it
+decides (state, activity, claim, policy expressions) and the measurements of each cycle.
+``time()`` anywhere in an expression reads the engine's clock, through the ClassAd
+library's :class:`~condorpy.classad.CallContext`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from condorpy.classad import CallContext, ClassAd
 from condorpy.errors import PolicyError
-from condorpy.policy.evaluation import (CLOCK_ATTR, Backend, Undefined, default_backend,
-                                        is_false, is_true, number)
+from condorpy.policy.evaluation import (Backend, Error, Undefined, default_backend, is_false,
+                                        is_true, number)
 from condorpy.policy.machine_wide import MachineWide
-from condorpy.policy.records import (Action, Claim, EvictWhy, Output, Retirement, Slot,
-                                     StateChange)
+from condorpy.policy.records import (Action, Claim, ClaimEnded, ClaimRefused, Continue,
+                                     DeleteSlot, EvictWhy, HardKill, KillBackfill,
+                                     KillStarter, Output, Retirement, RunBenchmarks, Slot,
+                                     SoftKill, StartBackfill, StateChange, StopBenchmarks,
+                                     Suspend)
 from condorpy.policy.settings import VANILLA_VARIANTS, PolicySettings
-from condorpy.policy.slot_layer import Carver
-from condorpy.policy.states import TRANSITIONS, Activity, State
-from condorpy.slots.ads import device_attr_name
+from condorpy.policy.states import TRANSITIONS, Activity, State, check_move
+from condorpy.slots.ads import Measurements, SlotStatus, device_attr_name, put_custom_resources
+from condorpy.slots.load import SlotLoadInput, distribute_load, slot_idle_times
+from condorpy.slots.manager import SlotManager
+from condorpy.slots.model import Slot as LayerSlot
 
 S, A = State, Activity
 _AGEING = ("KeyboardIdle", "ConsoleIdle")   # measurements that grow with the clock
+# Measurements the slot layer distributes per slot rather than copying to every ad.
+_PER_SLOT = frozenset({"keyboardidle", "consoleidle", "loadavg", "condorloadavg",
+                       "totalloadavg"})
 _MAX_SETTLE = 12                            # transitions one slot may take in one cycle
 _UNSET: Any = object()
 # Enum members bound once: reading State.CLAIMED costs a descriptor call each time, and
@@ -35,24 +51,33 @@ _CLAIMED, _IDLE, _BUSY = S.CLAIMED, A.IDLE, A.BUSY
 class SlotMachine:
     """All slots of one startd and the rules that move them between states."""
 
-    def __init__(self, settings: PolicySettings, *, now: float = 0.0,
-                 backend: Backend | None = None, hostname: str = "localhost") -> None:
+    def __init__(self, settings: PolicySettings, layout: SlotManager, *, now: float = 0.0,
+                 measurements: Measurements | None = None, backend: Backend | None = None,
+                 utc_offset: Callable[[float], int] | None = None) -> None:
         self.settings = settings
-        self.backend = backend or default_backend()
-        self.hostname = hostname
+        self.layout = layout
+        self.hostname = layout.settings.hostname
         self.now = now
+        self._utc_offset = utc_offset or (lambda _t: 0)
+        # Every evaluation reads the engine's clock and zone, nested eval() included.
+        self.ctx = CallContext(now=lambda: self.now, tz_offset=self._utc_offset)
+        self.backend = backend or default_backend(self.ctx)
         self.slots: dict[str, Slot] = {}
         self.machine = MachineWide()
         self._out: list[Output] = []
-        self._measured: dict[str, tuple[Any, float]] = {"KeyboardIdle": (0, now),
-                                                         "ConsoleIdle": (0, now),
-                                                         "LoadAvg": (0.0, now),
-                                                         "CondorLoadAvg": (0.0, now)}
+        m = measurements or Measurements()
+        # Machine-wide readings: the raw idle times (each slot sees them as the slot
+        # layer's SLOTS_CONNECTED_TO_* rules say) and the machine's total load.
+        self._measured: dict[str, tuple[Any, float]] = {
+            "KeyboardIdle": (m.keyboard_idle, now), "ConsoleIdle": (m.console_idle, now),
+            "TotalLoadAvg": (m.total_load_avg, now), "CondorLoadAvg": (0.0, now)}
         self._slot_measured: dict[str, dict[str, tuple[Any, float]]] = {}
         self._inputs_cache: dict[str, Any] = {}
         self._inputs_at: float | None = None
         self._lit_values: dict[str, tuple[type, Any]] = {}
         self._inputs_changed: list[tuple[str, Any]] = []
+        self._idle_batches: dict[int, tuple[tuple[Any, Any], Any]] = {}
+        self._load_nonzero = m.total_load_avg != 0
         # The same two, prepared by the backend for setting in many ads at once.
         self._all_batch: Any = self.backend.literal_batch(())
         self._changed_batch: Any = self._all_batch
@@ -72,68 +97,81 @@ class SlotMachine:
         self._gen = 0
         self._claims: dict[str, str] = {}        # claim id -> slot name
         self._ended: dict[str, str] = {}         # ended claim id -> its last slot
-        self.carver: Carver | None = None        # the slot layer's p-slot, if partitionable
         self._build_slots()
 
     # ------------------------------------------------------------------ layout
     def _build_slots(self) -> None:
-        s = self.settings
-        if s.partitionable:
-            self.carver = Carver(s.slot_layer, s.num_cpus, s.memory, s.disk, self.hostname)
-            pslot = self._add_slot("slot1", 1, "partitionable",
-                                   {"Cpus": s.num_cpus, "Memory": s.memory, "Disk": s.disk})
-            self._put_custom(pslot)
-            return
-        n = max(s.num_slots, 1)
-        for i in range(1, n + 1):
-            self._add_slot(f"slot{i}", i, "static",
-                           {"Cpus": max(s.num_cpus // n, 1), "Memory": s.memory // n,
-                            "Disk": s.disk // n})
+        """The layout's static and partitionable slots, with the ads its builder makes;
+        every slot starts in Owner/Idle, as in the startd."""
+        start = SlotStatus("Owner", "Idle", self.now)
+        layer = list(self.layout)
+        statuses = {s.name: start for s in layer}
+        ads = self.layout.ads(self.now, statuses, self._measurements())
+        for lslot, ad in zip(layer, ads):
+            self._add_slot(lslot, ad)
 
-    def _add_slot(self, name: str, slot_id: int, kind: str, res: Mapping[str, float],
-                  parent: str | None = None, state: State = S.OWNER,
-                  transition: str = "start", reason: str = "startd started") -> Slot:
-        b = self.backend
-        ad = b.new_ad()
-        slot = Slot(name=name, slot_id=slot_id, ad=ad, kind=kind, parent=parent,
-                    resources=dict(res), state=state, entered_state=self.now,
-                    entered_activity=self.now)
-        for attr, value in (("MyType", "Machine"), ("Name", f"{name}@{self.hostname}"),
-                            ("Machine", self.hostname), ("SlotID", slot_id),
-                            ("SlotType", kind.capitalize()),
-                            ("PartitionableSlot", kind == "partitionable"),
-                            ("DynamicSlot", kind == "dynamic"), ("LastBenchmark", 0),
-                            ("CurrentRank", 0.0), ("TotalSlots", 0)):
-            self._put(slot, attr, value)
-        for attr, value in res.items():
-            self._put(slot, attr, value)
-            self._put(slot, f"Total{attr}" if kind != "dynamic" else f"TotalSlot{attr}", value)
+    def _measurements(self) -> Measurements:
+        kb, con, load = (self._measured[k][0] for k in ("KeyboardIdle", "ConsoleIdle",
+                                                        "TotalLoadAvg"))
+        return Measurements(float(load) if isinstance(load, (int, float)) else 0.0,
+                            int(kb) if isinstance(kb, (int, float)) else 0,
+                            int(con) if isinstance(con, (int, float)) else 0)
+
+    def _add_slot(self, layer: LayerSlot, ad: Any, parent: str | None = None,
+                  state: State = S.OWNER, transition: str = "start",
+                  reason: str = "startd started") -> Slot:
+        kind = layer.kind.value.lower()
+        avail = self.layout.available(layer)
+        res: dict[str, float] = {"Cpus": avail.cpus, "Memory": avail.memory_mb,
+                                 "Disk": avail.disk_kb}
+        for name, amount in avail.custom.items():
+            res[name] = float(amount)
+        req = ad.lookup("Requirements")
+        slot = Slot(name=layer.name, slot_id=layer.slot_id, ad=ad, kind=kind, parent=parent,
+                    resources=res, state=state, entered_state=self.now,
+                    entered_activity=self.now, layer=layer,
+                    requirements=str(req) if req is not None else "START")
+        self.put(slot, "LastBenchmark", 0)
         for attr, text in self.settings.extra_attrs.items():
-            self._put_expr(slot, attr, text)
+            self.put_expr(slot, attr, text)
         for attr in self.settings.exprs:
-            policy = self.settings.expr_for(attr, slot_id)
+            policy = self.settings.expr_for(attr, slot.slot_id)
             if policy is not None:
-                self._put_expr(slot, attr, policy)
-        self.slots[name] = slot
+                self.put_expr(slot, attr, policy)
+        self.slots[slot.name] = slot
         self._measure(slot)
         self._publish_state(slot)
-        self._publish_requirements(slot)
+        self.publish_requirements(slot)
         self._emit_state(slot, transition, reason)
         return slot
 
     # ------------------------------------------------------------- measurements
     def set(self, now: float, attrs: Mapping[str, Any], slot: str | None = None) -> None:
-        """New machine measurements (KeyboardIdle, LoadAvg, ...), for all slots or one."""
+        """New measurements for the machine or for one slot.
+
+        Machine-wide, ``KeyboardIdle`` and ``ConsoleIdle`` are the machine's raw idle
+        times (each slot sees them as SLOTS_CONNECTED_TO_KEYBOARD/CONSOLE say),
+        ``LoadAvg`` (or ``TotalLoadAvg``) is the machine's total load, split among the
+        slots as the slot layer does, and ``CondorLoadAvg`` is the load of each slot's
+        job; any other attribute is copied into every slot ad. For one slot, every
+        attribute (CondorLoadAvg: its job's load) is that slot's own."""
         self._advance(now)
         if slot is None:
             for k, v in attrs.items():
-                self._measured[k] = (v, now)
+                key = "TotalLoadAvg" if k.lower() in ("loadavg", "totalloadavg") else k
+                self._measured[key] = (v, now)
             self._inputs_at = None
         else:
             self._slot(slot)
             table = self._slot_measured.setdefault(slot, {})
             for k, v in attrs.items():
                 table[k] = (v, now)
+
+    def _value(self, name: str) -> Any:
+        v, at = self._measured.get(name, (0, self.now))
+        if name in _AGEING and type(v) in (int, float):
+            return v + int(self.now - at)
+        return v
 
     def _inputs(self) -> tuple[int, dict[str, Any], list[tuple[str, Any]]]:
         """Machine-wide inputs at ``now`` as backend literals, built once per clock value
@@ -142,13 +180,13 @@ class SlotMachine:
         if self._inputs_at == self.now:
             return self._gen, self._inputs_cache, self._inputs_changed
         b, now = self.backend, self.now
+        local = int(now) + self._utc_offset(now)
         # MyCurrentTime is stamped when an ad is read (snapshot), not every cycle.
-        values: dict[str, Any] = {CLOCK_ATTR: int(now),
-                                  "ClockMin": int(now // 60) % 1440,
-                                  "ClockDay": (int(now // 86400) + 4) % 7}  # 1970-01-01: Thu
-        for k, (v, at) in self._measured.items():
-            values[k] = v + int(now - at) if k in _AGEING and type(v) in (int, float) else v
-        values.setdefault("TotalLoadAvg", self._measured["LoadAvg"][0])
+        values: dict[str, Any] = {"ClockMin": (local // 60) % 1440,
+                                  "ClockDay": (local // 86400 + 4) % 7}  # 1970-01-01: Thu
+        for k in self._measured:
+            if k.lower() not in _PER_SLOT:
+                values[k] = self._value(k)
         old = self._inputs_cache
         cache: dict[str, Any] = {}
         changed: list[tuple[str, Any]] = []
@@ -160,10 +198,11 @@ class SlotMachine:
                 changed.append((k, cache[k]))
             self._lit_values[k] = (type(v), v)
         self._gen += 1
+        self._idle_batches = {}
         self._inputs_cache, self._inputs_at, self._inputs_changed = cache, now, changed
         self._all_batch = b.literal_batch(cache.items())
         self._changed_batch = b.literal_batch(changed)
-        self._input_names = frozenset(k.lower() for k in cache)
+        self._input_names = frozenset(k.lower() for k in cache) | _PER_SLOT
         return self._gen, cache, changed
 
     def _measure(self, slot: Slot) -> None:
@@ -173,16 +212,81 @@ class SlotMachine:
             self._set_batch(
                 slot.ad, self._changed_batch if slot.inputs_gen == gen - 1 else self._all_batch)
             slot.inputs_gen = gen
+            self._measure_idle(slot)
         if self._slot_measured:
             self._measure_own(slot)
+
+    def _measure_idle(self, slot: Slot) -> None:
+        """KeyboardIdle and ConsoleIdle as the slot layer gives them to this slot: the
+        machine's when connected (SLOTS_CONNECTED_TO_*), else the time since start-up
+        plus the boost. Computed once per SlotID and clock value (d-slots share their
+        parent's) and set as one prepared batch."""
+        got = self._idle_batches.get(slot.slot_id)
+        if got is None:
+            lay = self.layout.settings
+            kb, con = self._value("KeyboardIdle"), self._value("ConsoleIdle")
+            if type(kb) in (int, float) and type(con) in (int, float):
+                kb, con = slot_idle_times(slot.slot_id, int(kb), int(con), lay.idle,
+                                          self.now, lay.started_at)
+            lit = self.backend.literal
+            got = self._idle_batches[slot.slot_id] = (
+                (kb, con), self.backend.literal_batch((("KeyboardIdle", lit(kb)),
+                                                       ("ConsoleIdle", lit(con)))))
+        pair, batch = got
+        if slot.idle != pair:
+            slot.idle = pair
+            self._set_batch(slot.ad, batch)
+
+    def _measure_load(self, slots: list[Slot]) -> None:
+        """LoadAvg and CondorLoadAvg of every slot, split as the slot layer does."""
+        total = self._value("TotalLoadAvg")
+        total = float(total) if type(total) in (int, float) else 0.0
+        default = self._value("CondorLoadAvg")
+        default = float(default) if type(default) in (int, float) else 0.0
+        own = self._slot_measured
+        loads = []
+        for s in slots:
+            mine = own.get(s.name, {}).get("CondorLoadAvg") if own else None
+            c = mine[0] if mine is not None and type(mine[0]) in (int, float) else default
+            # A p-slot never runs a job itself: its d-slots carry the load.
+            loads.append(SlotLoadInput(s.name, 0.0 if s.kind == "partitionable" else float(c),
+                                       s.state is S.OWNER))
+        nonzero = total != 0 or any(x.condor_load for x in loads)
+        if not nonzero and not self._load_nonzero:
+            for s in slots:      # the quiet machine: every slot 0.0, set once
+                if s.load != (0.0, 0.0):
+                    s.load = (0.0, 0.0)
+                    self.put(s, "LoadAvg", 0.0)
+                    self.put(s, "CondorLoadAvg", 0.0)
+            self._put_total_load(slots, total, 0.0)
+            return
+        self._load_nonzero = nonzero
+        split = distribute_load(total, loads)
+        for s, got in zip(slots, split.slots):
+            pair = (round(got.load_avg, 6), round(got.condor_load_avg, 6))
+            if s.load != pair:
+                s.load = pair
+                self.put(s, "LoadAvg", pair[0])
+                self.put(s, "CondorLoadAvg", pair[1])
+        self._put_total_load(slots, total, split.total_condor_load_avg)
+
+    def _put_total_load(self, slots: list[Slot], total: float, condor: float) -> None:
+        pair = (round(total, 6), round(condor, 6))
+        for s in slots:
+            if s.total_load != pair:
+                s.total_load = pair
+                self.put(s, "TotalLoadAvg", pair[0])
+                self.put(s, "TotalCondorLoadAvg", pair[1])
 
     def _measure_own(self, slot: Slot) -> None:
         own = self._slot_measured.get(slot.name)
         if own:
             for k, (v, at) in own.items():
+                if k == "CondorLoadAvg":
+                    continue       # the load split decides the slot's load attributes
                 if k in _AGEING and type(v) in (int, float):
                     v = v + int(self.now - at)
-                self._put(slot, k, v)
+                self.put(slot, k, v)
 
     # ------------------------------------------------------------------- output
     def _emit_state(self, slot: Slot, key: str, reason: str) -> None:
@@ -190,14 +294,18 @@ class SlotMachine:
         self._out.append(StateChange(self.now, slot.name, slot.state, slot.activity, key,
                                      t.letter if t else None, reason))
 
-    def _act(self, slot: Slot, action: str, **detail: Any) -> None:
-        self._out.append(Action(self.now, slot.name, action, tuple(detail.items())))
+    def emit(self, action: Action) -> None:
+        """Queue an action for the daemon (returned by the entry point that caused it)."""
+        self._out.append(action)
 
     def take_output(self) -> list[Output]:
         out, self._out = self._out, []
         return out
 
-    def _go(self, slot: Slot, state: State, activity: Activity, key: str, reason: str) -> None:
+    def go(self, slot: Slot, state: State, activity: Activity, key: str, reason: str) -> None:
+        """Move ``slot`` along transition ``key`` of the manual's diagrams; a move the
+        table does not list is a bug, and raises."""
+        check_move(key, slot.state, slot.activity, state, activity, slot.name)
         now = self.now
         prev = f"{slot.state.value}{slot.activity.value}"
         slot.totals[prev] = slot.totals.get(prev, 0.0) + now - slot.entered_activity
@@ -211,30 +319,30 @@ class SlotMachine:
         if job is not None and activity is A.SUSPENDED:
             job.suspended_since = now
         self._publish_state(slot)
-        self._publish_requirements(slot)
+        self.publish_requirements(slot)
         self._emit_state(slot, key, reason)
 
-    def _put(self, slot: Slot, name: str, value: Any) -> None:
+    def put(self, slot: Slot, name: str, value: Any) -> None:
         self.backend.set_value(slot.ad, name, value)
 
-    def _put_expr(self, slot: Slot, name: str, text: str) -> None:
+    def put_expr(self, slot: Slot, name: str, text: str) -> None:
         self.backend.set_expr(slot.ad, name, text)
 
     def _publish_state(self, slot: Slot) -> None:
-        self._put(slot, "State", slot.state.value)
-        self._put(slot, "Activity", slot.activity.value)
-        self._put(slot, "EnteredCurrentState", int(slot.entered_state))
-        self._put(slot, "EnteredCurrentActivity", int(slot.entered_activity))
+        self.put(slot, "State", slot.state.value)
+        self.put(slot, "Activity", slot.activity.value)
+        self.put(slot, "EnteredCurrentState", int(slot.entered_state))
+        self.put(slot, "EnteredCurrentActivity", int(slot.entered_activity))
         for key, total in slot.totals.items():
-            self._put(slot, f"TotalTime{key}", int(total))
+            self.put(slot, f"TotalTime{key}", int(total))
         claim = slot.claim
         job = claim.job if claim else None
-        self._put(slot, "JobStart", int(job.start) if job else Undefined)
-        self._put(slot, "CurrentRank", claim.rank if claim else 0.0)
-        self._put(slot, "ClaimId", claim.id if claim else Undefined)
-        self._put(slot, "RemoteOwner", _attr(self, claim.ad, "Owner") if claim else Undefined)
-        self._put(slot, "RemoteUser", _attr(self, claim.ad, "User") if claim else Undefined)
-        self._put(slot, "JobUniverse", job.universe if job else Undefined)
+        self.put(slot, "JobStart", int(job.start) if job else Undefined)
+        self.put(slot, "CurrentRank", claim.rank if claim else 0.0)
+        self.put(slot, "ClaimId", claim.id if claim else Undefined)
+        self.put(slot, "RemoteOwner", _attr(self, claim.ad, "Owner") if claim else Undefined)
+        self.put(slot, "RemoteUser", _attr(self, claim.ad, "User") if claim else Undefined)
+        self.put(slot, "JobUniverse", job.universe if job else Undefined)
         self._publish_counters(slot)
 
     def _publish_counters(self, slot: Slot) -> None:
@@ -245,21 +353,24 @@ class SlotMachine:
         susp = (job.suspended_total + (self.now - job.suspended_since
                                        if job.suspended_since is not None else 0.0)
                 if job else 0.0)
-        self._put(slot, "TotalJobRunTime", int(run) if job else Undefined)
-        self._put(slot, "TotalJobSuspendTime", int(susp) if job else Undefined)
-        self._put(slot, "TotalClaimRunTime", int(claim.run_total + run) if claim else Undefined)
-        self._put(slot, "TotalClaimSuspendTime",
+        self.put(slot, "TotalJobRunTime", int(run) if job else Undefined)
+        self.put(slot, "TotalJobSuspendTime", int(susp) if job else Undefined)
+        self.put(slot, "TotalClaimRunTime", int(claim.run_total + run) if claim else Undefined)
+        self.put(slot, "TotalClaimSuspendTime",
                   int(claim.suspend_total + susp) if claim else Undefined)
-        self._put(slot, "ClaimStartTime", int(claim.created) if claim else Undefined)
+        self.put(slot, "ClaimStartTime", int(claim.created) if claim else Undefined)
 
-    def _publish_requirements(self, slot: Slot) -> None:
-        b = self.backend
+    def publish_requirements(self, slot: Slot) -> None:
+        """Requirements as the state allows: the slot layer's (START, and for a p-slot
+        the resource limits) normally; False while Matched, Preempting or shutting
+        down; the drain's start expression while draining."""
         if slot.state in (S.MATCHED, S.PREEMPTING) or self.machine.shutting_down:
-            self._put(slot, "Requirements", False)
+            self.put(slot, "Requirements", False)
         elif self.machine.draining:
-            self._put_expr(slot, "Requirements", self.machine.drain_start or "False")
+            self.put_expr(slot, "Requirements", self.machine.drain_start or "False")
         else:
-            self._put_expr(slot, "Requirements", "START")
+            self.put_expr(slot, "Requirements", slot.requirements)
+
 
     # --------------------------------------------------------------- evaluation
     def _name(self, slot: Slot, name: str) -> str:
@@ -339,13 +450,22 @@ class SlotMachine:
         gen = self._inputs()[0]
         changed, full, put = self._changed_batch, self._all_batch, self._set_batch
         own = self._slot_measured
+        idle = self._idle_batches
         for slot in slots:
             g = slot.inputs_gen
             if g != gen:
                 put(slot.ad, changed if g == gen - 1 else full)
                 slot.inputs_gen = gen
+                # _measure_idle inline for the common case of a SlotID already computed
+                got = idle.get(slot.slot_id)
+                if got is not None and slot.idle != got[0]:
+                    slot.idle = got[0]
+                    put(slot.ad, got[1])
+                elif got is None:
+                    self._measure_idle(slot)
             if own:
                 self._measure_own(slot)
+        self._measure_load(slots)
         self._cross_slot_attrs(slots)
         # A latched expression that reads only machine-wide inputs (Desktop's CpuBusy
         # reads LoadAvg and CondorLoadAvg) has one value per slot type in a cycle.
@@ -380,17 +500,21 @@ class SlotMachine:
         return self.settings.update_interval
 
     def _cross_slot_attrs(self, slots: list[Slot]) -> None:
-        if not self.settings.slot_attrs:
+        """STARTD_SLOT_ATTRS: each slot's values copied into every ad as the slot
+        layer's builder does (undefined and error values are left out)."""
+        attrs = self.layout.settings.slot_attrs
+        if not attrs:
             return
         values: list[tuple[str, Any]] = []
         for other in slots:
             prefix = other.name
-            for attr in self.settings.slot_attrs:
-                values.append((f"{prefix}_{attr}",
-                               self.backend.evaluate(other.ad, attr, None)))
+            for attr in attrs:
+                v = self.backend.evaluate(other.ad, attr, None)
+                if v is not Undefined and v is not Error:
+                    values.append((f"{prefix}_{attr}", v))
         for slot in slots:
             for k, v in values:
-                self._put(slot, k, v)
+                self.put(slot, k, v)
 
     def _latch(self, slot: Slot, shared: dict[tuple[int, str], Any]) -> None:
         latched = slot.latched
@@ -407,8 +531,8 @@ class SlotMachine:
             old = latched.get(name, _UNSET)
             if old is _UNSET or old != v or type(old) is not type(v):
                 latched[name] = v
-                self._put(slot, f"{name}Value", v)
-                self._put(slot, f"{name}Time", int(self.now))
+                self.put(slot, f"{name}Value", v)
+                self.put(slot, f"{name}Time", int(self.now))
 
     def _machine_wide(self, slot: Slot, name: str) -> bool:
         """Whether attribute ``name`` of this slot's ad reads nothing but machine-wide
@@ -446,9 +570,9 @@ class SlotMachine:
 
     def _step_owner(self, slot: Slot) -> None:
         if self.machine.draining and slot.kind != "dynamic":
-            self._go(slot, S.DRAINED, A.RETIRING, "36", "draining")
+            self.go(slot, S.DRAINED, A.RETIRING, "36", "draining")
         elif not self._is_owner(slot) and not self.machine.shutting_down:
-            self._go(slot, S.UNCLAIMED, A.IDLE, "1", "IS_OWNER is not True")
+            self.go(slot, S.UNCLAIMED, A.IDLE, "1", "IS_OWNER is not True")
 
     def _step_matched(self, slot: Slot) -> None:
         if self._start_locally_false(slot):
@@ -462,32 +586,32 @@ class SlotMachine:
 
     def _step_unclaimed(self, slot: Slot) -> None:
         if self.machine.draining and slot.kind != "dynamic":
-            self._go(slot, S.DRAINED, A.RETIRING, "37", "draining")
+            self.go(slot, S.DRAINED, A.RETIRING, "37", "draining")
         elif self._is_owner(slot) or self.machine.shutting_down:
             if slot.activity is A.BENCHMARKING:
-                self._act(slot, "stop_benchmarks")
-            self._go(slot, S.OWNER, A.IDLE, "2", "IS_OWNER is True")
+                self.emit(StopBenchmarks(self.now, slot.name))
+            self.go(slot, S.OWNER, A.IDLE, "2", "IS_OWNER is True")
         elif slot.activity is A.IDLE:
             if is_true(self._eval(slot, "RUNBENCHMARKS", False)):
-                self._go(slot, S.UNCLAIMED, A.BENCHMARKING, "3", "RUNBENCHMARKS is True")
-                self._act(slot, "run_benchmarks")
+                self.go(slot, S.UNCLAIMED, A.BENCHMARKING, "3", "RUNBENCHMARKS is True")
+                self.emit(RunBenchmarks(self.now, slot.name))
             elif self.settings.enable_backfill and slot.kind != "dynamic" and \
                     is_true(self._eval(slot, "START_BACKFILL", False)):
-                self._go(slot, S.BACKFILL, A.IDLE, "7", "START_BACKFILL is True")
-                self._act(slot, "start_backfill")
+                self.go(slot, S.BACKFILL, A.IDLE, "7", "START_BACKFILL is True")
+                self.emit(StartBackfill(self.now, slot.name))
 
     def _step_claimed(self, slot: Slot) -> None:
         claim = slot.claim
         assert claim is not None
         ac = slot.activity
         if self.now - claim.last_alive > claim.lease:
-            self._evict(slot, EvictWhy.LEASE, "claim lease expired", retire=False)
+            self.evict(slot, EvictWhy.LEASE, "claim lease expired", retire=False)
             return
         if ac is _IDLE:
             if self._start_locally_false(slot):
-                self._evict(slot, EvictWhy.OWNER, "START is locally False")
+                self.evict(slot, EvictWhy.OWNER, "START is locally False")
             elif self._worklife_over(slot, claim) and claim.jobs_run > 0:
-                self._evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
+                self.evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
             return
         if ac is _BUSY:
             # _eval and is_true inline for the common case: every busy slot, every cycle
@@ -499,36 +623,36 @@ class SlotMachine:
                 return
             v = self._evaluate(slot.ad, names["PREEMPT"], claim.ad)
             if v is True or (v is not False and is_true(v)):
-                self._retire(slot, EvictWhy.OWNER, "PREEMPT is True")
+                self.retire(slot, EvictWhy.OWNER, "PREEMPT is True")
             return
         if ac is A.RETIRING:
             r = slot.retirement
             if r is not None and r.why is EvictWhy.RANK and slot.pending is None:
                 slot.retirement = None
-                self._go(slot, S.CLAIMED, A.BUSY, "19", "preempting claim went away")
+                self.go(slot, S.CLAIMED, A.BUSY, "19", "preempting claim went away")
                 return
             if is_true(self._eval(slot, "WANT_SUSPEND")) and is_true(self._eval(slot, "SUSPEND")):
                 self._suspend(slot, "20", "SUSPEND is True")
                 return
-            if self._retirement_left(slot) <= self._vacate_grant(slot):
+            if self.retirement_left(slot) <= self._vacate_grant(slot):
                 self._preempt(slot, "18", "retirement time over")
             return
         if ac is A.SUSPENDED:
             if is_true(self._eval(slot, "CONTINUE")):
-                self._act(slot, "continue", claim=claim.id)
+                self.emit(Continue(self.now, slot.name, claim=claim.id))
                 if slot.retirement is not None:
-                    self._go(slot, S.CLAIMED, A.RETIRING, "16", "CONTINUE is True")
+                    self.go(slot, S.CLAIMED, A.RETIRING, "16", "CONTINUE is True")
                 else:
-                    self._go(slot, S.CLAIMED, A.BUSY, "15", "CONTINUE is True")
+                    self.go(slot, S.CLAIMED, A.BUSY, "15", "CONTINUE is True")
             elif slot.retirement is None and is_true(self._eval(slot, "PREEMPT")):
                 slot.retirement = Retirement(EvictWhy.OWNER, self.now)
-                if self._retirement_left(slot) <= self._vacate_grant(slot):
+                if self.retirement_left(slot) <= self._vacate_grant(slot):
                     self._preempt(slot, "17", "PREEMPT is True and no retirement time left")
                 else:
-                    self._act(slot, "continue", claim=claim.id)
-                    self._go(slot, S.CLAIMED, A.RETIRING, "16", "PREEMPT is True")
+                    self.emit(Continue(self.now, slot.name, claim=claim.id))
+                    self.go(slot, S.CLAIMED, A.RETIRING, "16", "PREEMPT is True")
             elif slot.retirement is not None and \
-                    self._retirement_left(slot) <= self._vacate_grant(slot):
+                    self.retirement_left(slot) <= self._vacate_grant(slot):
                 self._preempt(slot, "17", "retirement time over while suspended")
 
     def _step_preempting(self, slot: Slot) -> None:
@@ -537,17 +661,17 @@ class SlotMachine:
             if claim is None or claim.job is None:
                 self._leave_preempting(slot)
             elif is_true(self._eval(slot, "KILL")):
-                self._kill(slot, "21", "KILL is True")
+                self.kill(slot, "21", "KILL is True")
             elif slot.vacate_deadline is not None and self.now >= slot.vacate_deadline:
-                self._kill(slot, "21", "vacate time over")
+                self.kill(slot, "21", "vacate time over")
         elif slot.activity is A.KILLING:
             if slot.claim is None or slot.claim.job is None:
                 self._leave_preempting(slot)
             elif not slot.starter_killed and slot.killing_since is not None and \
                     self.now - slot.killing_since >= self.settings.killing_timeout:
                 slot.starter_killed = True
-                self._act(slot, "kill_starter", claim=slot.claim.id,
-                          reason="KILLING_TIMEOUT expired")
+                self.emit(KillStarter(self.now, slot.name, claim=slot.claim.id,
+                          reason="KILLING_TIMEOUT expired"))
 
     def _step_backfill(self, slot: Slot) -> None:
         if slot.activity is A.BUSY:
@@ -559,15 +683,15 @@ class SlotMachine:
             nxt = slot.backfill_next
             if nxt == "owner":
                 slot.backfill_next = None
-                self._go(slot, S.OWNER, A.IDLE, "30", "backfill client gone")
+                self.go(slot, S.OWNER, A.IDLE, "30", "backfill client gone")
             elif nxt == "matched":
                 slot.backfill_next = None
                 slot.matched_since = self.now
-                self._go(slot, S.MATCHED, A.IDLE, "32", "matched; backfill client gone")
+                self.go(slot, S.MATCHED, A.IDLE, "32", "matched; backfill client gone")
             elif nxt == "claimed" and slot.backfill_claim is not None:
                 claim, slot.backfill_claim, slot.backfill_next = slot.backfill_claim, None, None
                 self._install_claim(slot, claim)
-                self._go(slot, S.CLAIMED, A.IDLE, "31", "claimed; backfill client gone")
+                self.go(slot, S.CLAIMED, A.IDLE, "31", "claimed; backfill client gone")
 
     # -------------------------------------------------------------- retirement
     def _max_retirement(self, slot: Slot) -> float:
@@ -584,7 +708,7 @@ class SlotMachine:
             mret = max(own, 0.0)
         return mret
 
-    def _retirement_left(self, slot: Slot) -> float:
+    def retirement_left(self, slot: Slot) -> float:
         claim = slot.claim
         if claim is None or claim.job is None:
             return 0.0
@@ -605,7 +729,7 @@ class SlotMachine:
             return machine
         if job <= machine:
             return max(job, 0.0)
-        left = self._retirement_left(slot) if slot.state is S.CLAIMED else 0.0
+        left = self.retirement_left(slot) if slot.state is S.CLAIMED else 0.0
         if math.isinf(left):
             return job
         return max(machine, min(job, left))
@@ -617,10 +741,10 @@ class SlotMachine:
     # ---------------------------------------------------------------- moves
     def _suspend(self, slot: Slot, key: str, reason: str) -> None:
         assert slot.claim is not None
-        self._act(slot, "suspend", claim=slot.claim.id)
-        self._go(slot, S.CLAIMED, A.SUSPENDED, key, reason)
+        self.emit(Suspend(self.now, slot.name, claim=slot.claim.id))
+        self.go(slot, S.CLAIMED, A.SUSPENDED, key, reason)
 
-    def _retire(self, slot: Slot, why: EvictWhy, reason: str, *,
+    def retire(self, slot: Slot, why: EvictWhy, reason: str, *,
                 override: float | None = None) -> None:
         """Claimed/Busy -> Claimed/Retiring (13); other activities handled in place."""
         if slot.retirement is None or slot.retirement.why is EvictWhy.RANK:
@@ -628,9 +752,9 @@ class SlotMachine:
         elif override is not None:
             slot.retirement.override = override
         if slot.activity is A.BUSY:
-            self._go(slot, S.CLAIMED, A.RETIRING, "13", reason)
+            self.go(slot, S.CLAIMED, A.RETIRING, "13", reason)
 
-    def _evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
+    def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
                fast: bool = False) -> None:
         """Take the claim away: through retirement when a job runs and ``retire``."""
         slot.evict_why = why if why is not EvictWhy.RANK else slot.evict_why
@@ -642,9 +766,9 @@ class SlotMachine:
         elif fast:
             self._preempt(slot, "Hk", reason, fast=True)
         elif retire:
-            self._retire(slot, why, reason)
+            self.retire(slot, why, reason)
             if slot.activity is A.RETIRING and \
-                    self._retirement_left(slot) <= self._vacate_grant(slot):
+                    self.retirement_left(slot) <= self._vacate_grant(slot):
                 self._preempt(slot, "18", reason)
         else:
             self._preempt(slot, "H", reason)
@@ -659,24 +783,24 @@ class SlotMachine:
         grant = self._vacate_grant(slot) if job else 0.0
         want_vacate = not fast and (job is None or is_true(self._eval(slot, "WANT_VACATE")))
         if want_vacate:
-            self._go(slot, S.PREEMPTING, A.VACATING, key, reason)
+            self.go(slot, S.PREEMPTING, A.VACATING, key, reason)
             if job is not None and claim is not None:
                 if slot.activity is A.VACATING and job.suspended_since is not None:
-                    self._act(slot, "continue", claim=claim.id)
+                    self.emit(Continue(self.now, slot.name, claim=claim.id))
                 slot.vacate_deadline = self.now + grant
                 job.soft_killed = True
-                self._act(slot, "soft_kill", claim=claim.id, signal=self._kill_sig(claim),
-                          timeout=grant)
+                self.emit(SoftKill(self.now, slot.name, claim=claim.id, signal=self._kill_sig(claim),
+                          timeout=grant))
         else:
-            self._go(slot, S.PREEMPTING, A.KILLING, key if key != "H" else "Hk", reason)
+            self.go(slot, S.PREEMPTING, A.KILLING, key if key != "H" else "Hk", reason)
             self._hard_kill(slot)
 
     def _kill_sig(self, claim: Claim) -> str:
         sig = self._job_attr(claim.ad, "KillSig")
         return sig if isinstance(sig, str) else "SIGTERM"
 
-    def _kill(self, slot: Slot, key: str, reason: str) -> None:
-        self._go(slot, S.PREEMPTING, A.KILLING, key, reason)
+    def kill(self, slot: Slot, key: str, reason: str) -> None:
+        self.go(slot, S.PREEMPTING, A.KILLING, key, reason)
         self._hard_kill(slot)
 
     def _hard_kill(self, slot: Slot) -> None:
@@ -685,15 +809,15 @@ class SlotMachine:
         slot.starter_killed = False
         if claim is not None and claim.job is not None:
             claim.job.hard_killed = True
-            self._act(slot, "hard_kill", claim=claim.id, signal="SIGKILL")
+            self.emit(HardKill(self.now, slot.name, claim=claim.id, signal="SIGKILL"))
 
     def _leave_preempting(self, slot: Slot) -> None:
         killing = slot.activity is A.KILLING
         old = slot.claim
         if old is not None:
             self._forget_claim(old.id)
-            self._act(slot, "claim_ended", claim=old.id, why=(slot.evict_why or
-                                                              EvictWhy.OWNER).value)
+            self.emit(ClaimEnded(self.now, slot.name, claim=old.id, why=(slot.evict_why or
+                                                              EvictWhy.OWNER).value))
         slot.claim = None
         slot.retirement = None
         slot.vacate_deadline = slot.killing_since = None
@@ -706,14 +830,14 @@ class SlotMachine:
         if nxt is not None and why not in (EvictWhy.OWNER, EvictWhy.DRAIN, EvictWhy.SHUTDOWN) \
                 and not self.machine.draining and not self.machine.shutting_down:
             self._install_claim(slot, nxt)
-            self._go(slot, S.CLAIMED, A.IDLE, "24" if killing else "23",
+            self.go(slot, S.CLAIMED, A.IDLE, "24" if killing else "23",
                      f"preempted for the better claim {nxt.id}")
             return
         if nxt is not None:
             self._forget_claim(nxt.id)
-            self._act(slot, "claim_refused", claim=nxt.id,
-                      reason=f"the slot was taken back ({(why or EvictWhy.OWNER).value})")
-        self._go(slot, S.OWNER, A.IDLE, "25" if killing else "22",
+            self.emit(ClaimRefused(self.now, slot.name, claim=nxt.id,
+                      reason=f"the slot was taken back ({(why or EvictWhy.OWNER).value})"))
+        self.go(slot, S.OWNER, A.IDLE, "25" if killing else "22",
                  f"claim ended ({(why or EvictWhy.OWNER).value})")
         if slot.kind == "dynamic":
             self._delete_dslot(slot)
@@ -721,27 +845,28 @@ class SlotMachine:
     def _delete_dslot(self, slot: Slot) -> None:
         slot.deleted = True
         parent = self.slots.get(slot.parent or "")
-        if self.carver is not None:
-            self.carver.release(slot.name)
-        if parent is not None and self.carver is not None:
-            left = self.carver.available(parent.name)
-            for k, v in (("Cpus", left.cpus), ("Memory", left.memory_mb),
-                         ("Disk", left.disk_kb)):
-                parent.resources[k] = v
-                self._put(parent, k, v)
-            self._put_custom(parent)
-        self._act(slot, "delete_slot")
+        self.layout.release(slot.layer)
+        if parent is not None:
+            self._refresh_resources(parent)
+        self.emit(DeleteSlot(self.now, slot.name))
         del self.slots[slot.name]
 
-    def _put_custom(self, slot: Slot) -> None:
-        """Copy the slot layer's custom-resource attributes (GPUs, AssignedGPUs, device
-        property ads, ...) into a slot's ad; a p-slot drops the devices it gave away."""
-        carver = self.carver
-        if carver is None or not carver.has_custom:
+    def _refresh_resources(self, slot: Slot) -> None:
+        """Copy what the slot layer says ``slot`` has now (Cpus, Memory, Disk, custom
+        resources, their devices) into its ad; a p-slot drops the devices it gave away."""
+        layout = self.layout
+        avail = layout.available(slot.layer)
+        for k, v in (("Cpus", avail.cpus), ("Memory", avail.memory_mb),
+                     ("Disk", avail.disk_kb)):
+            slot.resources[k] = v
+            self.put(slot, k, v)
+        inventory = layout.inventory
+        if not inventory.custom:
             return
-        attrs = carver.resource_attrs(slot.name)
+        attrs = ClassAd()
+        put_custom_resources(attrs, slot.layer.resources, avail, inventory)
         if slot.kind == "partitionable":
-            for res in carver.inventory.custom.values():
+            for res in inventory.custom.values():
                 for device in res.ids:
                     name = device_attr_name(device)
                     if name not in attrs and slot.ad.lookup(name) is not None:
@@ -749,22 +874,21 @@ class SlotMachine:
         for name in attrs:
             expr = attrs.lookup(name)
             if expr is not None:
-                self._put_expr(slot, name, str(expr))
-        for name in carver.inventory.custom:
-            amount = attrs.evaluate(name)
-            slot.resources[name] = float(amount) if isinstance(amount, (int, float)) else 0.0
+                slot.ad[name] = expr
+        for name in inventory.custom:
+            slot.resources[name] = float(avail.custom.get(name, 0))
 
     def _to_owner_from_matched(self, slot: Slot, reason: str) -> None:
         slot.matched_since = None
-        self._go(slot, S.OWNER, A.IDLE, "8", reason)
+        self.go(slot, S.OWNER, A.IDLE, "8", reason)
 
     def _stop_backfill(self, slot: Slot, nxt: str, reason: str,
                        claim: Claim | None = None) -> None:
         slot.backfill_next = nxt
         slot.backfill_claim = claim
         if slot.activity is A.BUSY:
-            self._go(slot, S.BACKFILL, A.KILLING, "28", reason)
-            self._act(slot, "kill_backfill")
+            self.go(slot, S.BACKFILL, A.KILLING, "28", reason)
+            self.emit(KillBackfill(self.now, slot.name))
         elif slot.activity is A.IDLE:
             self._settle(slot)
 
@@ -800,16 +924,16 @@ class SlotMachine:
             self._measure(slot)
             self._settle(slot)
 
-    def _vacate_slot(self, slot: Slot, fast: bool, reason: str,
+    def vacate_slot(self, slot: Slot, fast: bool, reason: str,
                      why: EvictWhy = EvictWhy.OWNER) -> None:
         if slot.state is S.MATCHED:
             self._to_owner_from_matched(slot, reason)
         elif slot.state is S.BACKFILL:
             self._stop_backfill(slot, "owner", reason)
         elif slot.state is S.CLAIMED:
-            self._evict(slot, why, reason, retire=False, fast=fast)
+            self.evict(slot, why, reason, retire=False, fast=fast)
         elif slot.state is S.PREEMPTING and fast and slot.activity is A.VACATING:
-            self._kill(slot, "21", reason)
+            self.kill(slot, "21", reason)
 
     def _settle_one(self, slot: Slot) -> None:
         if not slot.deleted:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from condorpy.errors import PolicyError
+
 
 class State(Enum):
     OWNER = "Owner"
@@ -62,8 +64,8 @@ TRANSITIONS: dict[str, Transition] = {t.key: t for t in (
     _t("2", "B", (S.UNCLAIMED, None), (S.OWNER, A.IDLE), "IS_OWNER true"),
     _t("3", None, (S.UNCLAIMED, A.IDLE), (S.UNCLAIMED, A.BENCHMARKING), "RUNBENCHMARKS true"),
     _t("4", None, (S.UNCLAIMED, A.BENCHMARKING), (S.UNCLAIMED, A.IDLE), "benchmarks done"),
-    _t("5", "D", (S.UNCLAIMED, A.IDLE), (S.CLAIMED, A.IDLE), "claimed before the match arrived"),
-    _t("6", "C", (S.UNCLAIMED, A.IDLE), (S.MATCHED, A.IDLE), "matched by the negotiator"),
+    _t("5", "D", (S.UNCLAIMED, None), (S.CLAIMED, A.IDLE), "claimed before the match arrived"),
+    _t("6", "C", (S.UNCLAIMED, None), (S.MATCHED, A.IDLE), "matched by the negotiator"),
     _t("7", "E", (S.UNCLAIMED, A.IDLE), (S.BACKFILL, A.IDLE), "START_BACKFILL true"),
     _t("8", "F", (S.MATCHED, A.IDLE), (S.OWNER, A.IDLE), "START false, MATCH_TIMEOUT or vacate"),
     _t("9", "G", (S.MATCHED, A.IDLE), (S.CLAIMED, A.IDLE), "claimed by the matched schedd"),
@@ -110,3 +112,29 @@ TRANSITIONS: dict[str, Transition] = {t.key: t for t in (
 
 # Slots that hold a claim (for the polling cadence and for Requirements).
 CLAIMED_STATES = frozenset({S.CLAIMED, S.PREEMPTING})
+
+
+def check_move(key: str, state: State, activity: Activity, to_state: State,
+               to_activity: Activity, slot: str) -> None:
+    """Raise unless ``key`` is an arrow of the manual's diagrams from (state, activity)
+    to (to_state, to_activity). Every move of the engine goes through this check, so a
+    move the table does not list is caught where it is made."""
+    t = TRANSITIONS.get(key)
+    if t is None:
+        raise PolicyError(f"{slot}: transition {key!r} is not one of the manual's", slot=slot)
+    src_state, src_activity = t.source
+    dest = t.dest
+    # The manual enters Preempting in Vacating, or straight in Killing when WANT_VACATE
+    # is False: every arrow into Preempting/Vacating has that twin.
+    if dest == (S.PREEMPTING, A.VACATING) and to_activity is A.KILLING:
+        dest = (S.PREEMPTING, A.KILLING)
+    if src_state is not state or (src_activity is not None and src_activity is not activity) \
+            or dest != (to_state, to_activity):
+        raise PolicyError(
+            f"{slot}: transition {key} goes {_pair(t.source)} -> {_pair(t.dest)}, "
+            f"not {state.value}/{activity.value} -> {to_state.value}/{to_activity.value}",
+            slot=slot)
+
+
+def _pair(p: tuple[State, Activity | None]) -> str:
+    return f"{p[0].value}/{p[1].value if p[1] is not None else '*'}"

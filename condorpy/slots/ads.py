@@ -6,7 +6,6 @@ Pure: the clock (``now``), the state and the measurements come in as arguments.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -79,9 +78,16 @@ def device_attr_name(device_id: str) -> str:
     return name if name[:1].isalpha() or name[:1] == "_" else "_" + name
 
 
+def clock_attrs(now: float, utc_offset: int) -> tuple[int, int]:
+    """(ClockMin, ClockDay) at ``now`` in a zone ``utc_offset`` seconds east of UTC:
+    minutes since local midnight, and the day of the week from Sunday = 0."""
+    local = int(now) + utc_offset
+    return (local // 60) % 1440, (local // 86400 + 4) % 7   # 1970-01-01 was a Thursday
+
+
 def machine_ad(inventory: MachineInventory, settings: AdSettings, *, now: float,
                measurements: Measurements, total_condor_load_avg: float,
-               num_slots: int) -> ClassAd:
+               num_slots: int, utc_offset: int = 0) -> ClassAd:
     """The attributes every slot of the machine shares; slot ads start from a copy."""
     ad = ClassAd()
     ad["MyType"] = "Machine"
@@ -111,9 +117,7 @@ def machine_ad(inventory: MachineInventory, settings: AdSettings, *, now: float,
             ad[key] = value
     ad["TotalLoadAvg"] = round(measurements.total_load_avg, 6)
     ad["TotalCondorLoadAvg"] = round(total_condor_load_avg, 6)
-    local = time.localtime(now)
-    ad["ClockMin"] = local.tm_hour * 60 + local.tm_min
-    ad["ClockDay"] = (local.tm_wday + 1) % 7  # ClassAd days start on Sunday
+    ad["ClockMin"], ad["ClockDay"] = clock_attrs(now, utc_offset)
     ad["MyCurrentTime"] = int(now)
     return ad
 

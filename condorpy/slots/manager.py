@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, Iterator, Mapping
 
 from condorpy.classad import ClassAd, Error, Undefined
+from condorpy.clock import Clock, SystemClock
 from condorpy.errors import SlotError
 from condorpy.slots.ads import (AdSettings, Measurements, SlotStatus, build_slot_ad,
                                 machine_ad)
@@ -28,13 +29,16 @@ class SlotManager:
     """Holds the slots. Build it with :meth:`from_config`; tests may pass a plan."""
 
     def __init__(self, planned: list[PlannedSlot], inventory: MachineInventory,
-                 settings: AdSettings, policies: Mapping[int, CarvePolicy]) -> None:
+                 settings: AdSettings, policies: Mapping[int, CarvePolicy],
+                 clock: Clock | None = None) -> None:
         self.inventory = inventory
+        self.clock: Clock = clock or SystemClock()
         self.settings = settings
         self._policies = dict(policies)                    # by slot type id
         self._slots: dict[str, Slot] = {}                  # static and partitionable
         self._free: dict[str, Resources] = {}              # p-slots: what is left
         self._children: dict[str, dict[int, Slot]] = {}    # p-slot name -> sub id -> d-slot
+        self._base: tuple[Any, ClassAd] | None = None       # new_slot_ad's machine part
         for p in planned:
             kind = SlotKind.PARTITIONABLE if p.partitionable else SlotKind.STATIC
             slot = Slot(p.slot_id, p.type_id, kind, p.resources)
@@ -45,7 +49,7 @@ class SlotManager:
 
     @classmethod
     def from_config(cls, cfg: KnobSource, inventory: MachineInventory,
-                    started_at: float) -> "SlotManager":
+                    started_at: float, clock: Clock | None = None) -> "SlotManager":
         """Lay out the machine as the configuration says; raises LayoutError."""
         knobs = Knobs(cfg)
         types = slot_types(knobs, inventory)
@@ -54,7 +58,7 @@ class SlotManager:
         policies = {t.type_id: carve_policy(knobs, t.type_id, custom) for t in types}
         settings = ad_settings(knobs, inventory, [(p.slot_id, p.type_id) for p in planned],
                                started_at)
-        return cls(planned, inventory, settings, policies)
+        return cls(planned, inventory, settings, policies, clock)
 
     # --- lookup ---------------------------------------------------------------------
 
@@ -104,9 +108,7 @@ class SlotManager:
         if slot_ad is None:
             slot_ad = self._ads_of([pslot], now, {},
                                    Measurements.from_inventory(self.inventory), None)[0]
-        props = {name: res.properties for name, res in self.inventory.custom.items()}
-        wanted = size_request(job_ad, slot_ad, self._free[pslot.name], props,
-                              self._policies.get(pslot.type_id, CarvePolicy()), pslot.name)
+        wanted = self.sized(pslot, job_ad, slot_ad)
         if isinstance(wanted, Refusal):
             return wanted
         children = self._children[pslot.name]
@@ -115,6 +117,15 @@ class SlotManager:
         self._free[pslot.name] = self._free[pslot.name] - wanted
         children[sub] = dslot
         return dslot
+
+    def sized(self, pslot: Slot, job_ad: ClassAd, slot_ad: ClassAd) -> Resources | Refusal:
+        """What a d-slot for ``job_ad`` would take from ``pslot`` now, or why it cannot
+        be carved; nothing is carved (``policy explain`` asks this)."""
+        if not pslot.is_partitionable or pslot.name not in self._free:
+            return Refusal(f"{pslot.name} is not a partitionable slot")
+        props = {name: res.properties for name, res in self.inventory.custom.items()}
+        return size_request(job_ad, slot_ad, self._free[pslot.name], props,
+                            self._policies.get(pslot.type_id, CarvePolicy()), pslot.name)
 
     def release(self, dslot: Slot) -> None:
         """Delete a d-slot and give its resources back to its parent."""
@@ -160,7 +171,7 @@ class SlotManager:
         by_name = {x.name: x for x in load.slots}
         base = machine_ad(self.inventory, self.settings, now=now, measurements=measured,
                           total_condor_load_avg=load.total_condor_load_avg,
-                          num_slots=len(self._slots))
+                          num_slots=len(self._slots), utc_offset=self.clock.utc_offset(now))
         built = []
         for slot in wanted:
             mine = by_name[slot.name]
@@ -172,6 +183,22 @@ class SlotManager:
                 num_dynamic=len(self._children.get(slot.name, {})),
                 extra=(extra or {}).get(slot.name), base=base))
         return built
+
+    def new_slot_ad(self, slot: Slot, now: float, status: SlotStatus,
+                    measured: Measurements) -> ClassAd:
+        """The ad of a slot just carved, before it has any load of its own. The
+        machine-wide part is built once per clock value and measurements, so carving
+        many d-slots in a burst does not rebuild it (or re-split the load) each time."""
+        key = (now, measured, len(self._slots))
+        if self._base is None or self._base[0] != key:
+            base = machine_ad(self.inventory, self.settings, now=now, measurements=measured,
+                              total_condor_load_avg=0.0, num_slots=len(self._slots),
+                              utc_offset=self.clock.utc_offset(now))
+            self._base = (key, base)
+        return build_slot_ad(slot, self.available(slot), self.inventory, self.settings,
+                             status, now=now, measurements=measured, load_avg=0.0,
+                             condor_load_avg=0.0, total_condor_load_avg=0.0,
+                             num_slots=len(self._slots), base=self._base[1])
 
     def ad_for(self, slot: Slot, now: float, state: str = "Unclaimed", activity: str = "Idle",
                extra: Mapping[str, Any] | None = None, *,

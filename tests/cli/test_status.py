@@ -47,10 +47,12 @@ def test_default_table_is_one_partitionable_slot(tmp_path: Path,
     rc, out, err = run(tmp_path, capsys, "")
     assert rc == 0, err
     lines = out.splitlines()
-    assert lines[0] == ("Name                    OpSys      Arch   State     Activity "
+    # HTCondor's default RUNBENCHMARKS (LastBenchmark == 0) starts the benchmarks at the
+    # first evaluation, so a fresh startd shows Unclaimed/Benchmarking.
+    assert lines[0] == ("Name                    OpSys      Arch   State     Activity     "
                         "LoadAv Mem    ActvtyTime")
     assert lines[1] == ""
-    assert re.fullmatch(r"slot1@node1\.example\.org LINUX      X86_64 Unclaimed Idle      "
+    assert re.fullmatch(r"slot1@node1\.example\.org LINUX      X86_64 Unclaimed Benchmarking  "
                         r"0\.250 10240  0\+00:00:0\d", lines[2]), lines[2]
     assert lines[4] == ("               Total Owner Claimed Unclaimed Matched Preempting  "
                         "Drain Backfill BkIdle")

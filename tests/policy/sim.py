@@ -9,14 +9,22 @@ from pathlib import Path
 from typing import Any
 
 from condorpy.cli import policy_cmd
+from tests.policy.engines import ONE_DESKTOP_SLOT
 
 TIMELINES = Path(__file__).parent / "timelines"
 
 
 def simulate(tmp: Path, config: str, timeline: list[dict[str, Any]] | str,
-             until: float | None = None) -> list[dict[str, Any]]:
-    """Write config and timeline to files, run the CLI, return its JSON records."""
+             until: float | None = None, *, layout: bool = True) -> list[dict[str, Any]]:
+    """Write config and timeline to files, run the CLI, return its JSON records.
+
+    Unless ``layout`` is False, the machine is one static slot connected to the
+    keyboard and console (:data:`ONE_DESKTOP_SLOT`) where the configuration does not
+    lay out slots itself."""
     conf = tmp / "policy.conf"
+    if layout and not any(k in config.upper() for k in ("NUM_SLOTS", "SLOT_TYPE_",
+                                                        "PARTITIONABLE")):
+        config = ONE_DESKTOP_SLOT + config
     conf.write_text(config)
     tl = tmp / "timeline.jsonl"
     if isinstance(timeline, str):

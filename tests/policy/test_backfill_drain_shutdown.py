@@ -52,6 +52,7 @@ def test_31_M_claimed_while_in_backfill(tmp_path: Path) -> None:
 
 def test_36_37_33_34_graceful_drain_with_resume(tmp_path: Path) -> None:
     cfg = "NUM_SLOTS = 2\nNUM_CPUS = 2\nMAXJOBRETIREMENTTIME = 100\nRUNBENCHMARKS = False\n" \
+          "SLOTS_CONNECTED_TO_KEYBOARD = 2\n" \
           "MachineMaxVacateTime = 0\nIS_OWNER = SlotID == 2 && KeyboardIdle < 60\n"
     recs = simulate(tmp_path, cfg, [
         {"t": 0, "set": {"KeyboardIdle": 0}},
@@ -158,6 +159,7 @@ def test_shutdown_graceful_peaceful_fast(tmp_path: Path) -> None:
 
 def test_hibernate_all_slots_must_agree_largest_wins(tmp_path: Path) -> None:
     cfg = ("NUM_SLOTS = 2\nNUM_CPUS = 2\nRUNBENCHMARKS = False\nHIBERNATE_CHECK_INTERVAL = 60\n"
+           "SLOTS_CONNECTED_TO_KEYBOARD = 2\n"
            "SLOT1_HIBERNATE = ifThenElse(KeyboardIdle > 1000, \"RAM\", \"NONE\")\n"
            "SLOT2_HIBERNATE = ifThenElse(KeyboardIdle > 2000, \"DISK\", \"NONE\")\n")
     recs = simulate(tmp_path, cfg, [{"t": 0, "set": {"KeyboardIdle": 0}},

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from condorpy.errors import TimelineError
-from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.settings import settings_from_dict
+from condorpy.policy.records import Action
+from tests.policy.engines import ONE_DESKTOP_SLOT, engine_from_text
 from tests.policy.sim import actions, changes, find, simulate, snapshots
 
 JOB = {"JobUniverse": 5, "Owner": "alice"}
@@ -102,8 +102,8 @@ def test_requirements_false_while_preempting(tmp_path: Path) -> None:
 
 
 def test_polling_cadence() -> None:
-    eng = PolicyEngine(settings_from_dict({"POLLING_INTERVAL": "7", "UPDATE_INTERVAL": "90",
-                                           "RUNBENCHMARKS": "False"}))
+    eng = engine_from_text(ONE_DESKTOP_SLOT + "POLLING_INTERVAL = 7\nUPDATE_INTERVAL = 90\n"
+                           "RUNBENCHMARKS = False\n")
     eng.cycle(0)
     assert eng.poll_interval() == 90
     eng.request_claim(1, "c1", JOB)
@@ -174,18 +174,18 @@ def test_timeline_errors_name_file_and_line(tmp_path: Path) -> None:
 
 
 def test_killing_timeout_kills_the_starter_once() -> None:
-    eng = PolicyEngine(settings_from_dict({"WANT_VACATE": "False", "KILLING_TIMEOUT": "15",
-                                           "RUNBENCHMARKS": "False"}))
+    eng = engine_from_text(ONE_DESKTOP_SLOT + "WANT_VACATE = False\nKILLING_TIMEOUT = 15\n"
+                           "RUNBENCHMARKS = False\n")
     eng.cycle(0)
     eng.request_claim(0, "c1", JOB)
     eng.activate(0, "c1")
     out = eng.vacate(10)
-    assert [o.action for o in out if hasattr(o, "action")] == ["hard_kill"]
+    assert [o.kind for o in out if isinstance(o, Action)] == ["hard_kill"]
     # The starter does not report the job gone: after KILLING_TIMEOUT it is killed too.
-    assert not [o for o in eng.cycle(20) if hasattr(o, "action")]
-    late = [o for o in eng.cycle(25) if hasattr(o, "action")]
-    assert [o.action for o in late] == ["kill_starter"]
-    assert not [o for o in eng.cycle(30) if hasattr(o, "action")]
+    assert not [o for o in eng.cycle(20) if isinstance(o, Action)]
+    late = [o for o in eng.cycle(25) if isinstance(o, Action)]
+    assert [o.kind for o in late] == ["kill_starter"]
+    assert not [o for o in eng.cycle(30) if isinstance(o, Action)]
     done = eng.job_exit(31, "c1")
     assert [getattr(o, "transition", None) for o in done][-2:] == ["25", "1"]
 
@@ -225,8 +225,10 @@ def test_job_and_claim_counters_leave_out_suspension(tmp_path: Path) -> None:
 def test_latch_with_slot_own_measurement_is_not_shared(tmp_path: Path) -> None:
     cfg = QUIET + ("NUM_SLOTS = 2\nNUM_CPUS = 2\nSTARTD_LATCH_EXPRS = CpuBusy\n"
                    "CpuBusy = (LoadAvg - CondorLoadAvg) >= 0.5\n")
+    # The machine's load of 2.0 is slot2's job (1.0) and the owner's (1.0), which the
+    # slot layer gives to the slot without a job first.
     recs = simulate(tmp_path, cfg, [
-        {"t": 0, "set": {"LoadAvg": 1.0, "CondorLoadAvg": 0.0}},
+        {"t": 0, "set": {"LoadAvg": 2.0, "CondorLoadAvg": 0.0}},
         {"t": 0, "set": {"CondorLoadAvg": 1.0}, "slot": "slot2"},
         {"t": 10, "event": "snapshot", "attrs": ["CpuBusyValue"]}])
     assert snapshots(recs, "slot1") == [{"CpuBusyValue": 1}]

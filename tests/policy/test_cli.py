@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,11 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return rc, out, err
 
 
-def test_simulate_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_text("NUM_SLOTS = 1\n")
+    monkeypatch.setenv("CONDOR_CONFIG", str(conf))   # found without -config
     tl = tmp_path / "t.jsonl"
     tl.write_text('{"t": 0, "event": "request_claim", "id": "c1", "job": {"Owner": "a"}}\n'
                   '{"t": 5, "event": "snapshot", "attrs": ["State"]}\n')
@@ -34,7 +39,8 @@ def test_simulate_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_simulate_until_stops_the_clock(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "c.conf"
-    conf.write_text("IS_OWNER = KeyboardIdle < 600\nRUNBENCHMARKS = False\n")
+    conf.write_text("IS_OWNER = KeyboardIdle < 600\nRUNBENCHMARKS = False\n"
+                    "SLOTS_CONNECTED_TO_KEYBOARD = 1\n")
     tl = tmp_path / "t.jsonl"
     tl.write_text('{"t": 0, "set": {"KeyboardIdle": 0}}\n')
     _, short, _ = _run(["policy", "simulate", "-config", str(conf), "--timeline", str(tl)],
@@ -45,8 +51,10 @@ def test_simulate_until_stops_the_clock(tmp_path: Path,
     assert json.loads(long.splitlines()[-1])["t"] == 600
 
 
-def test_bad_timeline_is_one_line_error(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_timeline_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "empty.conf").write_text("")
+    monkeypatch.setenv("CONDOR_CONFIG", str(tmp_path / "empty.conf"))
     tl = tmp_path / "bad.jsonl"
     tl.write_text('{"t": 0, "set": {"A": 1}}\n{"t": "soon", "event": "match"}\n')
     rc, _, err = _run(["policy", "simulate", "--timeline", str(tl)], capsys)
@@ -87,6 +95,9 @@ def test_explain_opens_referenced_policy_expressions(
 def test_module_entry_point(tmp_path: Path) -> None:
     tl = tmp_path / "t.jsonl"
     tl.write_text('{"t": 0, "event": "match"}\n')
+    (tmp_path / "empty.conf").write_text("")
+    env = {**os.environ, "CONDOR_CONFIG": str(tmp_path / "empty.conf")}
     res = subprocess.run([sys.executable, "-m", "condorpy", "policy", "simulate",
-                          "--timeline", str(tl)], capture_output=True, text=True, check=True)
+                          "--timeline", str(tl)], capture_output=True, text=True, check=True,
+                         env=env)
     assert '"transition": "6"' in res.stdout

@@ -1,7 +1,7 @@
 """The host's computed configuration macros, measured by the machine probes.
 
-The configuration layer cannot import the probes (it sits below them), so the command
-front ends, which may import both, measure the host and hand the facts down.
+The configuration layer cannot import the probes (it sits below them), so whoever
+loads a configuration for this host measures it here and hands the facts down.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from condorpy.config import DetectedFacts, host_facts
+from condorpy.machine.probe import detected_facts
 
 
 def probed_facts() -> DetectedFacts:
-    from condorpy.machine.probe import detected_facts
     facts = detected_facts()
     base = host_facts()
 
