@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from condorpy.config.macros import Expander, find_close, split_args
+from condorpy.config.macros import Expander, Ref, find_close, find_ref
 from condorpy.config.templates import TEMPLATES, template_names
 from condorpy.errors import ConfigError
 
@@ -24,7 +24,6 @@ CONDOR_VERSION = (25, 14, 1)
 _ASSIGN_RE = re.compile(r"^([A-Za-z0-9_.$()\-]+?)\s*(\+?=)\s*(.*)$", re.S)
 _BLOCK_RE = re.compile(r"^([A-Za-z0-9_.]+)\s*@=\s*(\S+)\s*$")
 _DIRECTIVES = ("include", "use", "error", "warning")
-_ARG_RE = re.compile(r"^(\d+)(\+)?([?#])?(?::(.*))?$", re.S)
 _RANDOM_RE = re.compile(r"\$RANDOM_(?:CHOICE|INTEGER)\(", re.I)
 _COMMAND_TIMEOUT = 60.0
 
@@ -259,13 +258,13 @@ class Reader:
 
     def use(self, category: str, spec: str, source: str, line: int) -> None:
         cat = category.upper()
-        for name, args, raw_args in _template_calls(spec):
+        for name, raw_args in _template_calls(spec, source, line):
             body = TEMPLATES.get((cat, name.upper()))
             if body is None:
                 known = ", ".join(template_names(cat)) or "none"
                 raise ConfigError(f"unknown template {category}:{name} (known {cat} "
                                   f"templates: {known})", file=source, line=line)
-            text = substitute_args(body, args, raw_args)
+            text = substitute_args(body, raw_args)
             self.read_text(text, f"use {cat}:{name}", at=(source, line))
 
 
@@ -297,101 +296,134 @@ def _read_block(lines: list[str], i: int, tag: str, source: str, start: int
 
 
 def _replace_self(value: str, name: str, prior: str) -> str:
-    """Put the previous value in place of ``$(NAME)`` / ``$(NAME:default)``."""
+    """Put the previous value in place of ``$(NAME)`` / ``$(NAME:default)``.
+
+    Only what HTCondor recognises as a reference to NAME is replaced (the same rules as
+    expansion), so ``$(NAME + 1)`` stays as written.
+    """
     if "$(" not in value:
         return value
     key = name.upper()
+    # STARTD.X = $(X) more: the prefixed knob's own name is X
+    short = key.rpartition(".")[2]
+
+    def is_self(ref: Ref) -> bool:
+        ref_name = value[ref.body:ref.close].partition(":")[0].upper()
+        return ref.func == "" and ref_name in (key, short)
+
     out: list[str] = []
     i = 0
     while True:
-        j = value.find("$(", i)
-        if j < 0:
+        ref = find_ref(value, i, accept=is_self)
+        if ref is None:
             out.append(value[i:])
-            break
-        if j > 0 and value[j - 1] == "$":
-            out.append(value[i:j + 2])
-            i = j + 2
-            continue
-        close = find_close(value, j + 1)
-        if close < 0:
-            out.append(value[i:])
-            break
-        body = value[j + 2:close]
-        ref, sep, default = body.partition(":")
-        if ref.strip().upper() == key:
-            out.append(value[i:j])
-            out.append(prior if prior else (default if sep else ""))
-        else:
-            out.append(value[i:close + 1])
-        i = close + 1
-    return "".join(out)
+            return "".join(out)
+        _, sep, default = value[ref.body:ref.close].partition(":")
+        out.append(value[i:ref.start])
+        out.append(prior if prior else (default if sep else ""))
+        i = ref.end
 
 
-def _template_calls(spec: str) -> list[tuple[str, list[str], str]]:
-    """``A, B`` or ``A(x, y)``: names with their argument lists and raw argument text."""
+def _template_calls(spec: str, source: str, line: int) -> list[tuple[str, str | None]]:
+    """``A, B`` or ``A(args)``: template names with their raw argument text (None: none)."""
     spec = spec.strip()
     paren = spec.find("(")
     if paren > 0:
-        close = find_close(spec, paren)
-        raw = spec[paren + 1:close if close > 0 else len(spec)]
-        return [(spec[:paren].strip(), split_args(raw) if raw.strip() else [], raw.strip())]
-    return [(n.strip(), [], "") for n in spec.split(",") if n.strip()]
+        close = spec.rfind(")")
+        if close < paren:
+            raise ConfigError(f"use {spec}: the argument list is not closed by )",
+                              file=source, line=line)
+        if spec[close + 1:].strip():
+            raise ConfigError(f"use {spec}: unexpected text after the argument list: "
+                              f"{spec[close + 1:].strip()!r}", file=source, line=line)
+        return [(spec[:paren].strip(), spec[paren + 1:close])]
+    return [(n.strip(), None) for n in spec.split(",") if n.strip()]
 
 
-def substitute_args(body: str, args: list[str], raw_args: str) -> str:
-    """Replace ``$(N)``, ``$(N:def)``, ``$(N?)``, ``$(N+)``, ``$(0)``, ``$(0#)``."""
-    out: list[str] = []
-    i = 0
+def _arg_tokens(raw: str) -> list[tuple[str, int]]:
+    """The non-empty comma-separated arguments, trimmed, with the index just past each."""
+    out = []
+    pos = 0
+    for piece in raw.split(","):
+        end = pos + len(piece)
+        if piece.strip():
+            out.append((piece.strip(), end))
+        pos = end + 1
+    return out
+
+
+def _meta_ref(text: str, pos: int) -> tuple[int, int, str] | None:
+    """(start, end, body) of the first ``$(N...)`` template-argument reference."""
+    n = len(text)
+    i = pos
     while True:
-        j = body.find("$(", i)
-        if j < 0:
-            out.append(body[i:])
-            return "".join(out)
-        out.append(body[i:j])
-        close = find_close(body, j + 1)
-        if close < 0:
-            out.append(body[j:])
-            return "".join(out)
-        inner = body[j + 2:close]
-        m = _ARG_RE.match(inner)
-        if not m:
-            out.append("$(" + substitute_args(inner, args, raw_args) + ")")
-        else:
-            out.append(_arg_value(m, args, raw_args))
-        i = close + 1
+        d = text.find("$(", i)
+        if d < 0:
+            return None
+        if d > 0 and text[d - 1] == "$" and (d < 2 or text[d - 2] != "$"):
+            i = d + 1
+            continue
+        j = d + 2
+        if j >= n or not text[j].isdigit():
+            i = j
+            continue
+        after_colon = False
+        ok = True
+        while j < n and text[j] != ")":
+            c = text[j]
+            j += 1
+            if c == ":" and not after_colon:
+                after_colon = True
+                continue
+            if after_colon:
+                if c == "(":
+                    close = text.find(")", j)
+                    if close >= 0:
+                        j = close + 1
+                continue
+            if not (c.isdigit() or c in "?#+"):
+                ok = False
+                break
+        if ok and j < n:
+            return d, j + 1, text[d + 2:j]
+        i = d + 2
 
 
-def _arg_value(m: re.Match[str], args: list[str], raw_args: str) -> str:
-    idx, plus, flag, default = int(m.group(1)), m.group(2), m.group(3), m.group(4)
-    if idx == 0:
-        value = raw_args
-    elif plus:
-        value = _raw_tail(raw_args, idx - 1)
-    else:
-        value = args[idx - 1] if idx <= len(args) else ""
-    if flag == "?":
-        return "1" if value else "0"
-    if flag == "#":
-        return str(len(args) if idx == 0 else (1 if value else 0))
-    if not value and default is not None:
-        return substitute_args(default, args, raw_args)
-    return value
+def substitute_args(body: str, raw_args: str | None) -> str:
+    """Replace ``$(N)``, ``$(N:def)``, ``$(N?)``, ``$(N+)``, ``$(0)``, ``$(0#)``.
 
-
-def _raw_tail(raw: str, start: int) -> str:
-    """The raw argument text from argument ``start`` (0-based) to the end."""
-    depth = 0
-    count = 0
-    for pos, c in enumerate(raw):
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "," and depth == 0:
-            count += 1
-            if count == start:
-                return raw[pos + 1:].strip()
-    return raw.strip() if start == 0 else ""
+    As in HTCondor: arguments are split on every comma and trimmed, empty ones are
+    dropped; ``$(0)`` and ``$(N+)`` take the raw text; a default applies only to a
+    missing argument; the first reference is replaced and the scan starts again.
+    """
+    args = raw_args or ""
+    tokens = _arg_tokens(args)
+    while True:
+        found = _meta_ref(body, 0)
+        if found is None:
+            return body
+        start, end, inner = found
+        m = re.match(r"(\d+)([?#+])?(:)?", inner)
+        assert m is not None
+        index, flag, colon = int(m.group(1)), m.group(2), m.group(3)
+        default = inner[m.end():] if colon else None
+        value = ""
+        if index <= 0:
+            value = str(len(tokens)) if flag in ("#", "+") else args
+        elif flag in ("#", "+"):
+            rest = args if index == 1 else (args[tokens[index - 2][1]:]
+                                            if index - 2 < len(tokens) else "")
+            value = rest[1:] if rest.startswith(",") else rest
+            if default is not None and not value.strip():
+                value = default
+        elif index <= len(tokens):
+            value = tokens[index - 1][0]
+        elif default is not None:
+            value = default
+        value = value.strip()
+        if flag == "?":
+            value = "1" if value else "0"
+        body = body[:start] + value + body[end:]
 
 
 _VERSION_RE = re.compile(r"^(==|!=|>=|<=|>|<)?\s*(\d+\.\d+(?:\.\d+)?)$")

@@ -137,6 +137,20 @@ HAND_WRITTEN: list[Case] = [
     _one("security-strong", "use SECURITY : Strong\n"),
     _one("security-v9", "use SECURITY : recommended_v9_0\n"),
     _one("security-recommended", "use SECURITY : Recommended(htcondor, admin@*, ops@*)\n"),
+    # what counts as a macro reference: anything but a name (and default) stays as written
+    _one("non-name-refs", "X = 5\nX5 = five\nA = $(Memory > 100) $(X Y) [$(a/b)] [$()] $(:d)\n"
+         "B = $(X$(X)) $(NOPE:a(b) c) $(NOPE:a=b) $(NOPE:$(X)+1) $(DOLLAR)(X) $int(X)\n"),
+    _one("want-hold-if-expr", "use POLICY : Want_Hold_If(Memory > 100, 42 , big)\n"),
+    # function arguments keep the blanks HTCondor keeps; bodies end at the first )
+    _one("func-spacing", "N = 42\nS = abcdef\nL = a, b ,c\n"
+         "A = $INT(N, %05d)|$INT( N )|$REAL(N, %.2f)|$REAL(N,%5.0f)|$INT(N,%s)|$INT((1+2)*3)\n"
+         "B = $STRING(S, %10s)|$STRING(\"q\")|$STRING( S )|$EVAL( N )|$EVAL(1.5*2)|$EVAL(foo bar)\n"
+         "C = $CHOICE( 2 , L )|$CHOICE(x,a,b)|$SUBSTR( S ,2)|$SUBSTR(S, 2)|$SUBSTR(S)\n"
+         "D = $ENV(CONDORPY_NOPE)|$ENV(CONDORPY_NOPE: d )|$BASENAME( /a/b.c )|$BASENAME(/a/b.tar.gz, .tar.gz)\n"
+         "E = $Fpb(/a/b/c.d)|$Fxb(/a/b/c.d)|$Fq(\"/a/b\")|$Fdb(/a/b/c.d)|$RANDOM_INTEGER(5)\n"),
+    _one("template-arg-split", "use FEATURE : StaticSlots(3, , cpus=1)\n"
+         "use FEATURE : StartdCronPeriodic( t1 , 5 ,  /bin/x ,a (b, c) d)\n"
+         "use FEATURE : REMOTE_RUNTIME_CONFIG(A, ,B)\nuse POLICY : Limit_Job_Runtimes( )\n"),
     _one("multiline-continued-expr", "START = (KeyboardIdle > 60) && \\\n        (LoadAvg < 0.3)\n"),
 ]
 
