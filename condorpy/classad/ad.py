@@ -236,8 +236,10 @@ class ClassAd(Scope):
         if e is None:
             return Undefined
         try:
-            # eval_attr's bookkeeping, begun here: this attribute is under evaluation
-            return e._fn(self, target, [ctx, None, self, lc])
+            # The attribute itself is not marked as under evaluation, as in HTCondor's
+            # library: with a = isUndefined(a), the inner reference evaluates a once more
+            # and meets the cycle there, so a is false (the reference's ad.eval gives that)
+            return e._fn(self, target, [ctx, None])
         except RecursionError:
             return Error
 
