@@ -87,7 +87,7 @@ def _open_active(st: EvalState) -> "set[tuple[int, str]]":
 
 
 def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
-    key = (id(s), lc)
+    key = (s._ident, lc)
     active = st[1]
     if active is None:
         active = _open_active(st)
@@ -238,7 +238,7 @@ class Compiler:
                 e = s._exprs.get(lc)
                 if e is not None:
                     # eval_attr inlined: attribute chains are the evaluator's hot path
-                    key = (id(s), lc)
+                    key = (s._ident, lc)
                     active = st[1]
                     if active is None:
                         # _open_active inline
