@@ -48,6 +48,7 @@ class ClassAd(Scope):
         ad._consts = self._consts.copy()
         ad._names = self._names.copy()
         ad._parent = parent
+        ad._ident = (id(self), id(parent))
         return ad
 
     @classmethod
@@ -207,7 +208,9 @@ class ClassAd(Scope):
             self[k] = v
 
     def copy(self) -> "ClassAd":
-        return self._with_parent(self._parent)
+        ad = self._with_parent(self._parent)
+        ad._ident = id(ad)  # a copy is an ad of its own
+        return ad
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ClassAd):
@@ -236,8 +239,10 @@ class ClassAd(Scope):
         if e is None:
             return Undefined
         try:
-            # eval_attr's bookkeeping, begun here: this attribute is under evaluation
-            return e._fn(self, target, [ctx, None, self, lc])
+            # The attribute itself is not marked as under evaluation, as in HTCondor's
+            # library: with a = isUndefined(a), the inner reference evaluates a once more
+            # and meets the cycle there, so a is false (the reference's ad.eval gives that)
+            return e._fn(self, target, [ctx, None])
         except RecursionError:
             return Error
 

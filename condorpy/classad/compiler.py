@@ -6,7 +6,10 @@ run inline and everything else falls back to :mod:`condorpy.classad.ops`. Attrib
 references probe the scope's constant map first, then its expressions, then enclosing
 records, then the TARGET ad (HTCondor's matchmaking rule: unscoped names are looked
 up in MY, then TARGET). An attribute being evaluated again inside its own evaluation is
-a circular reference and yields ``error``.
+a circular reference and yields ``undefined``, as HTCondor's library gives: the inner
+reference is undefined and the outer evaluation carries on with that (so
+``[a = isUndefined(a)].a`` is true). Nothing is cached between references: the
+reference evaluates an attribute afresh each time it is named, and so do we.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from condorpy.classad.functions.registry import CallContext, FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.scope import Scope
-from condorpy.classad.values import Error, Undefined
+from condorpy.classad.values import Error, RelTime, Undefined
 
 Fn = Callable[[Any, Any, "list[Any]"], Any]
 
@@ -36,8 +39,12 @@ class _NoConst:
 NOCONST: Any = _NoConst()
 _MISS: Any = object()
 
-# How deeply attribute evaluations may nest (a chain a1 = a2, a2 = a3, ...).
-MAX_ATTR_DEPTH = 120
+# How deeply attribute evaluations may nest (a chain a1 = a2, a2 = a3, ...). HTCondor's
+# library stops an evaluation nested about 400 nodes deep (it then fails the whole
+# evaluation), and each attribute hop costs at least one node, so no chain longer than
+# this has a value there; beyond it condorpy gives ``error``. It also keeps Python's
+# stack (one frame per hop of a plain chain) well inside the interpreter's limit.
+MAX_ATTR_DEPTH = 399
 
 
 # Per-evaluation bookkeeping, a two-slot list because it is created on every
@@ -48,6 +55,14 @@ MAX_ATTR_DEPTH = 120
 #       ClassAd.evaluate names them here instead of making the set up front, since many
 #       evaluations never reach another attribute's expression
 EvalState: TypeAlias = "list[Any]"
+
+
+def literal_value(v: Any) -> Any:
+    """What a literal evaluates to. A relative-time literal (``relTime("01:30")``, read
+    as a literal when parsing) is a real number of seconds, as in HTCondor's library
+    (so ``-relTime("01:30")`` is -90.0 and ``relTime("01:30") > 60`` is true), while
+    ``relTime(90)``, a call, gives a relative time."""
+    return float(v.seconds) if type(v) is RelTime else v
 
 
 def new_state(ctx: CallContext | None = None) -> "EvalState":
@@ -72,11 +87,13 @@ def _open_active(st: EvalState) -> "set[tuple[int, str]]":
 
 
 def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
-    key = (id(s), lc)
+    key = (s._ident, lc)
     active = st[1]
     if active is None:
         active = _open_active(st)
-    if key in active or len(active) > MAX_ATTR_DEPTH:
+    if key in active:
+        return Undefined  # a circular reference
+    if len(active) >= MAX_ATTR_DEPTH:
         return Error
     active.add(key)
     try:
@@ -183,7 +200,7 @@ class Compiler:
         """(closure, constant value or NOCONST)."""
         t = type(node)
         if t is Literal:
-            v = node.value  # type: ignore[attr-defined]
+            v = literal_value(node.value)  # type: ignore[attr-defined]
             return (lambda s, tg, st: v), v
         if t is Paren:
             return self.compile(node.inner)  # type: ignore[attr-defined]
@@ -221,14 +238,16 @@ class Compiler:
                 e = s._exprs.get(lc)
                 if e is not None:
                     # eval_attr inlined: attribute chains are the evaluator's hot path
-                    key = (id(s), lc)
+                    key = (s._ident, lc)
                     active = st[1]
                     if active is None:
                         # _open_active inline
                         active = st[1] = set()
                         if len(st) > 2:
                             active.add((id(st[2]), st[3]))
-                    if key in active or len(active) > depth:
+                    if key in active:
+                        return Undefined  # a circular reference
+                    if len(active) >= depth:
                         return Error
                     active.add(key)
                     try:

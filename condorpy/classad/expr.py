@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from condorpy.classad.ast import (AttrRef, ListExpr, Literal, Node, RecordExpr, Select,
+from condorpy.classad.ast import (AttrRef, Call, ListExpr, Literal, Node, RecordExpr, Select,
                                   unparse)
-from condorpy.classad.compiler import NOCONST, Compiler, EvalState, Fn, state_ctx
+from condorpy.classad.compiler import (NOCONST, Compiler, EvalState, Fn, literal_value,
+                                       state_ctx)
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.parser import parse_node
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
@@ -39,7 +40,7 @@ class Expr:
     def __init__(self, node: Node) -> None:
         self.node = node
         if type(node) is Literal:
-            v = node.value
+            v = literal_value(node.value)
             self.const: Any = v  # the value when the expression is constant, else NOCONST
             self._fn = lambda s, tg, st: v
         else:
@@ -167,7 +168,11 @@ def value_to_node(value: Any) -> Node:
     """A syntax tree whose value is ``value`` (Python values become literals)."""
     from condorpy.classad.ad import ClassAd
     t = type(value)
-    if t is int or t is float or t is str or t is bool or t is AbsTime or t is RelTime \
+    if t is RelTime:
+        # a relative-time literal reads as a real (literal_value); the call keeps it a
+        # relative time, here and when the ad is written and read back by HTCondor
+        return Call("relTime", (Literal(float(value.seconds)),))
+    if t is int or t is float or t is str or t is bool or t is AbsTime \
             or value is Undefined or value is Error:
         if t is int and not (-(1 << 63) <= value < (1 << 63)):
             raise ClassAdError(f"integer {value} does not fit in 64 bits")

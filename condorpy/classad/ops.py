@@ -49,31 +49,48 @@ def _fdiv(a: float, b: float) -> Any:
     return _real(a / b)
 
 
+def _rel_whole(seconds: float) -> int:
+    """A relative time's seconds as the reference adds them to an absolute time: cut to
+    a 32-bit integer, with anything outside (NaN included) becoming its minimum, as the
+    x86 conversion the reference compiles to does."""
+    if seconds == seconds and -2147483649.0 < seconds < 2147483648.0:
+        return int(seconds)
+    return -2147483648
+
+
 def _time_arith(op: str, a: Any, b: Any) -> Any:
+    """Arithmetic with an absolute or relative time. Absolute times stay whole seconds;
+    relative times scale by integers and reals (not booleans) with the real-number rules,
+    infinities and NaN included (the reference's relative times have no error range)."""
     ta, tb = type(a), type(b)
     if op == "+":
         if ta is AbsTime and tb is RelTime:
-            return AbsTime(a.epoch + b.seconds, a.tz_offset)
+            return AbsTime(a.epoch + _rel_whole(b.seconds), a.tz_offset)
         if ta is RelTime and tb is AbsTime:
-            return AbsTime(b.epoch + a.seconds, b.tz_offset)
+            return AbsTime(b.epoch + _rel_whole(a.seconds), b.tz_offset)
         if ta is RelTime and tb is RelTime:
             return RelTime(a.seconds + b.seconds)
     elif op == "-":
         if ta is AbsTime and tb is AbsTime:
-            return RelTime(a.epoch - b.epoch)
+            return RelTime(float(a.epoch - b.epoch))
         if ta is AbsTime and tb is RelTime:
-            return AbsTime(a.epoch - b.seconds, a.tz_offset)
+            return AbsTime(a.epoch - _rel_whole(b.seconds), a.tz_offset)
         if ta is RelTime and tb is RelTime:
             return RelTime(a.seconds - b.seconds)
     elif op == "*":
-        if ta is RelTime and _num(b) is not None:
-            return RelTime(a.seconds * _num(b))
-        if tb is RelTime and _num(a) is not None:
-            return RelTime(b.seconds * _num(a))
+        if ta is RelTime and (tb is int or tb is float):
+            return RelTime(a.seconds * b)
+        if tb is RelTime and (ta is int or ta is float):
+            return RelTime(b.seconds * a)
     elif op == "/":
-        if ta is RelTime and _num(b) is not None:
-            d = _num(b)
-            return Error if d == 0 else RelTime(a.seconds / d)
+        if ta is RelTime and (tb is int or tb is float):
+            if b == 0:
+                x = float(a.seconds)
+                if x == 0.0 or x != x:
+                    return RelTime(math.nan)
+                neg = (x < 0) != (math.copysign(1.0, b) < 0)
+                return RelTime(-_INF if neg else _INF)
+            return RelTime(a.seconds / b)
     return Error
 
 
@@ -187,6 +204,10 @@ def bitwise(op: str, a: Any, b: Any) -> Any:
     if op == "<<":
         return wrap(a << s)
     if op == ">>":
+        if a < 0:
+            # the reference shifts a negative number one bit at a time, b times: a
+            # count of zero or less leaves it, a count over 63 leaves only the sign
+            return a if b <= 0 else a >> min(b, 63)
         return a >> s
     # >>>
     if a >= 0:
@@ -251,8 +272,8 @@ def unary(op: str, v: Any) -> Any:
         return v
     if t is float:
         return -v if op == "-" else v
-    if t is RelTime and op == "-":
-        return RelTime(-v.seconds)
+    if t is RelTime:
+        return RelTime(-v.seconds) if op == "-" else v
     return Error
 
 

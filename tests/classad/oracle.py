@@ -25,6 +25,15 @@ def ref_eval(text: str, my: Any = None, target: Any = None) -> Any:
     return ("ok", e.eval(my, target) if my is not None or target is not None else e.eval())
 
 
+def ref_is_reltime(text: str, my: Any = None, target: Any = None) -> bool:
+    """Is classad2's value of ``text`` a relative time (it returns those as floats)?"""
+    try:
+        e = classad2.ExprTree(f"isReltime({text}\n)")  # (a newline ends a // comment)
+    except Exception:
+        return False
+    return (e.eval(my, target) if my is not None or target is not None else e.eval()) is True
+
+
 def same(ours: Any, ref: Any, my: Any = None, target: Any = None, depth: int = 0) -> bool:
     """Do a condorpy value and a classad2 value agree (reals within 1e-12 relative)?"""
     if depth > 20:

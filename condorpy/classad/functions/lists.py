@@ -129,8 +129,11 @@ def sum_(v: Value) -> Value:
     nums = _numbers(v)
     if type(nums) is not list:
         return nums
-    total: Any = 0
-    for e in nums:
+    if not nums:
+        return 0
+    # the first defined element starts the sum, so a lone boolean comes back as itself
+    total: Any = nums[0]
+    for e in nums[1:]:
         total = _add(total, e)
     return total
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from condorpy.classad.ast import AttrRef, unparse
+from condorpy.classad.ast import AttrRef
+from condorpy.classad.functions.refprint import ref_unparse
 from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.ops import to_bool
 from condorpy.classad.scope import Scope
@@ -75,7 +76,7 @@ def unparse_(call: Any) -> Any:
     if node.scope:
         return ""
     e = _attr_expr(call)
-    return "" if e is None else unparse(e.node)
+    return "" if e is None else ref_unparse(e.node, pretty=True)
 
 
 def _resolves(lc: str, scopes: list[Any]) -> bool:

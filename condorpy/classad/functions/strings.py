@@ -54,6 +54,7 @@ def join(*args: Value) -> Value:
     sep_text = "" if sep is Undefined else to_string(sep)
     # the separator goes only after text already joined, so empty items vanish
     out = ""
+    joined = False
     for e in items:
         if e is Undefined:
             continue
@@ -64,7 +65,9 @@ def join(*args: Value) -> Value:
         if out:
             out += sep_text or ""
         out += s
-    return out
+        joined = True
+    # items that are all undefined join to undefined (no items at all join to "")
+    return out if joined or not items else Undefined
 
 
 def _case(v: Value, upper: bool) -> Value:

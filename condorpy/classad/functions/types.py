@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from condorpy.classad.functions.refprint import real_text, record_text
 from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.ops import wrap
@@ -134,7 +135,8 @@ def quote_string(s: str) -> str:
 
 
 def unparse_value(v: Any) -> str:
-    """A value in ClassAd literal syntax, as it appears inside a printed list."""
+    """A value in ClassAd literal syntax, as it appears inside a printed list or record:
+    the reference's spelling (reals as ``%.15E``, ``{  }`` and ``[  ]`` when empty)."""
     t = type(v)
     if t is str:
         return quote_string(v)
@@ -143,7 +145,7 @@ def unparse_value(v: Any) -> str:
     if t is int:
         return str(v)
     if t is float:
-        return format_real(v)
+        return real_text(v)
     if t is list:
         return "{ " + ",".join(unparse_value(e) for e in v) + " }"
     if t is AbsTime:
@@ -154,12 +156,10 @@ def unparse_value(v: Any) -> str:
         return "undefined"
     if v is Error:
         return "error"
-    if is_record(v) and len(v) == 0:
-        return "[  ]"  # HTCondor's spacing for an empty record, as for "{  }"
-    for method in ("to_new", "unparse"):
-        render = getattr(v, method, None)
-        if callable(render):
-            return str(render())
+    exprs = getattr(v, "_exprs", None)
+    if exprs is not None:
+        # a record prints its attributes' expressions, unevaluated, as the reference does
+        return record_text([(name, exprs[name.lower()].node) for name in v])
     if isinstance(v, Mapping):
         return "[ " + "; ".join(f"{k} = {unparse_value(x)}" for k, x in v.items()) + " ]"
     return str(v)
