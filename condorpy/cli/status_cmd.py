@@ -16,12 +16,11 @@ import time
 from pathlib import Path
 
 from condorpy.classad import ClassAd, parse_expr
-from condorpy.config import DetectedFacts, host_facts, load_config
+from condorpy.config import DetectedFacts, KnobReader, host_facts, load_config
 from condorpy.errors import CondorpyError, MachineError
 from condorpy.slots.ads import SlotStatus
 from condorpy.slots.inventory import MachineInventory
 from condorpy.slots.inventory_json import inventory_from_json
-from condorpy.slots.knobs import KnobSource
 from condorpy.slots.manager import SlotManager
 from condorpy.slots.status_format import (render_autoformat, render_json, render_long,
                                           render_table)
@@ -109,19 +108,19 @@ def _probed_facts() -> DetectedFacts:
     return probed_facts()
 
 
-def _load_config(path: str | None, pinned: MachineInventory | None) -> KnobSource:
+def _load_config(path: str | None, pinned: MachineInventory | None) -> KnobReader:
     detected = _detected(pinned) if pinned is not None else _probed_facts()
-    cfg: KnobSource = load_config(path, detected=detected)
+    cfg: KnobReader = load_config(path, detected=detected)
     return cfg
 
 
-def _probe(cfg: KnobSource) -> MachineInventory:
+def _probe(cfg: KnobReader) -> MachineInventory:
     from condorpy.machine import probe
     inventory: MachineInventory = probe.probe_machine(cfg)
     return inventory
 
 
-def _startup_ads(manager: SlotManager, cfg: KnobSource, now: float) -> list[ClassAd]:
+def _startup_ads(manager: SlotManager, cfg: KnobReader, now: float) -> list[ClassAd]:
     """Every slot starts in Owner and leaves it at the first evaluation unless
     IS_OWNER holds, so the ads at start-up show Owner or Unclaimed."""
     is_owner = cfg.get("IS_OWNER") or "False"

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from condorpy.classad import ClassAd
+from condorpy.config import Config, DetectedFacts
 from condorpy.slots.ads import AdSettings, put_custom_resources
 from condorpy.slots.carving import CarvePolicy
-from condorpy.slots.configure import carve_policy
+from condorpy.slots.configure import carve_knob_names, carve_policy
 from condorpy.slots.inventory import CustomResource, MachineInventory
-from condorpy.slots.knobs import Knobs
 from condorpy.slots.layout import PlannedSlot
 from condorpy.slots.manager import SlotManager
 from condorpy.slots.model import Refusal
@@ -30,14 +30,9 @@ from condorpy.slots.resources import Resources
 
 
 _Lookup = Callable[[str], "str | None"]
-
-
-@dataclass(frozen=True)
-class _FromLookup:
-    lookup: _Lookup
-
-    def get(self, name: str) -> str | None:
-        return self.lookup(name)
+# the carving knobs come already expanded; no host fact is needed to read them
+_NO_HOST = DetectedFacts(full_hostname="localhost", cpus=1, cores=1, physical_cpus=1,
+                         memory_mb=1024)
 
 
 @dataclass(frozen=True)
@@ -52,7 +47,9 @@ def layer_settings(lookup: _Lookup,
                    custom: Mapping[str, CustomResource] | None = None) -> SlotLayerSettings:
     """The carving policy of slot type 1 (`CONSUMPTION_POLICY`, `MODIFY_REQUEST_EXPR_*`)."""
     res = dict(custom or {})
-    return SlotLayerSettings(res, carve_policy(Knobs(_FromLookup(lookup)), 1, tuple(res)))
+    known = {n: v for n in carve_knob_names(1, tuple(res)) if (v := lookup(n)) is not None}
+    reader = Config.from_mapping(known, source="<policy settings>", env={}, detected=_NO_HOST)
+    return SlotLayerSettings(res, carve_policy(reader, 1, tuple(res)))
 
 
 class Carver:
