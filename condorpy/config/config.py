@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 DEFAULT_CONFIG_PATH = "/etc/condorpy/condor_config"
 _ENV_PREFIX = "_CONDOR_"
+# where a value given on a command line (``--set NAME=VALUE``) says it comes from
+OVERRIDE_SOURCE = "the command line (--set)"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class _LoadArgs:
     subsystem: str
     localname: str | None
     assignments: tuple[tuple[str, str], ...] | None = None
+    overrides: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -314,6 +317,8 @@ def _build(args: _LoadArgs, seed: int | None) -> Config:
         cfg.files.append(args.path)
     _read_locals(cfg, reader)
     _apply_env(cfg, reader)
+    for name, value in args.overrides:
+        reader.assign(name, "=", value, OVERRIDE_SOURCE, 0)
     cfg.warnings = reader.warnings
     cfg._cache.clear()  # look-ups made while reading saw a partial table
     return cfg
@@ -372,11 +377,15 @@ def _apply_env(cfg: Config, reader: Reader) -> None:
 
 def load_config(path: str | None = None, *, env: Mapping[str, str] | None = None,
                 detected: DetectedFacts | None = None, subsystem: str = "STARTD",
-                localname: str | None = None, seed: int | None = None) -> Config:
-    """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default."""
+                localname: str | None = None, seed: int | None = None,
+                overrides: Mapping[str, str] | None = None) -> Config:
+    """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default;
+    then ``_CONDOR_<NAME>`` environment variables, then ``overrides`` (a command line's
+    ``--set NAME=VALUE``), each winning over what came before."""
     environ = dict(os.environ if env is None else env)
     if path is None:
         path = environ.get("CONDOR_CONFIG") or DEFAULT_CONFIG_PATH
     args = _LoadArgs(None if path == "ONLY_ENV" else path, None, path, environ,
-                     detected or host_facts(), subsystem.upper(), localname)
+                     detected or host_facts(), subsystem.upper(), localname,
+                     overrides=tuple((overrides or {}).items()))
     return _build(args, seed)
