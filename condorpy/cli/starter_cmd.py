@@ -16,7 +16,7 @@ import os
 import sys
 
 from condorpy.classad import ClassAd, Error, Undefined
-from condorpy.config import DEFAULT_CONFIG_PATH, Config, load_config
+from condorpy.config import DEFAULT_CONFIG_PATH, Config, KnobReader, load_config
 from condorpy.errors import ConfigError, StarterError
 from condorpy.starter.knobs import settings_from_knobs
 from condorpy.starter.starter import Starter
@@ -45,23 +45,25 @@ def _values(ad: ClassAd, target: ClassAd | None = None) -> dict[str, object]:
     return out
 
 
-def _load_config(path: str | None) -> Config:
+def _load_config(path: str | None, overrides: dict[str, str]) -> Config:
     """``--config``, else $CONDOR_CONFIG, else the default file when there is one; with
-    none, only built-in defaults and ``_CONDOR_<NAME>`` environment variables count."""
+    none, only built-in defaults and ``_CONDOR_<NAME>`` environment variables count.
+    ``--set`` values win over all of them."""
     path = path or os.environ.get("CONDOR_CONFIG")
     if path is None and not os.path.exists(DEFAULT_CONFIG_PATH):
         path = "ONLY_ENV"
-    return load_config(path, subsystem="STARTER")
+    return load_config(path, subsystem="STARTER", overrides=overrides)
 
 
-def _custom_limit(expr_text: str | None, name: str, job: ClassAd,
-                  slot: ClassAd) -> int | None:
+def _custom_limit(cfg: KnobReader, name: str, job: ClassAd, slot: ClassAd) -> int | None:
+    """A CGROUP_*_MEMORY_LIMIT_EXPR: an expression over the job and slot ads, in MB."""
+    expr_text = cfg.get(name)
     if not expr_text:
         return None
     value = slot.eval_expr(expr_text, job)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} = {expr_text!r} does not evaluate to a number of MB "
-                          f"for this job (got {value!r})", name=name)
+        raise cfg.invalid(name, f"an expression giving a number of MB for this job "
+                                f"(it gives {value!r})")
     return int(value)
 
 
@@ -83,23 +85,14 @@ def main(argv: list[str]) -> int:
         if not sep or not name.strip():
             raise ConfigError(f"--set {item!r} is not NAME=VALUE")
         overrides[name.strip().upper()] = value.strip()
-    cfg = _load_config(args.config)
-
-    def lookup(name: str) -> str | None:
-        key = name.upper()
-        if key in overrides:
-            return overrides[key]
-        return cfg.get(name)
+    cfg = _load_config(args.config, overrides)
 
     job_ad, job_text = _read_ad(args.job_ad, "job ad")
     slot_ad, slot_text = _read_ad(args.slot_ad, "slot ad")
     settings = settings_from_knobs(
-        lookup, execute=os.path.abspath(args.execute),
-        names=[*overrides, *cfg.names()],
-        custom_hard_mb=_custom_limit(lookup("CGROUP_HARD_MEMORY_LIMIT_EXPR"),
-                                     "CGROUP_HARD_MEMORY_LIMIT_EXPR", job_ad, slot_ad),
-        custom_soft_mb=_custom_limit(lookup("CGROUP_SOFT_MEMORY_LIMIT_EXPR"),
-                                     "CGROUP_SOFT_MEMORY_LIMIT_EXPR", job_ad, slot_ad))
+        cfg, execute=os.path.abspath(args.execute),
+        custom_hard_mb=_custom_limit(cfg, "CGROUP_HARD_MEMORY_LIMIT_EXPR", job_ad, slot_ad),
+        custom_soft_mb=_custom_limit(cfg, "CGROUP_SOFT_MEMORY_LIMIT_EXPR", job_ad, slot_ad))
     starter = Starter(_values(job_ad, slot_ad), _values(slot_ad, job_ad), settings,
                       job_ad_text=job_ad.to_old(), machine_ad_text=slot_ad.to_old(),
                       handle_signals=True)

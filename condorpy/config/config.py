@@ -7,13 +7,13 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, cast, overload
 
-from condorpy.config.arith import ArithError, eval_arith
 from condorpy.config.defaults import CODE_DEFAULTS, PARAM_DEFAULTS
 from condorpy.config.facts import DetectedFacts, computed_defaults, host_facts
 from condorpy.config.macros import Expander
 from condorpy.config.reader import Entry, Reader
+from condorpy.config.typed import boolean_value, duration_value, integer_value, number_value
 from condorpy.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -21,11 +21,8 @@ if TYPE_CHECKING:
 
 DEFAULT_CONFIG_PATH = "/etc/condorpy/condor_config"
 _ENV_PREFIX = "_CONDOR_"
-_TRUE = frozenset({"true", "yes", "t", "y", "1", "on"})
-_FALSE = frozenset({"false", "no", "f", "n", "0", "off"})
-_DURATION_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600,
-                   "d": 86400, "day": 86400}
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# where a value given on a command line (``--set NAME=VALUE``) says it comes from
+OVERRIDE_SOURCE = "the command line (--set)"
 
 
 @dataclass(frozen=True)
@@ -37,6 +34,8 @@ class _LoadArgs:
     facts: DetectedFacts
     subsystem: str
     localname: str | None
+    assignments: tuple[tuple[str, str], ...] | None = None
+    overrides: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -64,6 +63,19 @@ class Config:
                   seed: int | None = None) -> Config:
         args = _LoadArgs(None, text, source, dict(env or {}), detected or host_facts(),
                          subsystem.upper(), localname)
+        return _build(args, seed)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object], *, source: str = "<mapping>",
+                     env: Mapping[str, str] | None = None,
+                     detected: DetectedFacts | None = None, subsystem: str = "STARTD",
+                     localname: str | None = None, seed: int | None = None) -> Config:
+        """A configuration whose knobs are ``values`` (each value as text), for tests and
+        stand-ins. Each is assigned as a configuration line would be, the n-th at
+        ``source:n``, so built-in defaults, macros and error messages work as usual."""
+        pairs = tuple((str(name), str(value)) for name, value in values.items())
+        args = _LoadArgs(None, None, source, dict(env or {}), detected or host_facts(),
+                         subsystem.upper(), localname, pairs)
         return _build(args, seed)
 
     # --- look-up ------------------------------------------------------------------
@@ -137,6 +149,15 @@ class Config:
             value = self.get(name)
         return default if value is None else value
 
+    def slot_name(self, name: str, slot_id: int, slot_type: int | None = None) -> str:
+        """The knob ``slot_get`` would read (``SLOT<N>_X``, ``SLOT_TYPE_<N>_X`` or ``X``),
+        so that a typed read of a per-slot knob names the line that set it."""
+        for cand in (f"SLOT{slot_id}_{name}",
+                     f"SLOT_TYPE_{slot_type}_{name}" if slot_type is not None else None):
+            if cand is not None and self.get(cand) is not None:
+                return cand
+        return name
+
     # --- typed access -------------------------------------------------------------
     def _value(self, name: str, default: Any) -> tuple[str | None, Any]:
         """The expanded value, else the caller's default, else the built-in one.
@@ -162,7 +183,7 @@ class Config:
         if loc and loc[1] > 0:
             at = f"{loc[0]}:{loc[1]}"
         elif loc:
-            at = loc[0]
+            at = loc[0]  # the environment: "environment (_CONDOR_NAME)"
         else:
             at = "the built-in defaults"
         err = ConfigError(f"{name} = {value} at {at} is not {what}", name=name)
@@ -170,52 +191,44 @@ class Config:
         err.file, err.line = (loc[0], loc[1]) if loc else (None, None)
         return err
 
-    def get_int(self, name: str, default: int | None = None) -> int | None:
+    def invalid(self, name: str, what: str) -> ConfigError:
+        """The error for a value a caller cannot use: ``NAME = value at FILE:LINE is not
+        WHAT`` (``what`` such as "a non-negative integer" or "one of none, hard")."""
+        return self._bad(name, self.get(name) or self.raw(name) or "", what)
+
+    def _typed(self, name: str, default: Any, parse: Callable[[str], Any],
+               what: str) -> Any:
         value, fallback = self._value(name, default)
         if value is None:
-            return fallback  # type: ignore[no-any-return]
-        low = value.strip().lower()
-        if low in ("true", "false"):
-            return int(low == "true")
-        try:
-            number = eval_arith(value)
-        except ArithError:
-            constant = _classad_constant(value)
-            if isinstance(constant, bool) or not isinstance(constant, (int, float)):
-                raise self._bad(name, value, "an integer") from None
-            number = constant
-        if isinstance(number, float) and not number.is_integer():
-            raise self._bad(name, value, "an integer")
-        return int(number)
+            return fallback
+        result = parse(value)
+        if result is None:
+            raise self._bad(name, value, what)
+        return result
+
+    @overload
+    def get_int(self, name: str) -> int | None: ...
+    @overload
+    def get_int(self, name: str, default: int) -> int: ...
+
+    def get_int(self, name: str, default: int | None = None) -> int | None:
+        return cast("int | None", self._typed(name, default, integer_value, "an integer"))
+
+    @overload
+    def get_float(self, name: str) -> float | None: ...
+    @overload
+    def get_float(self, name: str, default: float) -> float: ...
 
     def get_float(self, name: str, default: float | None = None) -> float | None:
-        value, fallback = self._value(name, default)
-        if value is None:
-            return fallback  # type: ignore[no-any-return]
-        try:
-            return float(eval_arith(value))
-        except ArithError:
-            constant = _classad_constant(value)
-            if isinstance(constant, bool) or not isinstance(constant, (int, float)):
-                raise self._bad(name, value, "a number") from None
-            return float(constant)
+        return cast("float | None", self._typed(name, default, number_value, "a number"))
+
+    @overload
+    def get_bool(self, name: str) -> bool | None: ...
+    @overload
+    def get_bool(self, name: str, default: bool) -> bool: ...
 
     def get_bool(self, name: str, default: bool | None = None) -> bool | None:
-        value, fallback = self._value(name, default)
-        if value is None:
-            return fallback  # type: ignore[no-any-return]
-        low = value.strip().lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-        try:
-            return eval_arith(value) != 0
-        except ArithError:
-            constant = _classad_constant(value)
-            if not isinstance(constant, bool):
-                raise self._bad(name, value, "a boolean") from None
-            return constant
+        return cast("bool | None", self._typed(name, default, boolean_value, "a boolean"))
 
     def get_list(self, name: str, default: list[str] | None = None) -> list[str]:
         value, fallback = self._value(name, default)
@@ -223,18 +236,15 @@ class Config:
             return list(fallback or [])
         return [item for item in re.split(r"[\s,]+", value) if item]
 
+    @overload
+    def get_duration(self, name: str) -> float | None: ...
+    @overload
+    def get_duration(self, name: str, default: float) -> float: ...
+
     def get_duration(self, name: str, default: float | None = None) -> float | None:
-        """Seconds: a number, arithmetic, or a number with s/m/h/d."""
-        value, fallback = self._value(name, default)
-        if value is None:
-            return fallback  # type: ignore[no-any-return]
-        m = _DURATION_RE.match(value)
-        if m and m.group(2).lower() in _DURATION_UNITS:
-            return float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
-        try:
-            return float(eval_arith(value))
-        except ArithError:
-            raise self._bad(name, value, "a duration") from None
+        """Seconds: a number, an expression, or a number with s/m/h/d."""
+        return cast("float | None",
+                    self._typed(name, default, duration_value, "a duration"))
 
     def get_expr(self, name: str, default: str | Expr | None = None) -> Expr | None:
         """The value parsed as a ClassAd expression; ``default`` may be text or an Expr."""
@@ -278,16 +288,6 @@ class Config:
             return self.raw(name)
 
 
-def _classad_constant(text: str) -> object:
-    """``text`` evaluated as a ClassAd expression without an ad, as HTCondor's typed
-    look-ups do for values such as ``$(A) && true``; None when that is not possible."""
-    try:
-        from condorpy.classad import parse_expr  # lazily: only for non-trivial values
-        return parse_expr(text).evaluate()
-    except Exception:  # not an expression, or the ClassAd layer is unavailable
-        return None
-
-
 def _build(args: _LoadArgs, seed: int | None) -> Config:
     defaults = {k.upper(): (k, v) for k, v in PARAM_DEFAULTS.items()}
     for k, v in computed_defaults(args.facts, args.subsystem, args.localname).items():
@@ -305,7 +305,11 @@ def _build(args: _LoadArgs, seed: int | None) -> Config:
             defaults[key] = (name, expander.expand_random(value))
     reader = Reader(expander=expander, default_raw=lambda n: cfg.raw(n),
                     table=cfg.table)
-    if args.text is not None:
+    if args.assignments is not None:
+        for line, (name, value) in enumerate(args.assignments, start=1):
+            reader.assign(name, "=", value, args.source, line)
+        cfg.files.append(args.source)
+    elif args.text is not None:
         reader.read_text(args.text, args.source)
         cfg.files.append(args.source)
     elif args.path is not None:
@@ -313,6 +317,8 @@ def _build(args: _LoadArgs, seed: int | None) -> Config:
         cfg.files.append(args.path)
     _read_locals(cfg, reader)
     _apply_env(cfg, reader)
+    for name, value in args.overrides:
+        reader.assign(name, "=", value, OVERRIDE_SOURCE, 0)
     cfg.warnings = reader.warnings
     cfg._cache.clear()  # look-ups made while reading saw a partial table
     return cfg
@@ -326,10 +332,8 @@ def _read_locals(cfg: Config, reader: Reader) -> None:
         try:
             skip = re.compile(exclude) if exclude else None
         except re.error as exc:
-            loc = cfg.where("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP")
-            raise ConfigError(f"LOCAL_CONFIG_DIR_EXCLUDE_REGEXP is not a valid regular "
-                              f"expression: {exc}", file=loc[0] if loc else None,
-                              line=loc[1] if loc else None) from None
+            raise cfg._bad("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP", exclude or "",
+                           f"a regular expression ({exc})") from None
         for directory in [d for d in re.split(r"[\s,]+", local_dir) if d]:
             try:
                 entries = sorted(os.listdir(directory))
@@ -373,11 +377,15 @@ def _apply_env(cfg: Config, reader: Reader) -> None:
 
 def load_config(path: str | None = None, *, env: Mapping[str, str] | None = None,
                 detected: DetectedFacts | None = None, subsystem: str = "STARTD",
-                localname: str | None = None, seed: int | None = None) -> Config:
-    """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default."""
+                localname: str | None = None, seed: int | None = None,
+                overrides: Mapping[str, str] | None = None) -> Config:
+    """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default;
+    then ``_CONDOR_<NAME>`` environment variables, then ``overrides`` (a command line's
+    ``--set NAME=VALUE``), each winning over what came before."""
     environ = dict(os.environ if env is None else env)
     if path is None:
         path = environ.get("CONDOR_CONFIG") or DEFAULT_CONFIG_PATH
     args = _LoadArgs(None if path == "ONLY_ENV" else path, None, path, environ,
-                     detected or host_facts(), subsystem.upper(), localname)
+                     detected or host_facts(), subsystem.upper(), localname,
+                     overrides=tuple((overrides or {}).items()))
     return _build(args, seed)

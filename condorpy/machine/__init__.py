@@ -7,9 +7,8 @@ the slot layer divides, and :func:`detected_facts`, the computed configuration m
 """
 
 from condorpy.machine.classad_text import InventoryError
-from condorpy.machine.knobs import DictConfig, KnobError, KnobSource
 from condorpy.machine.probe import Activity, detected_facts, measure_activity, probe_machine
 from condorpy.machine.roots import HostRoots, Uname
 
-__all__ = ["Activity", "DictConfig", "HostRoots", "InventoryError", "KnobError", "KnobSource", "Uname",
+__all__ = ["Activity", "HostRoots", "InventoryError", "Uname",
            "detected_facts", "measure_activity", "probe_machine"]

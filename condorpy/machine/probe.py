@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
 from pathlib import Path
+from typing import Callable
 
+from condorpy.config import KnobReader
 from condorpy.machine.cpus import count_cpus
 from condorpy.machine.disk import free_kb
 from condorpy.machine.idle import measure_idle
-from condorpy.machine.knobs import KnobError, KnobSource, get_bool, get_int, get_list, get_str, knob_names
 from condorpy.machine.load import boot_time, read_loadavg
 from condorpy.machine.memory import detected_memory_mb, virtual_memory_kb
 from condorpy.machine.network import probe_network
@@ -82,45 +82,45 @@ class Activity:
     console_idle: int | None   # None: no console device configured (ConsoleIdle unpublished)
 
 
-def measure_activity(cfg: KnobSource, roots: HostRoots = HostRoots()) -> Activity:
+def measure_activity(cfg: KnobReader, roots: HostRoots = HostRoots()) -> Activity:
     """The cheap part of the probe, for the daemon's periodic updates (no GPU discovery)."""
-    # an empty CONSOLE_DEVICES means "no console", unlike an unset one
-    raw = cfg.get("CONSOLE_DEVICES")
-    consoles = ["mouse", "console"] if raw is None else get_list(cfg, "CONSOLE_DEVICES")
+    # unset, CONSOLE_DEVICES has its table default; set to nothing it means "no
+    # console", which the explicit empty default keeps
+    consoles = cfg.get_list("CONSOLE_DEVICES", [])
     idle = measure_idle(roots, console_devices=consoles,
-                        bad_utmp=get_bool(cfg, "STARTD_HAS_BAD_UTMP", False))
+                        bad_utmp=cfg.get_bool("STARTD_HAS_BAD_UTMP", False))
     return Activity(read_loadavg(roots).one, idle.keyboard_idle, idle.console_idle)
 
 
-def configured_sizes(cfg: KnobSource, detected_cpus: int, detected_mem: int,
+def configured_sizes(cfg: KnobReader, detected_cpus: int, detected_mem: int,
                      free_disk_kb: Callable[[Path], int]
                      ) -> tuple[int, int, int, dict[int, int]]:
     """(cpus, memory MB, disk KB, per-slot disk KB) after NUM_CPUS, MAX_NUM_CPUS, MEMORY,
     RESERVED_MEMORY, DISK, RESERVED_DISK and SLOT<N>_EXECUTE, for any detected host:
     the real one, or `policy simulate`'s virtual one."""
-    num_cpus = get_int(cfg, "NUM_CPUS", 0)
+    # NUM_CPUS's table default is the detected count, which the caller measured itself
+    # (after COUNT_HYPERTHREAD_CPUS); only a configured value overrides it
+    num_cpus = cfg.get_int("NUM_CPUS", 0) if cfg.where("NUM_CPUS") else 0
     if num_cpus < 0:
-        raise KnobError("NUM_CPUS", f"must not be negative, got {num_cpus}")
+        raise cfg.invalid("NUM_CPUS", "a non-negative integer")
     if num_cpus == 0:
         num_cpus = detected_cpus
-        ceiling = get_int(cfg, "MAX_NUM_CPUS", 0)
+        ceiling = cfg.get_int("MAX_NUM_CPUS", 0)
         if ceiling > 0:
             num_cpus = min(num_cpus, ceiling)
-    memory = get_int(cfg, "MEMORY", 0) or detected_mem
+    memory = cfg.get_int("MEMORY", 0) or detected_mem
     if memory < 0:
-        raise KnobError("MEMORY", f"must not be negative, got {memory}")
-    memory = max(memory - get_int(cfg, "RESERVED_MEMORY", 0), 0)
-    reserved_disk_kb = get_int(cfg, "RESERVED_DISK", 0) * 1024
+        raise cfg.invalid("MEMORY", "a non-negative integer")
+    memory = max(memory - cfg.get_int("RESERVED_MEMORY", 0), 0)
+    reserved_disk_kb = cfg.get_int("RESERVED_DISK", 0) * 1024
     execute = _execute_dir(cfg, "EXECUTE", DEFAULT_EXECUTE)
-    disk_override = get_int(cfg, "DISK", -1)
+    disk_override = cfg.get_int("DISK", -1)
     if disk_override >= 0:
         disk = disk_override
     else:
         disk = max(free_disk_kb(execute) - reserved_disk_kb, 0)
     slot_disk: dict[int, int] = {}
-    # a configuration that cannot list its names is asked for each slot number instead
-    names = knob_names(cfg) or [f"SLOT{n}_EXECUTE" for n in range(1, max(num_cpus, 64) + 1)]
-    for knob in names:
+    for knob in cfg.names():
         m = _SLOT_EXECUTE.fullmatch(knob)
         if not m:
             continue
@@ -130,13 +130,13 @@ def configured_sizes(cfg: KnobSource, detected_cpus: int, detected_mem: int,
     return num_cpus, memory, disk, slot_disk
 
 
-def _execute_dir(cfg: KnobSource, knob: str, default: str) -> Path:
-    return Path(get_str(cfg, knob) or default)
+def _execute_dir(cfg: KnobReader, knob: str, default: str) -> Path:
+    return Path(cfg.get(knob) or default)
 
 
-def probe_machine(cfg: KnobSource, roots: HostRoots = HostRoots()) -> MachineInventory:
+def probe_machine(cfg: KnobReader, roots: HostRoots = HostRoots()) -> MachineInventory:
     """Measure the host and apply the configuration's overrides."""
-    count_ht = get_bool(cfg, "COUNT_HYPERTHREAD_CPUS", True)
+    count_ht = cfg.get_bool("COUNT_HYPERTHREAD_CPUS", True)
     cpus = count_cpus(roots)
     detected_cpus = cpus.detected_cpus(count_ht)
     detected_mem = detected_memory_mb(roots)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from condorpy.config import KnobTexts, boolean_value
 from condorpy.machine import gpus
 from condorpy.machine.classad_text import InventoryError, parse_ad_lines
-from condorpy.machine.knobs import KnobSource, get_str, knob_names
 from condorpy.machine.roots import HostRoots
 from condorpy.slots.inventory import CustomResource
 
@@ -140,12 +140,12 @@ def _canonical(name: str) -> str:
     return "GPUs" if name.upper() == "GPUS" else name
 
 
-def _candidate_knobs(cfg: KnobSource) -> list[str]:
+def _candidate_knobs(cfg: KnobTexts) -> list[str]:
     """Every MACHINE_RESOURCE_* knob name; when the configuration cannot list its names,
     those that MACHINE_RESOURCE_NAMES (and GPUs) imply."""
-    names = knob_names(cfg)
+    names = list(cfg.names())
     seen = {n.upper() for n in names}
-    for res in split_ids(get_str(cfg, "MACHINE_RESOURCE_NAMES") or "") + ["GPUs"]:
+    for res in split_ids(cfg.get("MACHINE_RESOURCE_NAMES") or "") + ["GPUs"]:
         for knob in (f"MACHINE_RESOURCE_{res}", f"MACHINE_RESOURCE_INVENTORY_{res}"):
             if knob.upper() not in seen:
                 names.append(knob)
@@ -153,13 +153,13 @@ def _candidate_knobs(cfg: KnobSource) -> list[str]:
     return names
 
 
-def _specs(cfg: KnobSource) -> list[_Spec]:
+def _specs(cfg: KnobTexts) -> list[_Spec]:
     specs: dict[str, _Spec] = {}
     for knob in _candidate_knobs(cfg):
         up = knob.upper()
         if not up.startswith("MACHINE_RESOURCE_") or up == "MACHINE_RESOURCE_NAMES":
             continue
-        value = get_str(cfg, knob)
+        value = cfg.get(knob)
         if value is None:
             continue
         rest = knob[len("MACHINE_RESOURCE_"):]
@@ -174,26 +174,28 @@ def _specs(cfg: KnobSource) -> list[_Spec]:
     return list(specs.values())
 
 
-def custom_resources(cfg: KnobSource, roots: HostRoots,
+def custom_resources(cfg: KnobTexts, roots: HostRoots,
                      timeout: float = INVENTORY_TIMEOUT) -> dict[str, CustomResource]:
     out: dict[str, CustomResource] = {}
     specs = _specs(cfg)
     if not any(s.name.upper() == "GPUS" for s in specs):
         detect = cfg.get("STARTD_DETECT_GPUS")
         if detect is None:
-            detect = "-properties " + (get_str(cfg, "GPU_DISCOVERY_EXTRA") or "")
+            detect = "-properties " + (cfg.get("GPU_DISCOVERY_EXTRA") or "")
         detect = detect.strip()
-        if detect.lower() in ("true", "1"):
+        # a boolean value switches discovery off (false); anything else is arguments
+        switch = boolean_value(detect) if detect else False
+        if switch is True:
             raise InventoryError("STARTD_DETECT_GPUS: expects condor_gpu_discovery arguments "
                                  "(or false to disable), not a boolean")
-        if detect and detect.lower() not in ("false", "0"):
+        if switch is None:
             specs.append(_Spec("GPUs", "STARTD_DETECT_GPUS",
                                "condor_gpu_discovery " + detect, True))
 
     for spec in specs:
         if spec.name.upper() in RESERVED_NAMES:
             raise InventoryError(f"{spec.knob}: '{spec.name}' is a reserved resource name")
-        offline = get_str(cfg, f"OFFLINE_MACHINE_RESOURCE_{spec.name}")
+        offline = cfg.get(f"OFFLINE_MACHINE_RESOURCE_{spec.name}")
         if spec.inventory:
             text = run_inventory(spec.knob, spec.value, roots, timeout)
             ad = parse_ad_lines(text, f"output of {spec.knob}")
@@ -211,7 +213,7 @@ def custom_resources(cfg: KnobSource, roots: HostRoots,
             res = CustomResource(name=spec.name, ids=tuple(online), count=count)
         out[spec.name] = res
 
-    allowed = get_str(cfg, "MACHINE_RESOURCE_NAMES")
+    allowed = cfg.get("MACHINE_RESOURCE_NAMES")
     if allowed is not None:
         keep = {n.upper() for n in split_ids(allowed)}
         out = {k: v for k, v in out.items() if k.upper() in keep}

@@ -15,8 +15,7 @@ from __future__ import annotations
 import shlex
 from pathlib import PurePath
 
-from condorpy.config import DetectedFacts
-from condorpy.machine.knobs import KnobSource, knob_names
+from condorpy.config import DetectedFacts, KnobReader, KnobTexts
 from condorpy.machine.probe import configured_sizes
 from condorpy.machine.resources import custom_resources
 from condorpy.machine.roots import HostRoots
@@ -35,7 +34,7 @@ VIRTUAL_DETECTED = DetectedFacts(full_hostname=VIRTUAL_HOSTNAME, cpus=VIRTUAL_CP
                                  memory_mb=VIRTUAL_MEMORY_MB)
 
 
-def virtual_inventory(cfg: KnobSource) -> MachineInventory:
+def virtual_inventory(cfg: KnobReader) -> MachineInventory:
     cpus, memory, disk, slot_disk = configured_sizes(cfg, VIRTUAL_CPUS, VIRTUAL_MEMORY_MB,
                                                      lambda _path: VIRTUAL_DISK_KB)
     return MachineInventory(
@@ -57,11 +56,11 @@ def _simulated_command(value: str) -> bool:
 class _Reproducible:
     """A configuration view without the resource sources that read this host."""
 
-    def __init__(self, cfg: KnobSource) -> None:
+    def __init__(self, cfg: KnobTexts) -> None:
         self._cfg = cfg
 
     def names(self) -> list[str]:
-        return knob_names(self._cfg)
+        return self._cfg.names()
 
     def get(self, name: str) -> str | None:
         value = self._cfg.get(name)
@@ -77,6 +76,6 @@ class _Reproducible:
         return value
 
 
-def reproducible_resources(cfg: KnobSource) -> dict[str, CustomResource]:
+def reproducible_resources(cfg: KnobTexts) -> dict[str, CustomResource]:
     """Custom resources of a configuration that do not depend on the host."""
     return custom_resources(_Reproducible(cfg), HostRoots(env={}, use_nvml=False))

@@ -12,13 +12,13 @@ from typing import Any, Iterator, Mapping
 
 from condorpy.classad import ClassAd, Error, Undefined
 from condorpy.clock import Clock, SystemClock
+from condorpy.config import KnobReader
 from condorpy.errors import SlotError
 from condorpy.slots.ads import (AdSettings, Measurements, SlotStatus, build_slot_ad,
                                 machine_ad)
 from condorpy.slots.carving import CarvePolicy, device_matches, size_request
 from condorpy.slots.configure import ad_settings, carve_policy, slot_types
 from condorpy.slots.inventory import MachineInventory
-from condorpy.slots.knobs import KnobSource, Knobs
 from condorpy.slots.layout import PlannedSlot, plan_layout
 from condorpy.slots.load import MachineLoad, SlotLoadInput, distribute_load
 from condorpy.slots.model import Refusal, Slot, SlotKind
@@ -48,15 +48,15 @@ class SlotManager:
                 self._children[slot.name] = {}
 
     @classmethod
-    def from_config(cls, cfg: KnobSource, inventory: MachineInventory,
+    def from_config(cls, cfg: KnobReader, inventory: MachineInventory,
                     started_at: float, clock: Clock | None = None) -> "SlotManager":
-        """Lay out the machine as the configuration says; raises LayoutError."""
-        knobs = Knobs(cfg)
-        types = slot_types(knobs, inventory)
+        """Lay out the machine as the configuration says; raises LayoutError, and
+        ConfigError naming the file and line of a bad knob."""
+        types = slot_types(cfg, inventory)
         planned = plan_layout(types, inventory, device_matches)
         custom = tuple(inventory.custom)
-        policies = {t.type_id: carve_policy(knobs, t.type_id, custom) for t in types}
-        settings = ad_settings(knobs, inventory, [(p.slot_id, p.type_id) for p in planned],
+        policies = {t.type_id: carve_policy(cfg, t.type_id, custom) for t in types}
+        settings = ad_settings(cfg, inventory, [(p.slot_id, p.type_id) for p in planned],
                                started_at)
         return cls(planned, inventory, settings, policies, clock)
 

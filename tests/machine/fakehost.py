@@ -6,6 +6,7 @@ import os
 import struct
 from pathlib import Path
 
+from condorpy.config import Config, DetectedFacts
 from condorpy.machine.roots import HostRoots, Uname
 
 NOW = 1_800_000_000.0
@@ -69,11 +70,24 @@ def roots(tmp: Path, **kw: object) -> HostRoots:
     return HostRoots(**base)  # type: ignore[arg-type]
 
 
+# the computed knobs of the fake host that topology(8 threads) and meminfo(32 GiB) build
+FAKE_FACTS = DetectedFacts(full_hostname="node1.example.org", cpus=8, cores=8,
+                           physical_cpus=4, memory_mb=32768)
+
+
+def knobs(values: dict[str, str]) -> Config:
+    """A real configuration holding ``values`` (as lines of ``test.conf``)."""
+    return Config.from_mapping(values, source="test.conf", detected=FAKE_FACTS)
+
+
 class OpaqueConfig:
-    """A configuration that answers get() but cannot list its names."""
+    """Knob text that cannot list its names (what a filtering view may give)."""
 
     def __init__(self, values: dict[str, str]) -> None:
         self.values = {k.upper(): v for k, v in values.items()}
 
     def get(self, name: str) -> str | None:
         return self.values.get(name.upper())
+
+    def names(self) -> list[str]:
+        return []

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from condorpy.machine import (Activity, DictConfig, HostRoots, KnobError, detected_facts,
-                              measure_activity, probe_machine)
+from condorpy.errors import ConfigError
+from condorpy.machine import Activity, HostRoots, detected_facts, measure_activity, probe_machine
 from condorpy.machine.disk import free_kb
 from condorpy.machine.memory import cgroup_memory_limit
-from tests.machine.fakehost import NOW, OpaqueConfig, meminfo, roots, topology, touch, write
+from tests.machine.fakehost import NOW, knobs, meminfo, roots, topology, touch, write
 
 
 def _host(tmp: Path) -> HostRoots:
@@ -27,7 +27,7 @@ BASE = {"STARTD_DETECT_GPUS": "false"}
 
 def test_defaults_from_a_fake_host(tmp_path: Path) -> None:
     r = _host(tmp_path)
-    inv = probe_machine(DictConfig({**BASE, "EXECUTE": str(tmp_path / "execute")}), r)
+    inv = probe_machine(knobs({**BASE, "EXECUTE": str(tmp_path / "execute")}), r)
     assert (inv.cpus, inv.detected_cpus, inv.detected_cores, inv.detected_physical_cpus) == (8, 8, 8, 4)
     assert inv.memory_mb == inv.detected_memory_mb == 32768
     assert inv.swap_kb == 32 * 1024 * 1024 + 2048
@@ -43,7 +43,7 @@ def test_overrides(tmp_path: Path) -> None:
     r = _host(tmp_path)
     other = tmp_path / "other"
     other.mkdir()
-    cfg = DictConfig({**BASE, "COUNT_HYPERTHREAD_CPUS": "false", "MEMORY": "10000", "RESERVED_MEMORY": "1000",
+    cfg = knobs({**BASE, "COUNT_HYPERTHREAD_CPUS": "false", "MEMORY": "10000", "RESERVED_MEMORY": "1000",
                       "RESERVED_DISK": "1", "EXECUTE": str(tmp_path / "execute"),
                       "SLOT2_EXECUTE": str(other), "SLOT3_EXECUTE": str(tmp_path / "execute")})
     inv = probe_machine(cfg, r)
@@ -51,11 +51,15 @@ def test_overrides(tmp_path: Path) -> None:
     assert (inv.memory_mb, inv.detected_memory_mb) == (9000, 32768)
     assert inv.disk_kb == pytest.approx(free_kb(tmp_path / "execute") - 1024, rel=0.01)
     assert set(inv.slot_disk_kb) == {2}
-    inv = probe_machine(DictConfig({**BASE, "NUM_CPUS": "32", "DISK": "5000"}), r)
+    inv = probe_machine(knobs({**BASE, "NUM_CPUS": "32", "DISK": "5000"}), r)
     assert (inv.cpus, inv.detected_cpus, inv.disk_kb) == (32, 8, 5000)
-    assert probe_machine(DictConfig({**BASE, "MAX_NUM_CPUS": "3"}), r).cpus == 3
-    with pytest.raises(KnobError, match="NUM_CPUS"):
-        probe_machine(DictConfig({**BASE, "NUM_CPUS": "lots"}), r)
+    assert probe_machine(knobs({**BASE, "MAX_NUM_CPUS": "3"}), r).cpus == 3
+    with pytest.raises(ConfigError) as info:
+        probe_machine(knobs({**BASE, "NUM_CPUS": "lots"}), r)
+    assert str(info.value) == "NUM_CPUS = lots at test.conf:2 is not an integer"
+    with pytest.raises(ConfigError) as info:
+        probe_machine(knobs({**BASE, "MEMORY": "-5"}), r)
+    assert str(info.value) == "MEMORY = -5 at test.conf:2 is not a non-negative integer"
 
 
 def test_detected_facts(tmp_path: Path) -> None:
@@ -73,7 +77,7 @@ def test_detected_facts(tmp_path: Path) -> None:
 
 def test_this_machine() -> None:
     """The real probes against this host's own tools, once."""
-    inv = probe_machine(DictConfig(BASE), HostRoots())
+    inv = probe_machine(knobs(BASE), HostRoots())
     assert inv.detected_cpus == os.cpu_count()
     free = subprocess.run(["free", "-m"], capture_output=True, text=True, check=True).stdout
     total_mb = int(next(line for line in free.splitlines() if line.startswith("Mem:")).split()[1])
@@ -86,24 +90,32 @@ def test_this_machine() -> None:
 
 def test_integer_knobs_may_be_expressions(tmp_path: Path) -> None:
     r = _host(tmp_path)
-    inv = probe_machine(DictConfig({**BASE, "MEMORY": "32768 / 4", "NUM_CPUS": "8 - 2"}), r)
+    inv = probe_machine(knobs({**BASE, "MEMORY": "32768 / 4", "NUM_CPUS": "8 - 2"}), r)
     assert (inv.memory_mb, inv.cpus) == (8192, 6)
-    with pytest.raises(KnobError, match=r"MEMORY: expected an integer, got '1 \+'"):
-        probe_machine(DictConfig({**BASE, "MEMORY": "1 +"}), r)
+    with pytest.raises(ConfigError, match=r"^MEMORY = 1 \+ at test.conf:2 is not an integer$"):
+        probe_machine(knobs({**BASE, "MEMORY": "1 +"}), r)
 
 
-def test_slot_execute_found_without_a_name_listing(tmp_path: Path) -> None:
+def test_slot_execute_beyond_the_cpu_count(tmp_path: Path) -> None:
     r = _host(tmp_path)
     other = tmp_path / "other"
     other.mkdir()
-    inv = probe_machine(OpaqueConfig({**BASE, "SLOT3_EXECUTE": str(other)}), r)
-    assert set(inv.slot_disk_kb) == {3}
+    inv = probe_machine(knobs({**BASE, "NUM_CPUS": "2", "slot70_execute": str(other)}), r)
+    assert set(inv.slot_disk_kb) == {70}
+
+
+def test_boolean_knobs_take_htcondor_spellings_only(tmp_path: Path) -> None:
+    r = _host(tmp_path)
+    assert probe_machine(knobs({**BASE, "COUNT_HYPERTHREAD_CPUS": "1 == 0"}), r).cpus == 4
+    with pytest.raises(ConfigError) as info:
+        probe_machine(knobs({**BASE, "COUNT_HYPERTHREAD_CPUS": "no"}), r)
+    assert str(info.value) == "COUNT_HYPERTHREAD_CPUS = no at test.conf:2 is not a boolean"
 
 
 def test_activity_for_periodic_updates(tmp_path: Path) -> None:
     r = _host(tmp_path)
-    a = measure_activity(DictConfig({"CONSOLE_DEVICES": "console"}), r)
+    a = measure_activity(knobs({"CONSOLE_DEVICES": "console"}), r)
     assert a == Activity(0.5, 300, 300)
     # no console devices: ConsoleIdle is unknown and KeyboardIdle has no source either
-    a = measure_activity(DictConfig({"CONSOLE_DEVICES": ""}), r)
+    a = measure_activity(knobs({"CONSOLE_DEVICES": ""}), r)
     assert (a.console_idle, a.keyboard_idle) == (None, int(NOW))

@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from condorpy.machine import DictConfig, InventoryError
+from condorpy.machine import InventoryError
 from condorpy.machine.resources import custom_resources
-from tests.machine.fakehost import OpaqueConfig, roots, write
+from tests.machine.fakehost import OpaqueConfig, knobs, roots, write
 
 NO_GPUS = {"STARTD_DETECT_GPUS": "false"}
 
@@ -16,7 +16,7 @@ def _script(tmp: Path, body: str, name: str = "inv.sh") -> Path:
 
 
 def test_counts_and_id_lists(tmp_path: Path) -> None:
-    cfg = DictConfig({**NO_GPUS, "MACHINE_RESOURCE_Cogs": "16", "MACHINE_RESOURCE_actuator": "a1, a2 a3",
+    cfg = knobs({**NO_GPUS, "MACHINE_RESOURCE_Cogs": "16", "MACHINE_RESOURCE_actuator": "a1, a2 a3",
                       "OFFLINE_MACHINE_RESOURCE_actuator": "a2"})
     res = custom_resources(cfg, roots(tmp_path))
     assert res["Cogs"].count == 16 and res["Cogs"].ids == ()
@@ -24,14 +24,14 @@ def test_counts_and_id_lists(tmp_path: Path) -> None:
 
 
 def test_machine_resource_names_filters(tmp_path: Path) -> None:
-    cfg = DictConfig({**NO_GPUS, "MACHINE_RESOURCE_Cogs": "16", "MACHINE_RESOURCE_actuator": "8",
+    cfg = knobs({**NO_GPUS, "MACHINE_RESOURCE_Cogs": "16", "MACHINE_RESOURCE_actuator": "8",
                       "MACHINE_RESOURCE_NAMES": "Cogs"})
     assert list(custom_resources(cfg, roots(tmp_path))) == ["Cogs"]
 
 
 def test_reserved_names_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InventoryError, match="MACHINE_RESOURCE_Memory"):
-        custom_resources(DictConfig({**NO_GPUS, "MACHINE_RESOURCE_Memory": "4"}), roots(tmp_path))
+        custom_resources(knobs({**NO_GPUS, "MACHINE_RESOURCE_Memory": "4"}), roots(tmp_path))
 
 
 def test_inventory_command_with_properties_and_offline(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ fpga1=[ id="fpga1"; Lanes=8; ]
 FPGADriver="2.1"
 AD
 """)
-    cfg = DictConfig({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_FPGAs": f"{script} --verbose"})
+    cfg = knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_FPGAs": f"{script} --verbose"})
     r = custom_resources(cfg, roots(tmp_path))["FPGAs"]
     assert r.ids == ("fpga0", "fpga1") and r.count == 2
     assert r.properties["fpga1"] == {"Vendor": "Xilinx", "Lanes": 8}
@@ -58,32 +58,32 @@ AD
     ("echo oops >&2; exit 3\n", "status 3: oops"),
 ])
 def test_bad_inventory_output_names_the_knob(tmp_path: Path, body: str, match: str) -> None:
-    cfg = DictConfig({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(_script(tmp_path, body))})
+    cfg = knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(_script(tmp_path, body))})
     with pytest.raises(InventoryError, match="MACHINE_RESOURCE_INVENTORY_Foo") as e:
         custom_resources(cfg, roots(tmp_path))
     assert match in str(e.value)
 
 
 def test_missing_and_slow_commands(tmp_path: Path) -> None:
-    cfg = DictConfig({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(tmp_path / "nope")})
+    cfg = knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(tmp_path / "nope")})
     with pytest.raises(InventoryError, match="command not found"):
         custom_resources(cfg, roots(tmp_path))
     slow = _script(tmp_path, "sleep 5\n", "slow.sh")
-    cfg = DictConfig({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(slow)})
+    cfg = knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(slow)})
     with pytest.raises(InventoryError, match="did not finish within 0.2 seconds"):
         custom_resources(cfg, roots(tmp_path), timeout=0.2)
 
 
 def test_no_shell_is_involved(tmp_path: Path) -> None:
     script = _script(tmp_path, 'echo "DetectedFoo=\\"$1\\""\n')
-    cfg = DictConfig({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": f"{script} 'x;y' $HOME"})
+    cfg = knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": f"{script} 'x;y' $HOME"})
     r = custom_resources(cfg, roots(tmp_path))["Foo"]
     assert r.ids == ("x;y",)
 
 
 def test_gpus_feature_uses_builtin_discovery(tmp_path: Path) -> None:
     # what `use FEATURE : GPUs` with GPU_DISCOVERY_EXTRA = -simulate:2,1,4,1 expands to
-    cfg = DictConfig({"MACHINE_RESOURCE_INVENTORY_GPUs":
+    cfg = knobs({"MACHINE_RESOURCE_INVENTORY_GPUs":
                       "/usr/libexec/condor_gpu_discovery -properties -simulate:2,1,4,1",
                       "OFFLINE_MACHINE_RESOURCE_GPUs": "GPU-a0223334"})
     g = custom_resources(cfg, roots(tmp_path))["GPUs"]
@@ -95,15 +95,18 @@ def test_gpus_feature_uses_builtin_discovery(tmp_path: Path) -> None:
 
 def test_default_gpu_detection(tmp_path: Path) -> None:
     # no GPU knobs: STARTD_DETECT_GPUS runs discovery; on this fake host it finds none
-    g = custom_resources(DictConfig({}), roots(tmp_path))["GPUs"]
+    g = custom_resources(knobs({}), roots(tmp_path))["GPUs"]
     assert (g.count, g.ids) == (0, ())
-    sim = custom_resources(DictConfig({"GPU_DISCOVERY_EXTRA": "-simulate:0,2"}), roots(tmp_path))
+    sim = custom_resources(knobs({"GPU_DISCOVERY_EXTRA": "-simulate:0,2"}), roots(tmp_path))
     assert sim["GPUs"].ids == ("GPU-a0223334", "GPU-b1223334")
-    assert custom_resources(DictConfig(NO_GPUS), roots(tmp_path)) == {}
-    with pytest.raises(InventoryError, match="STARTD_DETECT_GPUS"):
-        custom_resources(DictConfig({"STARTD_DETECT_GPUS": "true"}), roots(tmp_path))
+    assert custom_resources(knobs(NO_GPUS), roots(tmp_path)) == {}
+    # HTCondor's boolean spellings switch discovery off, or are refused as "on"
+    assert custom_resources(knobs({"STARTD_DETECT_GPUS": "0"}), roots(tmp_path)) == {}
+    for on in ("true", "1", "TRUE"):
+        with pytest.raises(InventoryError, match="STARTD_DETECT_GPUS"):
+            custom_resources(knobs({"STARTD_DETECT_GPUS": on}), roots(tmp_path))
     with pytest.raises(InventoryError, match="STARTD_DETECT_GPUS.*not valid"):
-        custom_resources(DictConfig({"STARTD_DETECT_GPUS": "-frobnicate"}), roots(tmp_path))
+        custom_resources(knobs({"STARTD_DETECT_GPUS": "-frobnicate"}), roots(tmp_path))
 
 
 def test_resources_found_without_a_name_listing(tmp_path: Path) -> None:
@@ -117,9 +120,9 @@ def test_resources_found_without_a_name_listing(tmp_path: Path) -> None:
 
 def test_inventory_values_may_be_constant_expressions(tmp_path: Path) -> None:
     script = _script(tmp_path, "echo 'DetectedFoo = 2 * 3'; echo 'FooMemory = 4 * 1024'\n")
-    r = custom_resources(DictConfig({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(script)}),
+    r = custom_resources(knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(script)}),
                          roots(tmp_path))["Foo"]
     assert (r.count, r.extra_attrs) == (6, {"FooMemory": 4096})
     bad = _script(tmp_path, "echo 'DetectedFoo = Other + 1'\n", "bad.sh")
     with pytest.raises(InventoryError, match="MACHINE_RESOURCE_INVENTORY_Foo, line 1"):
-        custom_resources(DictConfig({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(bad)}), roots(tmp_path))
+        custom_resources(knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(bad)}), roots(tmp_path))

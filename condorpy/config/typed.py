@@ -1,0 +1,98 @@
+"""Knob text to typed values, with the rules of HTCondor's typed parameter look-ups.
+
+These functions are the only place condorpy turns configuration text into booleans
+and numbers; :class:`condorpy.config.Config` wraps them with the knob's name, file and
+line. They return None for text HTCondor would refuse, so that the caller can say
+where the bad value came from.
+
+HTCondor 25's rules (``string_is_boolean_param``, ``string_is_long_param`` and
+``string_is_double_param`` in condor_utils, confirmed against the 25.14.1 library):
+
+* booleans: ``true``/``false``/``1``/``0`` in any case, trailing blanks allowed; any
+  other text is evaluated as a ClassAd expression, and a boolean or a number (non-zero
+  is true) counts. ``yes``, ``no``, ``on``, ``off``, ``t``, ``f`` are refused: to the
+  ClassAd language they are attribute references, which evaluate to undefined.
+* integers: a decimal literal; else a ClassAd expression giving a number or a boolean,
+  a real one truncated towards zero (``2.7`` reads as 2).
+* numbers: a C floating-point literal (including ``0x`` hexadecimal); else a ClassAd
+  expression giving a number or a boolean.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_BOOL_LITERAL = re.compile(r"(true|false|1|0)\s*\Z", re.IGNORECASE)
+_INT_LITERAL = re.compile(r"\s*[+-]?\d+\s*\Z")
+_FLOAT_LITERAL = re.compile(
+    r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*\Z", re.IGNORECASE)
+_HEX_LITERAL = re.compile(r"\s*[+-]?0[xX][0-9a-fA-F]+(?:\.[0-9a-fA-F]*)?(?:[pP][+-]?\d+)?\s*\Z")
+# The configuration's expression parser (old ClassAd syntax) has no octal or hex
+# integers: HTCondor refuses ``01`` or ``0x10`` inside an expression, where the
+# ClassAd language proper reads 1 and 0.
+_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+_OLD_SYNTAX_INT = re.compile(r"(?<![\w.])0[0-9xX][0-9A-Za-z]*(?![.\w])")
+_DURATION_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600,
+                   "d": 86400, "day": 86400}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*\Z")
+
+
+def boolean_value(text: str) -> bool | None:
+    """``text`` as HTCondor's param_boolean reads it; None if it would refuse it."""
+    if _BOOL_LITERAL.match(text.strip()):
+        return text.strip()[0] in "tT1"
+    value = _constant(text)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and not math.isnan(value):
+        return value != 0
+    return None
+
+
+def integer_value(text: str) -> int | None:
+    """``text`` as HTCondor's param_integer reads it; None if it would refuse it."""
+    if _INT_LITERAL.match(text):
+        return int(text)
+    value = _constant(text)
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)  # truncation towards zero, as a C cast does
+    return None
+
+
+def number_value(text: str) -> float | None:
+    """``text`` as HTCondor's param_double reads it; None if it would refuse it."""
+    if _FLOAT_LITERAL.match(text):
+        return float(text)
+    if _HEX_LITERAL.match(text):
+        return float.fromhex(text.strip())
+    value = _constant(text)
+    if isinstance(value, (bool, int, float)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def duration_value(text: str) -> float | None:
+    """Seconds: a number, or a number with a unit (s, sec, m, min, h, hr, d, day)."""
+    m = _DURATION.match(text)
+    if m:
+        unit = _DURATION_UNITS.get(m.group(2).lower())
+        return None if unit is None else float(m.group(1)) * unit
+    return number_value(text)
+
+
+def _constant(text: str) -> object:
+    """``text`` evaluated as a ClassAd expression in an empty ad (what HTCondor's typed
+    look-ups do for values such as ``$(A) && true``); None when it is not one."""
+    if _OLD_SYNTAX_INT.search(_STRING.sub('""', text)):
+        return None
+    try:
+        from condorpy.classad import parse_expr  # lazily: only for non-literal values
+        return parse_expr(text).evaluate()
+    except Exception:  # not an expression, or the ClassAd layer is unavailable
+        return None
