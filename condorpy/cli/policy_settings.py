@@ -12,6 +12,7 @@ from typing import Any
 
 from condorpy.config import Config, DetectedFacts
 from condorpy.errors import ConfigError
+from condorpy.inputs import read_text
 from condorpy.policy.settings import PolicySettings, settings_from_lookup
 from condorpy.slots.inventory import CustomResource
 
@@ -76,8 +77,6 @@ def settings_from_text(text: str, source: str = "<config>", *,
 
 def settings_from_file(path: str | Path, *, this_host: bool = False) -> PolicySettings:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration: {exc.strerror}", file=str(p)) from None
+    text = read_text(str(p), f"configuration file {p}", on_os_error=lambda why: ConfigError(
+        f"cannot read configuration: {why}", file=str(p)))
     return settings_from_text(text, str(p), this_host=this_host)

@@ -18,6 +18,7 @@ import sys
 from condorpy.classad import ClassAd, Error, Undefined
 from condorpy.config import DEFAULT_CONFIG_PATH, Config, load_config
 from condorpy.errors import ConfigError, StarterError
+from condorpy.inputs import read_text
 from condorpy.starter.knobs import settings_from_knobs
 from condorpy.starter.starter import Starter
 
@@ -26,11 +27,8 @@ EXIT_VACATED = 4
 
 
 def _read_ad(path: str, what: str) -> tuple[ClassAd, str]:
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise StarterError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    text = read_text(path, f"the {what} {path}", on_os_error=lambda why: StarterError(
+        f"cannot read the {what} {path}: {why}"))
     return ClassAd.parse_old(text, source=path), text
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from condorpy.classad import ClassAd, parse_expr
 from condorpy.config import DetectedFacts, host_facts, load_config
 from condorpy.errors import CondorpyError, MachineError
+from condorpy.inputs import read_text
 from condorpy.slots.ads import SlotStatus
 from condorpy.slots.inventory import MachineInventory
 from condorpy.slots.inventory_json import inventory_from_json
@@ -85,10 +86,8 @@ def main(argv: list[str]) -> int:
 
 
 def _read_inventory(path: Path) -> MachineInventory:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise MachineError(f"cannot read the inventory file {path}: {exc.strerror}") from None
+    text = read_text(str(path), f"the inventory file {path}", on_os_error=lambda why:
+                     MachineError(f"cannot read the inventory file {path}: {why}"))
     return inventory_from_json(text, str(path))
 
 

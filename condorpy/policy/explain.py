@@ -12,10 +12,10 @@ import json
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from condorpy.errors import PolicyError
+from condorpy.inputs import loads_json, read_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.evaluation import CLOCK_ATTR, Error, Undefined, load_ad
 from condorpy.policy.settings import PolicySettings
@@ -119,20 +119,18 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
         k, v = item.split("=", 1)
         k, v = k.strip(), v.strip()
         try:
-            out[k] = json.loads(v)
+            out[k] = loads_json(v)
         except json.JSONDecodeError:
             out[k] = v
     return out
 
 
 def _load_job(engine: PolicyEngine, path: str) -> Any:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise PolicyError(f"cannot read job ad {path}: {exc.strerror}") from None
+    text = read_text(path, f"job ad {path}", on_os_error=lambda why: PolicyError(
+        f"cannot read job ad {path}: {why}"))
     if text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except json.JSONDecodeError as exc:
             raise PolicyError(f"job ad {path}: not JSON: {exc.msg} (line {exc.lineno})") \
                 from None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from condorpy.errors import CondorpyError, TimelineError
+from condorpy.inputs import loads_json
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Action, Output
 
@@ -39,7 +40,7 @@ def parse_timeline(lines: Iterable[str], source: str) -> list[TimelineEntry]:
         if not text or text.startswith("#"):
             continue
         try:
-            obj = json.loads(text)
+            obj = loads_json(text)
         except json.JSONDecodeError as exc:
             raise TimelineError(f"not JSON: {exc.msg}", file=source, line=n) from None
         if not isinstance(obj, dict):
