@@ -41,6 +41,8 @@ CASES = [
     (["config-val", "-config", "{bad_conf}", "X"], "bad_conf, line 2"),
     (["config-val", "-config", "{cycle_conf}", "X"], "cycle_conf"),
     (["config-val", "-config", "{tmp}/missing", "X"], "missing"),
+    (["config-val", "-config", "{good_conf}", "-dump", "["],
+     "-dump '[' is not a valid regular expression"),
     (["status", "--offline", "-config", "{bad_conf}"], "bad_conf, line 2"),
     (["status", "--offline", "-config", "{good_conf}", "-constraint", "Cpus >"], "Cpus >"),
     (["policy", "simulate", "-config", "{good_conf}", "--timeline", "{bad_timeline}"],
