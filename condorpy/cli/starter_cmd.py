@@ -52,6 +52,17 @@ def _load_config(path: str | None) -> Config:
     return load_config(path, subsystem="STARTER")
 
 
+def _check_result_path(path: str) -> None:
+    """Refuse a --result that cannot be written before the job runs, not after."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise StarterError(f"--result {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StarterError(f"--result {path}: directory {parent} is not writable")
+    if os.path.isdir(path):
+        raise StarterError(f"--result {path} is a directory")
+
+
 def _custom_limit(expr_text: str | None, name: str, job: ClassAd,
                   slot: ClassAd) -> int | None:
     if not expr_text:
@@ -81,6 +92,8 @@ def main(argv: list[str]) -> int:
         if not sep or not name.strip():
             raise ConfigError(f"--set {item!r} is not NAME=VALUE")
         overrides[name.strip().upper()] = value.strip()
+    if args.result:
+        _check_result_path(args.result)
     cfg = _load_config(args.config)
 
     def lookup(name: str) -> str | None:
@@ -109,10 +122,16 @@ def main(argv: list[str]) -> int:
     if not text.endswith("\n"):
         text += "\n"
     if args.result:
-        tmp = args.result + ".tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, args.result)
+        try:
+            tmp = args.result + ".tmp"
+            with open(tmp, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, args.result)
+        except OSError as exc:
+            # The job has run: its final ad must not be lost with the file.
+            sys.stdout.write(text)
+            raise StarterError(f"cannot write --result {args.result}: {exc.strerror}; "
+                               "the final job ad is on standard output") from None
     else:
         sys.stdout.write(text)
     if outcome.hold is not None:

@@ -145,3 +145,17 @@ def test_classad_format_refuses_bad_stdin(fmt: str, data: bytes) -> None:
     err = r.stderr.decode()
     assert r.returncode == 1 and "internal error" not in err, err
     assert "<stdin>" in err
+
+
+def test_starter_refuses_an_unwritable_result_before_running_the_job(
+        files: dict[str, str], tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    job = tmp_path / "touch.ad"
+    job.write_text(f'Cmd = "/bin/touch"\nArguments = "{ran}"\n')
+    for result, why in ((tmp_path / "missing" / "final.ad", "does not exist"),
+                        (tmp_path, "is a directory")):
+        r = run(["starter", "--job-ad", str(job), "--slot-ad", files["slot_ad"],
+                 "--execute", files["tmp"], "--result", str(result)])
+        assert r.returncode == 1 and "internal error" not in r.stderr
+        assert f"--result {result}" in r.stderr and why in r.stderr, r.stderr
+        assert not ran.exists(), "the job ran although its final ad had nowhere to go"
