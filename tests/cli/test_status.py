@@ -171,3 +171,23 @@ def test_real_probes_of_this_machine(tmp_path: Path, capsys: pytest.CaptureFixtu
     total, kind, cpus = capsys.readouterr().out.split()
     # one static slot holds every cpu the probes found (at most what the OS reports)
     assert 1 <= int(total) == int(cpus) <= (os.cpu_count() or 1) and kind == "Static"
+
+
+@pytest.mark.parametrize("config, message", [
+    ("NUM_SLOTS = 100000000\n",
+     "impossible slot layout: Cpus: 100000000 static slot(s) share cpus automatically "
+     "but only 10 of the machine's 10 cpus are left"),
+    ("SLOT_TYPE_1 = cpus=1\nNUM_SLOTS_TYPE_1 = 100000000\n",
+     "impossible slot layout: Cpus: the slot types ask for 100000000 "
+     "(SLOT_TYPE_1: 100000000 x 1) but the machine has 10"),
+    ("SLOT_TYPE_1 = cpus=0, memory=0\nNUM_SLOTS_TYPE_1 = 100000000\n",
+     "100000000 slots (SLOT_TYPE_1: 100000000) are more than the 100000 condorpy can lay out"),
+])
+def test_an_impossible_slot_count_is_refused_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, message: str) -> None:
+    import time
+    started = time.monotonic()
+    rc, out, err = run(tmp_path, capsys, config)
+    assert rc == 1 and out == ""
+    assert message in err, err
+    assert time.monotonic() - started < 5
