@@ -191,3 +191,19 @@ def test_an_impossible_slot_count_is_refused_at_once(
     assert rc == 1 and out == ""
     assert message in err, err
     assert time.monotonic() - started < 5
+
+
+def test_autoformat_takes_expressions(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(tmp_path, capsys, "NUM_SLOTS = 2\n", "-af", "Name", "Cpus * 2",
+                       "Memory / 1024.0", 'strcat(SlotType, "-", SlotID)', "NoSuchAttr")
+    assert rc == 0, err
+    assert out.splitlines() == ["slot1@node1.example.org 10 5.0 Static-1 undefined",
+                                "slot2@node1.example.org 10 5.0 Static-2 undefined"]
+
+
+def test_autoformat_names_a_bad_expression(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(tmp_path, capsys, "", "-af", "Name", "Cpus *", "-constraint", "false")
+    assert rc == 1 and out == ""
+    assert "-af argument 2 'Cpus *'" in err and "internal error" not in err
