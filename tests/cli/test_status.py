@@ -207,3 +207,32 @@ def test_autoformat_names_a_bad_expression(tmp_path: Path,
     rc, out, err = run(tmp_path, capsys, "", "-af", "Name", "Cpus *", "-constraint", "false")
     assert rc == 1 and out == ""
     assert "-af argument 2 'Cpus *'" in err and "internal error" not in err
+
+
+ETC = Path(__file__).resolve().parents[2] / "etc"
+SHIPPED = [None, *sorted(p.name for p in (ETC / "config.d").glob("*.example"))]
+SMALL = MachineInventory(cpus=2, memory_mb=2048, disk_kb=10_000_000, swap_kb=0,
+                         detected_cpus=2, detected_memory_mb=2048, hostname="small",
+                         facts={"Arch": "X86_64", "OpSys": "LINUX"})
+
+
+@pytest.mark.parametrize("example", SHIPPED, ids=[str(e) for e in SHIPPED])
+def test_every_shipped_configuration_lays_out_on_a_small_machine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], example: str | None) -> None:
+    """etc/condor_config alone, and with each example enabled alone, on 2 cpus and 2 GB."""
+    confdir = tmp_path / "config.d"
+    confdir.mkdir()
+    if example is not None:
+        (confdir / example.removesuffix(".example")).write_text(
+            (ETC / "config.d" / example).read_text())
+    config = (ETC / "condor_config").read_text().replace("/etc/condorpy/config.d",
+                                                         str(confdir))
+    rc, out, err = run(tmp_path, capsys, config, "-af", "Name", "Cpus", "Memory",
+                       machine=SMALL)
+    assert rc == 0, err
+    slots = [line.split() for line in out.splitlines()]
+    assert slots and all(name.endswith("@small") for name, _, _ in slots)
+    assert sum(int(cpus) for _, cpus, _ in slots) <= 2
+    assert sum(int(memory) for _, _, memory in slots) <= 2048
+    if example == "30-static-slots.example":
+        assert [s[1] for s in slots] == ["1", "1"]
