@@ -26,6 +26,7 @@ from condorpy.classad.parser import Parser, parse_node
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Undefined
 from condorpy.errors import ClassAdError, ClassAdSyntaxError
+from condorpy.inputs import loads_json
 
 
 # --- values -------------------------------------------------------------------------
@@ -149,8 +150,8 @@ _EXPR_SUFFIX = ")/"
 
 def from_json(text: str, source: str | None = None) -> ClassAd:
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:
+        data = loads_json(text)
+    except ValueError as e:
         line = getattr(e, "lineno", 1)
         col = getattr(e, "colno", 1)
         msg = getattr(e, "msg", "nested too deeply")
@@ -167,7 +168,12 @@ def from_json(text: str, source: str | None = None) -> ClassAd:
 
 
 def from_json_many(text: str, source: str | None = None) -> list[ClassAd]:
-    data = json.loads(text)
+    try:
+        data = loads_json(text)
+    except ValueError as e:
+        raise ClassAdSyntaxError(f"bad JSON: {getattr(e, 'msg', e)}", text=text,
+                                 line=getattr(e, "lineno", 1), column=getattr(e, "colno", 1),
+                                 source=source) from None
     if isinstance(data, dict):
         data = [data]
     return [from_json(json.dumps(d), source) for d in data]

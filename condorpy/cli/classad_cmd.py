@@ -12,21 +12,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TextIO
 
 from condorpy.classad import ClassAd, format_value, parse_expr
 from condorpy.classad.formats import (from_json, parse_new, parse_old_many, to_json, to_new,
                                       to_old)
 from condorpy.errors import ClassAdError, ClassAdSyntaxError
+from condorpy.inputs import loads_json, read_stdin, read_text
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="surrogateescape") \
-            if path != "-" else sys.stdin.read()
-    except OSError as e:
-        raise ClassAdError(f"cannot read {path}: {e.strerror}") from None
+    return read_text(path, on_os_error=lambda why: ClassAdError(f"cannot read {path}: {why}"))
 
 
 def _load_old(path: str) -> ClassAd:
@@ -57,8 +53,8 @@ def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _format(args: argparse.Namespace, out: TextIO) -> int:
-    text = sys.stdin.read()
     src = "<stdin>"
+    text = read_stdin(src)
     if args.input == "old":
         ads = parse_old_many(text, src)
     elif args.input == "new":
@@ -66,7 +62,7 @@ def _format(args: argparse.Namespace, out: TextIO) -> int:
     else:
         import json
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except ValueError:
             data = None
         if isinstance(data, list) and len(data) != 1:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from condorpy.config import Config, load_config
+from condorpy.errors import ConfigError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +52,12 @@ def _provenance(cfg: Config, name: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.dump:
+        try:
+            re.compile(args.dump, re.I)
+        except re.error as exc:
+            raise ConfigError(f"-dump {args.dump!r} is not a valid regular expression: "
+                              f"{exc}") from None
     from condorpy.machine.facts import probed_facts
     cfg = load_config(args.config, subsystem=args.subsystem, localname=args.localname,
                       detected=probed_facts())

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from condorpy.clock import ManualClock, SystemClock
 from condorpy.errors import CondorpyError, TimelineError
+from condorpy.inputs import read_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.explain import explain_command
 from condorpy.policy.simulate import Simulation, parse_timeline
@@ -75,14 +75,9 @@ def main(argv: list[str]) -> int:
 
 
 def _simulate(engine: PolicyEngine, timeline: str, until: float | None) -> int:
-    if timeline == "-":
-        lines, source = sys.stdin.read().splitlines(), "<stdin>"
-    else:
-        try:
-            lines = Path(timeline).read_text().splitlines()
-        except OSError as exc:
-            raise TimelineError(f"cannot read timeline {timeline}: {exc.strerror}") from None
-        source = timeline
+    source = "<stdin>" if timeline == "-" else timeline
+    lines = read_text(timeline, on_os_error=lambda why: TimelineError(
+        f"cannot read timeline {timeline}: {why}")).splitlines()
     entries = parse_timeline(lines, source)
     out = sys.stdout
     try:

@@ -18,6 +18,7 @@ import sys
 from condorpy.classad import ClassAd, Error, Undefined
 from condorpy.config import DEFAULT_CONFIG_PATH, Config, KnobReader, load_config
 from condorpy.errors import ConfigError, StarterError
+from condorpy.inputs import read_text
 from condorpy.starter.knobs import settings_from_knobs
 from condorpy.starter.starter import Starter
 
@@ -26,11 +27,8 @@ EXIT_VACATED = 4
 
 
 def _read_ad(path: str, what: str) -> tuple[ClassAd, str]:
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise StarterError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    text = read_text(path, f"the {what} {path}", on_os_error=lambda why: StarterError(
+        f"cannot read the {what} {path}: {why}"))
     return ClassAd.parse_old(text, source=path), text
 
 
@@ -53,6 +51,17 @@ def _load_config(path: str | None, overrides: dict[str, str]) -> Config:
     if path is None and not os.path.exists(DEFAULT_CONFIG_PATH):
         path = "ONLY_ENV"
     return load_config(path, subsystem="STARTER", overrides=overrides)
+
+
+def _check_result_path(path: str) -> None:
+    """Refuse a --result that cannot be written before the job runs, not after."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise StarterError(f"--result {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StarterError(f"--result {path}: directory {parent} is not writable")
+    if os.path.isdir(path):
+        raise StarterError(f"--result {path} is a directory")
 
 
 def _custom_limit(cfg: KnobReader, name: str, job: ClassAd, slot: ClassAd) -> int | None:
@@ -85,6 +94,8 @@ def main(argv: list[str]) -> int:
         if not sep or not name.strip():
             raise ConfigError(f"--set {item!r} is not NAME=VALUE")
         overrides[name.strip().upper()] = value.strip()
+    if args.result:
+        _check_result_path(args.result)
     cfg = _load_config(args.config, overrides)
 
     job_ad, job_text = _read_ad(args.job_ad, "job ad")
@@ -104,10 +115,16 @@ def main(argv: list[str]) -> int:
     if not text.endswith("\n"):
         text += "\n"
     if args.result:
-        tmp = args.result + ".tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, args.result)
+        try:
+            tmp = args.result + ".tmp"
+            with open(tmp, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, args.result)
+        except OSError as exc:
+            # The job has run: its final ad must not be lost with the file.
+            sys.stdout.write(text)
+            raise StarterError(f"cannot write --result {args.result}: {exc.strerror}; "
+                               "the final job ad is on standard output") from None
     else:
         sys.stdout.write(text)
     if outcome.hold is not None:

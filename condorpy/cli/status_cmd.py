@@ -35,8 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="read this configuration file instead of CONDOR_CONFIG")
     p.add_argument("-l", "-long", "--long", dest="long", action="store_true",
                    help="print whole ads")
-    p.add_argument("-af", "-autoformat", dest="af", nargs="+", metavar="ATTR",
-                   help="print these attributes' values, one line per slot")
+    p.add_argument("-af", "-autoformat", dest="af", nargs="+", metavar="EXPR",
+                   help="print these expressions' values (attributes or any ClassAd "
+                        "expression), one line per slot")
     p.add_argument("-constraint", "--constraint", metavar="EXPR",
                    help="only slots whose ad satisfies EXPR")
     p.add_argument("-json", "--json", dest="json", action="store_true",

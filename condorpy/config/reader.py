@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from condorpy.config.macros import Expander, Ref, find_close, find_ref
 from condorpy.config.templates import TEMPLATES, template_names
 from condorpy.errors import ConfigError
+from condorpy.inputs import NotTextError, decode_utf8
 
 CONDOR_VERSION = (25, 14, 1)
 
@@ -65,8 +66,10 @@ class Reader:
             raise ConfigError(f"include cycle: {path} includes itself",
                               file=from_file or path, line=from_line)
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            # Strict: a byte that is not UTF-8 would otherwise turn silently into U+FFFD
+            # inside a value (an Owner name in START, say) and change the policy.
+            with open(path, "rb") as fh:
+                text = decode_utf8(fh.read(), f"configuration file {path}")
         except FileNotFoundError:
             if required:
                 raise ConfigError(f"configuration file {path} does not exist",
@@ -90,7 +93,7 @@ class Reader:
         if not argv:
             raise ConfigError("empty command", file=source, line=line)
         try:
-            done = subprocess.run(argv, capture_output=True, text=True,
+            done = subprocess.run(argv, capture_output=True,
                                   timeout=_COMMAND_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ConfigError(f"cannot run {command!r}: {exc}", file=source,
@@ -98,7 +101,10 @@ class Reader:
         if done.returncode != 0:
             raise ConfigError(f"command {command!r} exited with status {done.returncode}",
                               file=source, line=line)
-        return done.stdout
+        try:
+            return decode_utf8(done.stdout, f"the output of {command!r}")
+        except NotTextError as exc:
+            raise ConfigError(str(exc), file=source, line=line) from None
 
     def read_text(self, text: str, source: str, at: tuple[str, int] | None = None) -> None:
         """Read configuration text; ``at`` pins every location (template bodies)."""

@@ -248,7 +248,8 @@ def nvidia_smi_devices(roots: HostRoots, timeout: float = 30.0) -> list[GpuDevic
         try:
             proc = subprocess.run([str(exe), f"--query-gpu={','.join(fields)}",
                                    "--format=csv,noheader,nounits"],
-                                  capture_output=True, text=True, timeout=timeout,
+                                  capture_output=True, text=True, errors="replace",
+                                  timeout=timeout,
                                   stdin=subprocess.DEVNULL, check=False, env=env)
         except (OSError, subprocess.TimeoutExpired):
             return None
@@ -289,7 +290,8 @@ def nvidia_smi_devices(roots: HostRoots, timeout: float = 30.0) -> list[GpuDevic
 
 def _smi_cuda_version(exe: Any, timeout: float, env: dict[str, str]) -> int | None:
     try:
-        proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run([str(exe)], capture_output=True, text=True, errors="replace",
+                              timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -27,6 +27,7 @@ from pathlib import PurePath
 from typing import Any
 
 from condorpy.config import KnobTexts, boolean_value
+from condorpy.inputs import NotTextError, decode_utf8
 from condorpy.machine import gpus
 from condorpy.machine.classad_text import InventoryError, parse_ad_lines
 from condorpy.machine.roots import HostRoots
@@ -70,7 +71,7 @@ def run_inventory(knob: str, command: str, roots: HostRoots,
         except ValueError as exc:
             raise InventoryError(f"{knob}: condor_gpu_discovery {' '.join(argv[1:])}: {exc}") from None
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(argv, capture_output=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False)
     except FileNotFoundError:
         raise InventoryError(f"{knob}: command not found: {argv[0]}") from None
@@ -81,10 +82,14 @@ def run_inventory(knob: str, command: str, roots: HostRoots,
     except OSError as exc:
         raise InventoryError(f"{knob}: cannot run {argv[0]}: {exc.strerror}") from None
     if proc.returncode != 0:
-        err = (proc.stderr.strip().splitlines() or [""])[-1]
+        stderr = proc.stderr.decode("utf-8", "replace")   # only quoted in the message
+        err = (stderr.strip().splitlines() or [""])[-1]
         raise InventoryError(f"{knob}: {argv[0]} exited with status {proc.returncode}"
                              + (f": {err}" if err else ""))
-    return proc.stdout
+    try:
+        return decode_utf8(proc.stdout, f"the output of {argv[0]}")
+    except NotTextError as exc:
+        raise InventoryError(f"{knob}: {exc}") from None
 
 
 def resource_from_ad(name: str, ad: dict[str, Any], knob: str, offline_knob: str | None) -> CustomResource:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from condorpy.classad import ClassAd, Expr, format_value
 from condorpy.classad import ast
 from condorpy.errors import ClassAdError, PolicyError
+from condorpy.inputs import loads_json, read_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.evaluation import Error, Undefined, load_ad
 from condorpy.policy.records import Slot
@@ -103,23 +103,18 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
         k, v = item.split("=", 1)
         k, v = k.strip(), v.strip()
         try:
-            out[k] = json.loads(v)
+            out[k] = loads_json(v)
         except json.JSONDecodeError:
             out[k] = v
     return out
 
 
 def _load_job(engine: PolicyEngine, path: str) -> ClassAd:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise PolicyError(f"cannot read job ad {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"job ad {path} is not UTF-8 text (byte "
-                          f"0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+    text = read_text(path, f"job ad {path}", on_os_error=lambda why: PolicyError(
+        f"cannot read job ad {path}: {why}"))
     if text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except json.JSONDecodeError as exc:
             raise PolicyError(f"job ad {path}: not JSON: {exc.msg} (line {exc.lineno})") \
                 from None

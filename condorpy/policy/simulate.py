@@ -11,13 +11,25 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from condorpy.errors import CondorpyError, TimelineError
+from condorpy.inputs import loads_json
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import (Action, HardKill, KillBackfill, KillStarter, Output,
                                      RunBenchmarks, SoftKill, StartBackfill)
+
+# The longest stretch a timeline may cover: ten years of virtual time. Beyond it a
+# time is almost certainly a typo (milliseconds for seconds), and refusing it keeps
+# every run short.
+MAX_SIM_SECONDS = 10 * 365 * 86400
+
+# After this many policy cycles in a row that change nothing, the simulator jumps to
+# the last cycle before the next timeline line, job exit or --until (docs/policy.md,
+# "Quiet stretches"): a long idle gap costs as much as a short one.
+QUIET_CYCLES = 10_000
 
 EVENTS = ("snapshot", "match", "request_claim", "activate", "job_exit", "release", "alive",
           "vacate", "drain", "cancel_drain", "off", "backfill_exit")
@@ -40,14 +52,16 @@ def parse_timeline(lines: Iterable[str], source: str) -> list[TimelineEntry]:
         if not text or text.startswith("#"):
             continue
         try:
-            obj = json.loads(text)
+            obj = loads_json(text)
         except json.JSONDecodeError as exc:
             raise TimelineError(f"not JSON: {exc.msg}", file=source, line=n) from None
         if not isinstance(obj, dict):
             raise TimelineError("a timeline line must be a JSON object", file=source, line=n)
         t = obj.get("t")
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0:
-            raise TimelineError("'t' must be a number of seconds >= 0", file=source, line=n)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= \
+                MAX_SIM_SECONDS:   # also refuses NaN and Infinity, which json accepts
+            raise TimelineError(f"'t' must be a number of seconds from 0 to {MAX_SIM_SECONDS} "
+                                f"(ten years), not {t!r}", file=source, line=n)
         has_set, has_event = "set" in obj, "event" in obj
         if has_set == has_event:
             raise TimelineError("a line needs exactly one of 'set' and 'event'",
@@ -88,6 +102,9 @@ class Simulation:
         self.engine = engine
         self.entries = entries
         self.source = source
+        if until is not None and not -math.inf < until <= MAX_SIM_SECONDS:
+            raise TimelineError(f"--until must be a number of seconds up to {MAX_SIM_SECONDS} "
+                                f"(ten years), not {until!r}")
         self.until = until if until is not None else max((e.t for e in entries), default=0.0)
         self._jobs: dict[str, dict[str, Any]] = {}     # claim id -> job attributes
         self._pending: list[tuple[float, int, str, str]] = []   # (t, seq, kind, claim/slot)
@@ -99,6 +116,7 @@ class Simulation:
         self._emit(eng.take_output())
         next_cycle = eng.now   # the first cycle comes after the lines at time 0
         i = 0
+        quiet = 0              # cycles in a row that produced nothing
         while True:
             candidates = [next_cycle]
             if i < len(self.entries):
@@ -122,11 +140,38 @@ class Simulation:
                     raise TimelineError(str(exc), file=self.source, line=entry.line) from None
                 # A claim or match shortens the polling interval at once, as in the startd.
                 next_cycle = min(next_cycle, now + eng.poll_interval())
+                quiet = 0
             else:
                 self._emit(eng.cycle(now))
-                next_cycle = now + eng.poll_interval()
+                interval = eng.poll_interval()
+                next_cycle = now + interval
+                quiet = 0 if self._records else quiet + 1
+                if quiet >= QUIET_CYCLES:
+                    next_cycle = self._skip_quiet(now, next_cycle, interval, i)
+                    quiet = 0
             yield from self._drain_records()
         yield from self._drain_records()
+
+    def _skip_quiet(self, now: float, next_cycle: float, interval: float, i: int) -> float:
+        """The next cycle after a quiet stretch: the last one on the polling grid before
+        whatever comes next, so that the grid, and what happens at the next line, are
+        those of a run that simulated every cycle."""
+        upcoming = [self.until]
+        if i < len(self.entries):
+            upcoming.append(self.entries[i].t)
+        if self._pending:
+            upcoming.append(self._pending[0][0])
+        target = min(upcoming)
+        if interval <= 0 or target <= next_cycle:
+            return next_cycle
+        steps = math.floor((target - next_cycle) / interval)
+        if steps < 1:
+            return next_cycle
+        skipped_to = next_cycle + steps * interval
+        self._records.append({"t": _num(now), "quiet_until": _num(skipped_to),
+                              "reason": f"nothing changed in {QUIET_CYCLES} policy cycles; "
+                                        f"{steps} cycles skipped"})
+        return skipped_to
 
     def _drain_records(self) -> Iterator[dict[str, Any]]:
         out, self._records = self._records, []

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from condorpy.errors import MachineError
+from condorpy.inputs import loads_json
 from condorpy.slots.inventory import CustomResource, MachineInventory
 
 
@@ -22,7 +23,7 @@ class InventoryFileError(MachineError):
 
 def inventory_from_json(text: str, source: str = "inventory") -> MachineInventory:
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise InventoryFileError(f"{source}, line {exc.lineno}: not JSON: {exc.msg}") from None
     if not isinstance(data, dict):

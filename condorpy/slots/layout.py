@@ -17,6 +17,10 @@ from condorpy.slots.inventory import MachineInventory
 from condorpy.slots.resources import Resources
 from condorpy.slots.shares import CPUS, DISK, MEMORY, SWAP, Share, ShareKind, SlotTypeSpec
 
+# More slots than any machine could run; a count above it is refused before a single
+# slot is built (NUM_SLOTS = 100000000 would otherwise take minutes to lay out).
+MAX_SLOTS = 100_000
+
 # (constraint text, device id, device property attributes) -> does the device qualify?
 DeviceMatcher = Callable[[str, str, Mapping[str, Any]], bool]
 
@@ -124,6 +128,7 @@ def _assign_devices(name: str, counts: list[int], slots: Sequence[tuple[SlotType
 def plan_layout(types: Sequence[SlotTypeConfig], inventory: MachineInventory,
                 matcher: DeviceMatcher) -> list[PlannedSlot]:
     """Number the slots (type 1's first) and give each its resources."""
+    _check_counts(types, inventory)
     slots: list[tuple[SlotTypeConfig, int]] = []
     for t in types:
         for _ in range(t.count):
@@ -158,6 +163,40 @@ def plan_layout(types: Sequence[SlotTypeConfig], inventory: MachineInventory,
                       {n: counts[i] for n, counts in custom.items()},
                       {n: ids[i] for n, ids in devices.items()})))
     return planned
+
+
+def _check_counts(types: Sequence[SlotTypeConfig], inventory: MachineInventory) -> None:
+    """Refuse, from the slot counts alone, a layout whose cpus or memory cannot fit, with
+    the message the slot-by-slot division would give, before building one entry per
+    slot."""
+    for resource, total, unit in ((CPUS, inventory.cpus, ""),
+                                  (MEMORY, inventory.memory_mb, " MiB")):
+        asked = 0
+        parts: list[str] = []
+        static_autos = 0
+        for t in types:
+            if not t.count:
+                continue
+            each = _explicit(t.spec.share_for(resource), total, resource)
+            if each is None:
+                static_autos += 0 if t.partitionable else t.count
+            else:
+                asked += each * t.count
+                parts.append(f"{_type_label(t)}: {t.count} x {each}")
+        if asked > total:
+            raise LayoutError(f"impossible slot layout: {resource}: the slot types ask for "
+                              f"{asked}{unit} ({', '.join(parts)}) but the machine has "
+                              f"{total}{unit}", resource=resource)
+        if resource == CPUS and static_autos > total - asked:
+            raise LayoutError(
+                f"impossible slot layout: Cpus: {static_autos} static slot(s) share cpus "
+                f"automatically but only {total - asked} of the machine's {total} cpus "
+                "are left for them (every static slot needs at least 1)", resource=CPUS)
+    total_slots = sum(t.count for t in types)
+    if total_slots > MAX_SLOTS:
+        counts = ", ".join(f"{_type_label(t)}: {t.count}" for t in types if t.count)
+        raise LayoutError(f"impossible slot layout: {total_slots} slots ({counts}) are more "
+                          f"than the {MAX_SLOTS} condorpy can lay out")
 
 
 def _divide_disk(slots: Sequence[tuple[SlotTypeConfig, int]],

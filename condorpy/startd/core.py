@@ -19,6 +19,7 @@ from typing import Mapping
 from condorpy.clock import Clock
 from condorpy.config import Config, DetectedFacts, load_config
 from condorpy.errors import MachineError
+from condorpy.inputs import read_text
 from condorpy.machine.facts import probed_facts
 from condorpy.machine.probe import probe_machine
 from condorpy.machine.virtual import VIRTUAL_DETECTED, virtual_inventory
@@ -78,14 +79,8 @@ def load_core(config_path: str | None = None, *, host: Host = Host.THIS,
 
 
 def read_inventory(path: Path) -> MachineInventory:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise MachineError(f"cannot read the inventory file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise MachineError(f"the inventory file {path} is not UTF-8 text "
-                           f"(byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
-                           ) from None
+    text = read_text(str(path), f"the inventory file {path}", on_os_error=lambda why:
+                     MachineError(f"cannot read the inventory file {path}: {why}"))
     return inventory_from_json(text, str(path))
 
 

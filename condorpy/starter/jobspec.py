@@ -45,21 +45,38 @@ def _num(ad: Mapping[str, object], name: str) -> float | None:
 
 
 def parse_signal(value: object, *, attribute: str = "KillSig") -> int:
-    """A signal given by number or by name (``SIGTERM``, ``TERM``)."""
+    """A signal of this platform given by number or by name (``SIGTERM``, ``TERM``)."""
     if isinstance(value, bool):
         raise JobAdError(f"{attribute} must be a signal name or number", attribute=attribute)
+    number: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, str):
+        number = value
+    elif isinstance(value, str):
         text = value.strip().upper()
         if text.isdigit():
-            return int(text)
-        name = text if text.startswith("SIG") else "SIG" + text
-        try:
-            return int(signal.Signals[name])
-        except KeyError:
-            pass
+            number = int(text)
+        else:
+            name = text if text.startswith("SIG") else "SIG" + text
+            try:
+                return int(signal.Signals[name])
+            except KeyError:
+                pass
+    # A number the kernel refuses would only fail at the soft kill, with the job running.
+    if number is not None and number in signal.valid_signals():
+        return number
     raise JobAdError(f"{attribute} {value!r} is not a signal", attribute=attribute)
+
+
+def kill_signal(value: object) -> tuple[int, str | None]:
+    """The soft-kill signal of a KillSig value, and a note when it had to be replaced:
+    like HTCondor's starter, a KillSig that names no signal falls back to SIGTERM
+    rather than failing the job."""
+    if value is None:
+        return int(signal.SIGTERM), None
+    try:
+        return parse_signal(value), None
+    except JobAdError as exc:
+        return int(signal.SIGTERM), f"{exc}; using SIGTERM"
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,7 @@ class JobSpec:
     user_log: str | None
     cluster: int
     proc: int
+    kill_sig_note: str | None = None    # why KillSig was replaced by SIGTERM, if it was
 
     @classmethod
     def from_ad(cls, ad: Mapping[str, object]) -> JobSpec:
@@ -113,18 +131,14 @@ class JobSpec:
         except JobAdError as exc:
             raise JobHold(str(exc), HoldCode.FAILED_TO_CREATE_PROCESS,
                           attribute=exc.attribute, job=job_id) from None
-        kill_raw = _lookup(ad, "KillSig")
-        try:
-            kill_sig = parse_signal(kill_raw) if kill_raw is not None else int(signal.SIGTERM)
-        except JobAdError as exc:
-            raise JobHold(str(exc), HoldCode.FAILED_TO_CREATE_PROCESS,
-                          attribute=exc.attribute, job=job_id) from None
+        kill_sig, kill_sig_note = kill_signal(_lookup(ad, "KillSig"))
         return cls(
             job_id=job_id, cmd=cmd, args=tuple(args), env=tuple(env.items()),
             iwd=ident.iwd, stdin=_str(ad, "In"), stdout=_str(ad, "Out"),
             stderr=_str(ad, "Err"), owner=ident.owner, kill_sig=kill_sig,
             kill_sig_timeout_s=_num(ad, "KillSigTimeout"),
-            user_log=ident.user_log, cluster=ident.cluster, proc=ident.proc)
+            user_log=ident.user_log, cluster=ident.cluster, proc=ident.proc,
+            kill_sig_note=kill_sig_note)
 
 
 _SLOT_NAME = re.compile(r"^slot(\d+)(?:_(\d+))?(?:@|$)")

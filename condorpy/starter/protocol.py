@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from condorpy.inputs import loads_json
+
 PROTOCOL_VERSION = 1
 MAX_LINE = 65536
 
@@ -57,7 +59,7 @@ class Connection:
             if not line.strip():
                 continue
             try:
-                msg = json.loads(line)
+                msg = loads_json(line.decode("utf-8"))
                 if not isinstance(msg, dict):
                     raise ValueError("not an object")
                 out.append(msg)

@@ -83,6 +83,7 @@ class Starter:
         self.pending: list[Command] = []
         self.logged_image_kb = 0
         self.memory_limit: int | None = None
+        self.reaped = False
 
     @property
     def socket_path(self) -> str:
@@ -146,6 +147,8 @@ class Starter:
         user: JobUser | None = None
         try:
             job = JobSpec.from_ad(self.job_ad)
+            if job.kill_sig_note is not None:
+                self._say(f"job {job.job_id}: {job.kill_sig_note}")
             slot = SlotSpec.from_ad(self.slot_ad)
             user = choose_user(job, slot, self.settings)
             return self._run(job, slot, user)
@@ -262,6 +265,7 @@ class Starter:
                 for key, _ in sel.select(timeout):
                     if key.data == "exit":
                         _, status, rusage = os.wait4(self.proc.pid, 0)
+                        self.reaped = True
                         return status, rusage
                     if key.data == "accept":
                         conn = self.server.accept()
@@ -343,6 +347,11 @@ class Starter:
                 os.kill(self.proc.pid, job.kill_sig)
             except ProcessLookupError:
                 pass
+            except OSError as exc:   # KillSig is checked up front; never leave the job
+                self._say(f"job {job.job_id}: cannot send signal {job.kill_sig}: "
+                          f"{exc.strerror}; killing it")
+                self._apply(Command.HARD_KILL, job)
+                return
             if self.kill_deadline is None:
                 timeout = job.kill_sig_timeout_s
                 if timeout is None:
@@ -465,6 +474,18 @@ class Starter:
 
     def _cleanup(self, job_id: str) -> None:
         problems: list[str] = []
+        if self.proc is not None and not self.reaped:
+            # The starter is giving up while its job runs (an error while watching it):
+            # the job must not outlive it and the sandbox deleted below.
+            try:
+                self._kill_all()
+            except (OSError, CgroupError) as exc:
+                problems.append(f"killing the job: {exc}")
+            try:
+                os.waitpid(self.proc.pid, 0)
+            except ChildProcessError:
+                pass
+            self.reaped = True
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()

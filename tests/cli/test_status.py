@@ -173,3 +173,68 @@ def test_real_probes_of_this_machine(tmp_path: Path, capsys: pytest.CaptureFixtu
     total, kind, cpus = capsys.readouterr().out.split()
     # one static slot holds every cpu the probes found (at most what the OS reports)
     assert 1 <= int(total) == int(cpus) <= (os.cpu_count() or 1) and kind == "Static"
+
+
+@pytest.mark.parametrize("config, message", [
+    ("NUM_SLOTS = 100000000\n",
+     "impossible slot layout: Cpus: 100000000 static slot(s) share cpus automatically "
+     "but only 10 of the machine's 10 cpus are left"),
+    ("SLOT_TYPE_1 = cpus=1\nNUM_SLOTS_TYPE_1 = 100000000\n",
+     "impossible slot layout: Cpus: the slot types ask for 100000000 "
+     "(SLOT_TYPE_1: 100000000 x 1) but the machine has 10"),
+    ("SLOT_TYPE_1 = cpus=0, memory=0\nNUM_SLOTS_TYPE_1 = 100000000\n",
+     "100000000 slots (SLOT_TYPE_1: 100000000) are more than the 100000 condorpy can lay out"),
+])
+def test_an_impossible_slot_count_is_refused_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, message: str) -> None:
+    import time
+    started = time.monotonic()
+    rc, out, err = run(tmp_path, capsys, config)
+    assert rc == 1 and out == ""
+    assert message in err, err
+    assert time.monotonic() - started < 5
+
+
+def test_autoformat_takes_expressions(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(tmp_path, capsys, "NUM_SLOTS = 2\n", "-af", "Name", "Cpus * 2",
+                       "Memory / 1024.0", 'strcat(SlotType, "-", SlotID)', "NoSuchAttr")
+    assert rc == 0, err
+    assert out.splitlines() == ["slot1@node1.example.org 10 5.0 Static-1 undefined",
+                                "slot2@node1.example.org 10 5.0 Static-2 undefined"]
+
+
+def test_autoformat_names_a_bad_expression(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(tmp_path, capsys, "", "-af", "Name", "Cpus *", "-constraint", "false")
+    assert rc == 1 and out == ""
+    assert "-af argument 2 'Cpus *'" in err and "internal error" not in err
+
+
+ETC = Path(__file__).resolve().parents[2] / "etc"
+SHIPPED = [None, *sorted(p.name for p in (ETC / "config.d").glob("*.example"))]
+SMALL = MachineInventory(cpus=2, memory_mb=2048, disk_kb=10_000_000, swap_kb=0,
+                         detected_cpus=2, detected_memory_mb=2048, hostname="small",
+                         facts={"Arch": "X86_64", "OpSys": "LINUX"})
+
+
+@pytest.mark.parametrize("example", SHIPPED, ids=[str(e) for e in SHIPPED])
+def test_every_shipped_configuration_lays_out_on_a_small_machine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], example: str | None) -> None:
+    """etc/condor_config alone, and with each example enabled alone, on 2 cpus and 2 GB."""
+    confdir = tmp_path / "config.d"
+    confdir.mkdir()
+    if example is not None:
+        (confdir / example.removesuffix(".example")).write_text(
+            (ETC / "config.d" / example).read_text())
+    config = (ETC / "condor_config").read_text().replace("/etc/condorpy/config.d",
+                                                         str(confdir))
+    rc, out, err = run(tmp_path, capsys, config, "-af", "Name", "Cpus", "Memory",
+                       machine=SMALL)
+    assert rc == 0, err
+    slots = [line.split() for line in out.splitlines()]
+    assert slots and all(name.endswith("@small") for name, _, _ in slots)
+    assert sum(int(cpus) for _, cpus, _ in slots) <= 2
+    assert sum(int(memory) for _, _, memory in slots) <= 2048
+    if example == "30-static-slots.example":
+        assert [s[1] for s in slots] == ["1", "1"]

@@ -49,9 +49,9 @@ def test_desktop_example() -> None:
 
 def test_static_slots_example() -> None:
     c = _with((ETC / "config.d" / "30-static-slots.example").read_text())
-    assert c.get_int("NUM_SLOTS_TYPE_1") == 4
+    assert c.get_int("NUM_SLOTS_TYPE_1") == c.get_int("NUM_CPUS") - 1
     assert c.get_bool("SLOT_TYPE_1_PARTITIONABLE") is False
-    assert c.get("SLOT_TYPE_1") == "cpus=25%, memory=25%, disk=25%"
+    assert c.get("SLOT_TYPE_1") == "cpus=auto, memory=auto, disk=auto"
     assert c.slot_get("START", 5, 2) == c.get("SLOT_TYPE_2_START")
     assert c.slot_get("START", 1, 1) == "True"
 

@@ -7,7 +7,7 @@ import pytest
 from condorpy.errors import JobAdError
 from condorpy.starter.environment import gpu_visible_devices, job_environment
 from condorpy.starter.holds import HoldCode, JobHold
-from condorpy.starter.jobspec import JobSpec, SlotSpec, parse_signal
+from condorpy.starter.jobspec import JobSpec, SlotSpec, kill_signal, parse_signal
 
 
 def test_kill_signal_by_name_or_number() -> None:
@@ -17,6 +17,17 @@ def test_kill_signal_by_name_or_number() -> None:
     assert parse_signal("15") == 15
     with pytest.raises(JobAdError, match="KillSig"):
         parse_signal("SIGNOPE")
+    for not_a_signal in (999, "999", 0, -1, True, 2.5):
+        with pytest.raises(JobAdError, match="KillSig"):
+            parse_signal(not_a_signal)
+
+
+def test_a_kill_sig_that_is_no_signal_becomes_sigterm_with_a_note() -> None:
+    assert kill_signal(None) == (signal.SIGTERM, None)
+    assert kill_signal("SIGUSR1") == (signal.SIGUSR1, None)
+    job = JobSpec.from_ad({"Cmd": "/bin/true", "KillSig": 999})
+    assert job.kill_sig == signal.SIGTERM
+    assert job.kill_sig_note == "KillSig 999 is not a signal; using SIGTERM"
 
 
 def test_missing_cmd_is_a_hold_with_code_6() -> None:

@@ -182,7 +182,6 @@ def test_user_log_reads_back_with_htcondor(settings: StarterSettings, tmp_path: 
 
 @pytest.mark.parametrize("ad, code", [
     ({}, HoldCode.FAILED_TO_CREATE_PROCESS),                                  # no Cmd
-    ({"Cmd": "/bin/true", "KillSig": "SIGNOPE"}, HoldCode.FAILED_TO_CREATE_PROCESS),
     ({"Cmd": "/bin/true", "Arguments": "'unterminated"}, HoldCode.FAILED_TO_CREATE_PROCESS),
 ])
 def test_hold_before_start_is_logged(settings: StarterSettings, tmp_path: Path,
@@ -269,6 +268,45 @@ def test_soft_kill_escalates_after_kill_timeout(settings: StarterSettings,
     assert 0.25 < time.monotonic() - t0 < 10
     client.close()
     running.outcome()
+
+
+@pytest.mark.parametrize("kill_sig", [999, "SIGNOPE", -3])
+def test_a_kill_sig_that_is_no_signal_falls_back_to_sigterm(
+        settings: StarterSettings, tmp_path: Path, execute: Path, kill_sig: object) -> None:
+    ready = outdir(tmp_path) / "ready"
+    marker = f"killsig-{os.getpid()}-{abs(hash(str(kill_sig)))}"
+    running = start(sh(f"trap \"exit 7\" TERM; touch {ready}; "
+                       f"while :; do sleep 0.02; done # {marker}", KillSig=kill_sig),
+                    {"Name": "slot1@h"}, settings, tag=f"ks{abs(hash(str(kill_sig)))}")
+    client = running.client()
+    client.wait_for("event", "hello")
+    wait_file(ready)
+    client.send(Command.SOFT_KILL)
+    done = client.wait_for("event", "done")
+    client.close()
+    out = running.outcome()
+    assert out.vacated and done["ad"]["ExitCode"] == 7     # the job's TERM trap ran
+    assert any("is not a signal; using SIGTERM" in n and repr(kill_sig) in n
+               for n in out.notices), out.notices
+    assert pids_with_marker(marker) == [] and os.listdir(execute) == []
+
+
+def test_a_starter_that_fails_while_watching_leaves_no_job_behind(
+        settings: StarterSettings, tmp_path: Path, execute: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = f"orphan-{os.getpid()}"
+    ready = outdir(tmp_path) / "ready"
+
+    def broken(self: Starter) -> None:
+        if ready.exists():
+            raise RuntimeError("watch loop failed")
+
+    monkeypatch.setattr(Starter, "_sample", broken)
+    running = start(sh(f"touch {ready}; while :; do sleep 0.02; done # {marker}"),
+                    {"Name": "slot1@h"}, settings, tag="orphan")
+    with pytest.raises(RuntimeError, match="watch loop failed"):
+        running.outcome()
+    assert pids_with_marker(marker) == [] and os.listdir(execute) == []
 
 
 def test_protocol_rejects_nonsense(settings: StarterSettings) -> None:
