@@ -16,7 +16,7 @@ import os
 import sys
 
 from condorpy.classad import ClassAd, Error, Undefined
-from condorpy.config import DEFAULT_CONFIG_PATH, Config, KnobReader, load_config
+from condorpy.config import Config, KnobReader, load_config
 from condorpy.errors import ConfigError, StarterError
 from condorpy.inputs import read_text
 from condorpy.starter.knobs import settings_from_knobs
@@ -47,9 +47,6 @@ def _load_config(path: str | None, overrides: dict[str, str]) -> Config:
     """``--config``, else $CONDOR_CONFIG, else the default file when there is one; with
     none, only built-in defaults and ``_CONDOR_<NAME>`` environment variables count.
     ``--set`` values win over all of them."""
-    path = path or os.environ.get("CONDOR_CONFIG")
-    if path is None and not os.path.exists(DEFAULT_CONFIG_PATH):
-        path = "ONLY_ENV"
     return load_config(path, subsystem="STARTER", overrides=overrides)
 
 

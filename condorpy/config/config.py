@@ -379,12 +379,18 @@ def load_config(path: str | None = None, *, env: Mapping[str, str] | None = None
                 detected: DetectedFacts | None = None, subsystem: str = "STARTD",
                 localname: str | None = None, seed: int | None = None,
                 overrides: Mapping[str, str] | None = None) -> Config:
-    """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default;
-    then ``_CONDOR_<NAME>`` environment variables, then ``overrides`` (a command line's
-    ``--set NAME=VALUE``), each winning over what came before."""
+    """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default
+    file; then ``_CONDOR_<NAME>`` environment variables, then ``overrides`` (a command
+    line's ``--set NAME=VALUE``), each winning over what came before.
+
+    A file named by ``path`` or $CONDOR_CONFIG must exist. When neither names one and
+    the default file is not there (a machine where condorpy is not installed yet), the
+    built-in defaults and the environment stand alone, as with CONDOR_CONFIG=ONLY_ENV."""
     environ = dict(os.environ if env is None else env)
     if path is None:
         path = environ.get("CONDOR_CONFIG") or DEFAULT_CONFIG_PATH
+        if path == DEFAULT_CONFIG_PATH and not os.path.exists(path):
+            path = "ONLY_ENV"
     args = _LoadArgs(None if path == "ONLY_ENV" else path, None, path, environ,
                      detected or host_facts(), subsystem.upper(), localname,
                      overrides=tuple((overrides or {}).items()))

@@ -252,7 +252,7 @@ class SlotMachine:
             loads.append(SlotLoadInput(s.name, 0.0 if s.kind == "partitionable" else float(c),
                                        s.state is S.OWNER))
         nonzero = total != 0 or any(x.condor_load for x in loads)
-        if not nonzero and not self._load_nonzero:
+        if not nonzero and not self._load_nonzero and not own:
             for s in slots:      # the quiet machine: every slot 0.0, set once
                 if s.load != (0.0, 0.0):
                     s.load = (0.0, 0.0)
@@ -264,6 +264,9 @@ class SlotMachine:
         split = distribute_load(total, loads)
         for s, got in zip(slots, split.slots):
             pair = (round(got.load_avg, 6), round(got.condor_load_avg, 6))
+            mine = own.get(s.name, {}).get("LoadAvg") if own else None
+            if mine is not None and type(mine[0]) in (int, float):
+                pair = (float(mine[0]), pair[1])     # the slot's own reading wins
             if s.load != pair:
                 s.load = pair
                 self.put(s, "LoadAvg", pair[0])
@@ -282,8 +285,8 @@ class SlotMachine:
         own = self._slot_measured.get(slot.name)
         if own:
             for k, (v, at) in own.items():
-                if k == "CondorLoadAvg":
-                    continue       # the load split decides the slot's load attributes
+                if k in ("CondorLoadAvg", "LoadAvg"):
+                    continue       # the load split puts them, the slot's own LoadAvg first
                 if k in _AGEING and type(v) in (int, float):
                     v = v + int(self.now - at)
                 self.put(slot, k, v)
