@@ -8,6 +8,7 @@ import sys
 
 from condorpy.config import Config, load_config
 from condorpy.errors import ConfigError
+from condorpy.machine.facts import probed_facts
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,7 +59,6 @@ def main(argv: list[str]) -> int:
         except re.error as exc:
             raise ConfigError(f"-dump {args.dump!r} is not a valid regular expression: "
                               f"{exc}") from None
-    from condorpy.machine.facts import probed_facts
     cfg = load_config(args.config, subsystem=args.subsystem, localname=args.localname,
                       detected=probed_facts())
     for warning in cfg.warnings:

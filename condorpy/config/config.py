@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, cast, overload
 
+from condorpy.classad import parse_expr
 from condorpy.config.defaults import CODE_DEFAULTS, PARAM_DEFAULTS
 from condorpy.config.facts import DetectedFacts, computed_defaults, host_facts
 from condorpy.config.macros import Expander
 from condorpy.config.reader import Entry, Reader
 from condorpy.config.typed import boolean_value, duration_value, integer_value, number_value
-from condorpy.errors import ConfigError
+from condorpy.errors import ClassAdError, ConfigError
 
 if TYPE_CHECKING:
     from condorpy.classad import Expr
@@ -254,8 +255,6 @@ class Config:
         text = value if value is not None else fallback
         if text is None:
             return None
-        from condorpy.classad import parse_expr  # lazily: the ClassAd layer is optional here
-        from condorpy.errors import ClassAdError
         try:
             return parse_expr(str(text), source=self._source_of(name), attribute=name)
         except ClassAdError as exc:

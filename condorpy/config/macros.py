@@ -28,7 +28,8 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from condorpy.errors import ConfigError
+from condorpy.classad import format_value, parse_expr
+from condorpy.errors import ClassAdError, ConfigError
 
 _ID_CHARS = frozenset(string.ascii_letters + string.digits + "_./")
 _PREFIX_CHARS = frozenset(string.ascii_letters + string.digits + "_")
@@ -209,9 +210,8 @@ def _c_int(text: str) -> int | None:
 def _classad_value(text: str) -> object:
     """``text`` parsed and evaluated as a ClassAd expression with no ad; None if unparsable."""
     try:
-        from condorpy.classad import parse_expr  # lazily: the ClassAd layer is optional here
         return parse_expr(text).evaluate()
-    except Exception:  # not an expression: the callers treat it as literal text
+    except ClassAdError:  # not an expression: the callers treat it as literal text
         return None
 
 
@@ -301,7 +301,6 @@ def _unparse(value: object) -> str:
         if value in (float("inf"), float("-inf")):
             return 'real("INF")' if value > 0 else 'real("-INF")'
         return "%1.15E" % value
-    from condorpy.classad import format_value
     return format_value(value)
 
 
@@ -457,9 +456,8 @@ class Expander:
         expanded = "$" in source
         text = self.expand(source, stack) if expanded else source
         try:
-            from condorpy.classad import parse_expr
             value = parse_expr(text).evaluate()
-        except Exception:  # not an expression: the expanded text, if there was any
+        except ClassAdError:  # not an expression: the expanded text, if there was any
             return text if expanded else ""
         return value if isinstance(value, str) else _unparse(value)
 

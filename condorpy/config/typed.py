@@ -23,6 +23,9 @@ from __future__ import annotations
 import math
 import re
 
+from condorpy.classad import parse_expr
+from condorpy.errors import ClassAdError
+
 _BOOL_LITERAL = re.compile(r"(true|false|1|0)\s*\Z", re.IGNORECASE)
 _INT_LITERAL = re.compile(r"\s*[+-]?\d+\s*\Z")
 _FLOAT_LITERAL = re.compile(
@@ -92,7 +95,6 @@ def _constant(text: str) -> object:
     if _OLD_SYNTAX_INT.search(_STRING.sub('""', text)):
         return None
     try:
-        from condorpy.classad import parse_expr  # lazily: only for non-literal values
         return parse_expr(text).evaluate()
-    except Exception:  # not an expression, or the ClassAd layer is unavailable
+    except ClassAdError:  # not an expression
         return None

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from condorpy.errors import MachineError
+from condorpy.classad import parse_expr
+from condorpy.errors import ClassAdError, MachineError
 
 
 class InventoryError(MachineError):
@@ -141,8 +142,6 @@ def parse_ad_lines(text: str, source: str) -> dict[str, Any]:
 
 def _constant(text: str, literal_error: InventoryError) -> Any:
     """A value that is a constant ClassAd expression (``4 * 1024``); else the literal error."""
-    from condorpy.classad import parse_expr
-    from condorpy.errors import ClassAdError
     try:
         value = parse_expr(text).evaluate()
     except ClassAdError:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-from condorpy.classad import CallContext, ClassAd
+from condorpy.classad import CallContext, ClassAd, ast
 from condorpy.errors import PolicyError
 from condorpy.policy.evaluation import (Backend, Error, Undefined, default_backend, is_false,
                                         is_true, number)
@@ -963,7 +963,6 @@ def _leaf_refs(ad: Any, name: str) -> frozenset[str]:
     """The attributes (lower case) that ``name`` reads in ``ad``, through the ad's own
     expressions; _NOT_SHAREABLE when it reads the job, a slot literal, or anything chosen
     at run time."""
-    from condorpy.classad import ast
     leaves: set[str] = set()
     stack, seen = [name.lower()], set()
     while stack:
