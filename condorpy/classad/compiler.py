@@ -290,6 +290,9 @@ class Compiler:
             if len(fns) == 2:
                 return (_and if op == "&&" else _or)(fns[0], fns[1]), foldable
             return (_and_n if op == "&&" else _or_n)(fns), foldable
+        spine = _spine(node)
+        if spine is not None:
+            return self._c_spine(*spine)
         if op in _CMP_OPS:
             fused = self._cmp_ite_is(node)
             if fused is not None:
@@ -307,6 +310,25 @@ class Compiler:
             return _identical(op == "isnt", lf, rc, _attr_name(node.left)), foldable
         slow = ops.BINARY[op]
         return (lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))), foldable
+
+    def _c_spine(self, first: Node, links: list[tuple[str, Node]]) -> tuple[Fn, bool]:
+        """A long left-nested chain (``1 + 2 - 3 + ...``) as one loop: compiling and
+        evaluating it node by node would recurse once per operator."""
+        ff, fc = self.compile(first)
+        foldable = fc is not NOCONST
+        steps: list[tuple[Callable[[Any, Any], Any], Fn]] = []
+        for op, right in links:
+            rf, rc = self.compile(right)
+            foldable = foldable and rc is not NOCONST
+            steps.append((ops.BINARY[op], rf))
+        rest = tuple(steps)
+
+        def spine(s: Any, tg: Any, st: EvalState) -> Any:
+            a = ff(s, tg, st)
+            for op_fn, rf in rest:
+                a = op_fn(a, rf(s, tg, st))
+            return a
+        return spine, foldable
 
     def _cmp_ite_is(self, node: Binary) -> Fn | None:
         """``ifThenElse(X is K, a, b) OP number`` (Desktop's SUSPEND) as one closure: what
@@ -677,6 +699,28 @@ def _attr_name(node: Node, scope: str = "") -> str | None:
     if type(node) is AttrRef and node.scope.lower() == scope:  # type: ignore[attr-defined]
         return node.name.lower()  # type: ignore[attr-defined,no-any-return]
     return None
+
+
+# A left-nested run of (non-logical) operators at least this long compiles to one loop
+# (Compiler._c_spine); shorter ones keep an inline closure per operator, the fast paths.
+_SPINE_MIN = 16
+
+
+def _spine(node: Node) -> tuple[Node, list[tuple[str, Node]]] | None:
+    """(first operand, [(operator, right operand), ...] in evaluation order) when
+    ``node`` heads a left-nested run of _SPINE_MIN or more arithmetic, comparison or
+    bit operators; else None. ``&&``/``||`` are not in it (they short-circuit: _chain)."""
+    links: list[tuple[str, Node]] = []
+    n = node
+    while type(n) is Binary and n.op != "&&" and n.op != "||":  # type: ignore[attr-defined]
+        links.append((n.op, n.right))  # type: ignore[attr-defined]
+        n = n.left  # type: ignore[attr-defined]
+        if len(links) < _SPINE_MIN and type(n) is not Binary:
+            return None
+    if len(links) < _SPINE_MIN:
+        return None
+    links.reverse()
+    return n, links
 
 
 def _chain(node: Node, op: str) -> list[Node]:
