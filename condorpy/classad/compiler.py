@@ -12,7 +12,7 @@ a circular reference and yields ``error``.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 
 from condorpy.classad import ops
 from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
@@ -22,6 +22,9 @@ from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
+
+if TYPE_CHECKING:
+    from condorpy.classad.expr import Expr
 
 Fn = Callable[[Any, Any, "list[Any]"], Any]
 
@@ -427,7 +430,6 @@ class Compiler:
                                         tk, ek), False
             return _if_then_else(fns, tk, ek), foldable
         if spec.lazy:
-            from condorpy.classad.expr import LazyCall
             nodes = node.args
 
             def lazy(s: Any, tg: Any, st: EvalState) -> Any:
@@ -920,3 +922,33 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = 
             return pyop(a, b)
         return slow(a, b)
     return cmp
+
+
+class LazyCall:
+    """What a lazy function receives: its argument trees, and a way to evaluate them."""
+
+    __slots__ = ("fns", "nodes", "scope", "target", "state")
+
+    def __init__(self, fns: tuple[Fn, ...], nodes: tuple[Node, ...], scope: Any,
+                 target: Any, state: EvalState) -> None:
+        self.fns = fns
+        self.nodes = nodes
+        self.scope = scope
+        self.target = target
+        self.state = state
+
+    def __len__(self) -> int:
+        return len(self.fns)
+
+    def arg(self, i: int) -> Any:
+        return self.fns[i](self.scope, self.target, self.state)
+
+    @property
+    def ctx(self) -> CallContext:
+        return state_ctx(self.state)
+
+    def evaluate(self, expr: "Expr", scope: Any = None, target: Any = None) -> Any:
+        return expr.eval_in(scope, target, self.state)
+
+    def evaluate_here(self, expr: "Expr") -> Any:
+        return expr.eval_in(self.scope, self.target, self.state)

@@ -21,6 +21,7 @@ from typing import Any
 
 from condorpy.classad.ast import (AttrRef, Binary, Call, Literal, Node, Paren, new_attr,
                                   new_binary, new_call, new_cond, new_node, new_unary)
+from condorpy.classad.functions.timefuncs import parse_abstime_text, parse_reltime_text
 from condorpy.classad.lexer import (NUMBER_RE, STRING_MARK, number_value, quick_split,
                                     split_piece)
 from condorpy.classad.values import Error, Undefined
@@ -287,11 +288,6 @@ def time_literal(call: Call) -> Node | None:
     the node to use, or None for such a bad string."""
     args = call.args
     if len(args) != 1 or type(args[0]) is not Literal or type(args[0].value) is not str:
-        return call
-    try:
-        from condorpy.classad.functions.timefuncs import (parse_abstime_text,
-                                                          parse_reltime_text)
-    except ImportError:
         return call
     text = args[0].value
     value = parse_abstime_text(text) if call.name.lower() == "abstime" else \
