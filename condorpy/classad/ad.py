@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping
 
 from condorpy.classad.ast import Literal, Node
-from condorpy.classad.compiler import NOCONST, EvalState
-from condorpy.classad.expr import Expr, parse_expr, value_to_node
+from condorpy.classad.compiler import NOCONST, Compiler, EvalState
+from condorpy.classad.expr import Expr, install_compiler, parse_expr, value_to_node
+from condorpy.classad.functions import FUNCTIONS
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
@@ -266,3 +267,8 @@ def rank(a: ClassAd, b: ClassAd, ctx: CallContext | None = None) -> float:
     if t is int or t is float or t is bool:
         return float(v)
     return 0.0
+
+
+# Expressions compile with the whole function table, and records they build are
+# ClassAds: both are known only here, above expr.py, which is handed the compiler.
+install_compiler(Compiler(FUNCTIONS, ClassAd._from_items))

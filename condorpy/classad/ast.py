@@ -88,6 +88,32 @@ class Binary(Node):
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
 
+    # A chain ``a || b || c ...`` nests to the left as deeply as it is long (thousands
+    # of terms in a START listing owners): equality and hashing walk that spine in a
+    # loop where the dataclass's would recurse once per term.
+
+    def __eq__(self, other: object) -> bool:
+        a: Node = self
+        b: object = other
+        while type(a) is Binary:
+            if type(b) is not Binary:
+                return False
+            if a.op != b.op or a.right != b.right:  # type: ignore[attr-defined]
+                return False
+            a, b = a.left, b.left  # type: ignore[attr-defined]
+        return a == b
+
+    def __hash__(self) -> int:
+        spine: list[Binary] = []
+        n: Node = self
+        while type(n) is Binary:
+            spine.append(n)  # type: ignore[arg-type]
+            n = n.left  # type: ignore[attr-defined]
+        h = hash(n)
+        for b in reversed(spine):
+            h = hash((b.op, h, b.right))
+        return h
+
 
 @dataclass(frozen=True, slots=True)
 class Cond(Node):
@@ -318,11 +344,19 @@ def _unparse(node: Node, parts: list[str]) -> None:
             parts.append(node.scope + ".")
         parts.append(format_name(node.name))
     elif t is Binary:
+        # Left-associative: a left operand of the same or higher precedence needs no
+        # parentheses and is written first. Down that spine in a loop, not recursion:
+        # a flat chain is as long as the text.
         assert isinstance(node, Binary)
-        p = BINARY_PREC[node.op]
-        _child(node.left, p, parts)  # left-associative
-        parts.append(f" {node.op} ")
-        _child(node.right, p + 1, parts)
+        spine = [node]
+        n = node.left
+        while type(n) is Binary and BINARY_PREC[n.op] >= BINARY_PREC[spine[-1].op]:  # type: ignore[attr-defined]
+            spine.append(n)  # type: ignore[arg-type]
+            n = n.left  # type: ignore[attr-defined]
+        _child(n, BINARY_PREC[spine[-1].op], parts)
+        for b in reversed(spine):
+            parts.append(f" {b.op} ")
+            _child(b.right, BINARY_PREC[b.op] + 1, parts)
     elif t is Paren:
         parts.append("(")
         _unparse(node.inner, parts)  # type: ignore[attr-defined]

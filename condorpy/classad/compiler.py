@@ -15,7 +15,7 @@ reference evaluates an attribute afresh each time it is named, and so do we.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 
 from condorpy.classad import ops
 from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
@@ -25,6 +25,9 @@ from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, RelTime, Undefined
+
+if TYPE_CHECKING:
+    from condorpy.classad.expr import Expr
 
 Fn = Callable[[Any, Any, "list[Any]"], Any]
 
@@ -309,6 +312,9 @@ class Compiler:
             if len(fns) == 2:
                 return (_and if op == "&&" else _or)(fns[0], fns[1]), foldable
             return (_and_n if op == "&&" else _or_n)(fns), foldable
+        spine = _spine(node)
+        if spine is not None:
+            return self._c_spine(*spine)
         if op in _CMP_OPS:
             fused = self._cmp_ite_is(node)
             if fused is not None:
@@ -326,6 +332,25 @@ class Compiler:
             return _identical(op == "isnt", lf, rc, _attr_name(node.left)), foldable
         slow = ops.BINARY[op]
         return (lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))), foldable
+
+    def _c_spine(self, first: Node, links: list[tuple[str, Node]]) -> tuple[Fn, bool]:
+        """A long left-nested chain (``1 + 2 - 3 + ...``) as one loop: compiling and
+        evaluating it node by node would recurse once per operator."""
+        ff, fc = self.compile(first)
+        foldable = fc is not NOCONST
+        steps: list[tuple[Callable[[Any, Any], Any], Fn]] = []
+        for op, right in links:
+            rf, rc = self.compile(right)
+            foldable = foldable and rc is not NOCONST
+            steps.append((ops.BINARY[op], rf))
+        rest = tuple(steps)
+
+        def spine(s: Any, tg: Any, st: EvalState) -> Any:
+            a = ff(s, tg, st)
+            for op_fn, rf in rest:
+                a = op_fn(a, rf(s, tg, st))
+            return a
+        return spine, foldable
 
     def _cmp_ite_is(self, node: Binary) -> Fn | None:
         """``ifThenElse(X is K, a, b) OP number`` (Desktop's SUSPEND) as one closure: what
@@ -424,7 +449,6 @@ class Compiler:
                                         tk, ek), False
             return _if_then_else(fns, tk, ek), foldable
         if spec.lazy:
-            from condorpy.classad.expr import LazyCall
             nodes = node.args
 
             def lazy(s: Any, tg: Any, st: EvalState) -> Any:
@@ -698,6 +722,28 @@ def _attr_name(node: Node, scope: str = "") -> str | None:
     return None
 
 
+# A left-nested run of (non-logical) operators at least this long compiles to one loop
+# (Compiler._c_spine); shorter ones keep an inline closure per operator, the fast paths.
+_SPINE_MIN = 16
+
+
+def _spine(node: Node) -> tuple[Node, list[tuple[str, Node]]] | None:
+    """(first operand, [(operator, right operand), ...] in evaluation order) when
+    ``node`` heads a left-nested run of _SPINE_MIN or more arithmetic, comparison or
+    bit operators; else None. ``&&``/``||`` are not in it (they short-circuit: _chain)."""
+    links: list[tuple[str, Node]] = []
+    n = node
+    while type(n) is Binary and n.op != "&&" and n.op != "||":  # type: ignore[attr-defined]
+        links.append((n.op, n.right))  # type: ignore[attr-defined]
+        n = n.left  # type: ignore[attr-defined]
+        if len(links) < _SPINE_MIN and type(n) is not Binary:
+            return None
+    if len(links) < _SPINE_MIN:
+        return None
+    links.reverse()
+    return n, links
+
+
 def _chain(node: Node, op: str) -> list[Node]:
     """The operands of a left-nested chain ``a op b op c`` (parentheses looked through)."""
     out: list[Node] = []
@@ -895,3 +941,33 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = 
             return pyop(a, b)
         return slow(a, b)
     return cmp
+
+
+class LazyCall:
+    """What a lazy function receives: its argument trees, and a way to evaluate them."""
+
+    __slots__ = ("fns", "nodes", "scope", "target", "state")
+
+    def __init__(self, fns: tuple[Fn, ...], nodes: tuple[Node, ...], scope: Any,
+                 target: Any, state: EvalState) -> None:
+        self.fns = fns
+        self.nodes = nodes
+        self.scope = scope
+        self.target = target
+        self.state = state
+
+    def __len__(self) -> int:
+        return len(self.fns)
+
+    def arg(self, i: int) -> Any:
+        return self.fns[i](self.scope, self.target, self.state)
+
+    @property
+    def ctx(self) -> CallContext:
+        return state_ctx(self.state)
+
+    def evaluate(self, expr: "Expr", scope: Any = None, target: Any = None) -> Any:
+        return expr.eval_in(scope, target, self.state)
+
+    def evaluate_here(self, expr: "Expr") -> Any:
+        return expr.eval_in(self.scope, self.target, self.state)

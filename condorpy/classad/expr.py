@@ -6,26 +6,34 @@ from typing import TYPE_CHECKING, Any
 
 from condorpy.classad.ast import (AttrRef, Call, ListExpr, Literal, Node, RecordExpr, Select,
                                   unparse)
-from condorpy.classad.compiler import (NOCONST, Compiler, EvalState, Fn, literal_value,
-                                       state_ctx)
+from condorpy.classad.compiler import (NOCONST, Compiler, EvalState, Fn, LazyCall,
+                                       literal_value)
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.parser import parse_node
+from condorpy.classad.scope import Scope
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
 from condorpy.errors import ClassAdError, ClassAdSyntaxError
 
 if TYPE_CHECKING:
     from condorpy.classad.ad import ClassAd
 
+__all__ = ["Expr", "LazyCall", "install_compiler", "parse_expr", "parse_expr_uncached",
+           "value_to_node"]
+
 
 def _compiler() -> Compiler:
-    # Built on first use: the function table imports every function module, and the
-    # record factory needs the ClassAd class; both are fixed once imported.
-    global _COMPILER
     if _COMPILER is None:
-        from condorpy.classad.ad import ClassAd
-        from condorpy.classad.functions import FUNCTIONS
-        _COMPILER = Compiler(FUNCTIONS, ClassAd._from_items)
+        raise RuntimeError("condorpy.classad.ad has not installed the compiler")
     return _COMPILER
+
+
+def install_compiler(compiler: Compiler) -> None:
+    """Set the compiler every Expr uses. ad.py does this when it is imported (which
+    importing any module of the package does first): the compiler's function table and
+    record factory sit above this module, so this module is handed the compiler rather
+    than importing what builds it."""
+    global _COMPILER
+    _COMPILER = compiler
 
 
 _COMPILER: Compiler | None = None
@@ -166,7 +174,6 @@ def parse_expr_uncached(text: str, *, source: str | None = None,
 
 def value_to_node(value: Any) -> Node:
     """A syntax tree whose value is ``value`` (Python values become literals)."""
-    from condorpy.classad.ad import ClassAd
     t = type(value)
     if t is RelTime:
         # a relative-time literal reads as a real (literal_value); the call keeps it a
@@ -183,42 +190,11 @@ def value_to_node(value: Any) -> Node:
         return value
     if isinstance(value, (list, tuple)):
         return ListExpr(tuple(value_to_node(v) for v in value))
-    if isinstance(value, ClassAd):
-        return RecordExpr(tuple((name, value._exprs[name.lower()].node) for name in value))
+    if isinstance(value, Scope):  # a ClassAd (its base class, to stay below ad.py)
+        return RecordExpr(tuple((name, value._exprs[lc].node)
+                                for lc, name in value._names.items()))
     if isinstance(value, dict):
         return RecordExpr(tuple((str(k), value_to_node(v)) for k, v in value.items()))
     if value is None:
         return Literal(Undefined)
     raise ClassAdError(f"cannot store a {type(value).__name__} in a ClassAd")
-
-
-class LazyCall:
-    """What a lazy function receives: its argument trees, and a way to evaluate them."""
-
-    __slots__ = ("fns", "nodes", "scope", "target", "state")
-
-    def __init__(self, fns: tuple[Fn, ...], nodes: tuple[Node, ...], scope: Any,
-                 target: Any, state: EvalState) -> None:
-        self.fns = fns
-        self.nodes = nodes
-        self.scope = scope
-        self.target = target
-        self.state = state
-
-    def __len__(self) -> int:
-        return len(self.fns)
-
-    def arg(self, i: int) -> Any:
-        return self.fns[i](self.scope, self.target, self.state)
-
-    @property
-    def ctx(self) -> CallContext:
-        return state_ctx(self.state)
-
-    def evaluate(self, expr: Expr, scope: Any = None, target: Any = None) -> Any:
-        return expr.eval_in(scope, target, self.state)
-
-    def evaluate_here(self, expr: Expr) -> Any:
-        return expr.eval_in(self.scope, self.target, self.state)
-
-

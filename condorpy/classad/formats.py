@@ -20,6 +20,7 @@ from typing import Any
 from condorpy.classad.ad import ClassAd
 from condorpy.classad.ast import (ListExpr, Literal, Node, RecordExpr, format_name,
                                   format_scalar, quote_string, unparse)
+from condorpy.classad.compiler import NOCONST
 from condorpy.classad.expr import Expr, parse_expr
 from condorpy.classad.lexer import unescape
 from condorpy.classad.parser import Parser, parse_node
@@ -57,28 +58,121 @@ _QUOTED_NAME_RE = re.compile(r"\s*'((?:[^'\\]|\\.)+)'\s*=")
 
 
 def _parse_old_lines(lines: list[tuple[int, str]], text: str, source: str | None) -> ClassAd:
-    ad = ClassAd()
+    # A job ad is mostly literals (ints, plain strings, booleans, reals) and a few
+    # expressions whose texts repeat from ad to ad (every job of a submit file has the
+    # same Requirements). So: literals are recognised here without the parser and
+    # shared (immutable Exprs), expressions go through parse_expr's cache by text, and
+    # the ad's maps are filled in one go. Everything is still read (and any error
+    # reported with its line) here, when the ad is read.
+    names: dict[str, str] = {}
+    exprs: dict[str, Expr] = {}
+    consts: dict[str, Any] = {}
+    plain = "\0" not in text
     for lineno, raw in lines:
-        lead = len(raw) - len(raw.lstrip())
-        q = _QUOTED_NAME_RE.match(raw)
-        if q:
-            name = unescape(q.group(1)) or ""
-            eq = q.end() - 1
+        name, eq, value = raw.partition("=")
+        name = name.strip()
+        if not (eq and name.isidentifier() and name.isascii()):
+            name, expr = _parse_old_line(lineno, raw, text, source)
         else:
-            eq = raw.find("=")
-            if eq < 0:
-                raise ClassAdSyntaxError("expected 'Name = expression'", text=text,
-                                         line=lineno, column=lead + 1, source=source)
-            name = raw[:eq].strip()
-        if not name or (not q and not _is_name(name)):
-            raise ClassAdSyntaxError(f"bad attribute name {name!r}", text=text, line=lineno,
-                                     column=lead + 1, source=source)
-        try:
-            expr = Expr(parse_node(raw[eq + 1:], old_strings=True))
-        except ClassAdSyntaxError as e:
-            raise _relocate(e, text, lineno, eq + 1, source, name) from None
-        ad._set(name, expr)
+            v = value.strip()
+            expr = _LITERALS.get(v) if plain else None  # type: ignore[assignment]
+            if expr is None:
+                expr = _old_value(v, plain)
+                if expr is None:
+                    # the value starts after the "=" and its own leading space
+                    col0 = len(raw) - len(value.lstrip())
+                    expr = _old_expr(v, lineno, col0, text, source, name)
+        lc = name.lower()
+        if lc not in names:
+            names[lc] = name
+        exprs[lc] = expr
+        c = expr.const
+        if c is not NOCONST:
+            consts[lc] = c
+        elif lc in consts:
+            del consts[lc]
+    ad = ClassAd()
+    ad._names = names
+    ad._exprs = exprs
+    ad._consts = consts
     return ad
+
+
+# Literal Exprs by their text, shared between ads (an Expr never changes): 0, 1, true,
+# "alice", ... repeat in every ad. Bounded: cleared when full.
+_LITERALS: dict[str, Expr] = {}
+_LITERALS_MAX = 4096
+_REAL_RE = re.compile(r"-?[0-9]+\.[0-9]+\Z")
+
+
+def _old_value(v: str, plain: bool) -> Expr | None:
+    """The Expr of a value written as a plain literal (int, real, boolean, string
+    without escapes), else None (the parser reads it)."""
+    if not plain or not v:
+        return None
+    c = v[0]
+    val: Any
+    if c == '"':
+        if len(v) < 2 or v[-1] != '"' or v.count('"') != 2 or "\\" in v:
+            return None
+        val = v[1:-1]
+    elif c in "0123456789" or c == "-":
+        digits = v[1:] if c == "-" else v
+        if digits.isdigit() and digits.isascii() and len(digits) < 19 and \
+                (digits[0] != "0" or len(digits) == 1):
+            val = int(v)
+        elif _REAL_RE.match(v):
+            val = float(v)
+        else:
+            return None
+    else:
+        low = v.lower()
+        if low == "true":
+            val = True
+        elif low == "false":
+            val = False
+        else:
+            return None
+    e = Expr(Literal(val))
+    if len(_LITERALS) >= _LITERALS_MAX:
+        _LITERALS.clear()
+    _LITERALS[v] = e
+    return e
+
+
+def _old_expr(v: str, lineno: int, col0: int, text: str, source: str | None,
+              name: str) -> Expr:
+    """An expression attribute's value (v: stripped, starting at column col0 + 1)."""
+    try:
+        if "\\" in v:  # the old format reads backslashes its own way: no shared cache
+            return Expr(parse_node(v, old_strings=True))
+        return parse_expr(v)
+    except ClassAdSyntaxError as e:
+        raise _relocate(e, text, lineno, col0, source, name) from None
+
+
+def _parse_old_line(lineno: int, raw: str, text: str, source: str | None
+                    ) -> tuple[str, Expr]:
+    """A line the quick reading above does not take: a quoted name, or an error."""
+    lead = len(raw) - len(raw.lstrip())
+    q = _QUOTED_NAME_RE.match(raw)
+    if q:
+        name = unescape(q.group(1)) or ""
+        eq = q.end() - 1
+    else:
+        eq = raw.find("=")
+        if eq < 0:
+            raise ClassAdSyntaxError("expected 'Name = expression'", text=text,
+                                     line=lineno, column=lead + 1, source=source)
+        name = raw[:eq].strip()
+    if not name or (not q and not _is_name(name)):
+        raise ClassAdSyntaxError(f"bad attribute name {name!r}", text=text, line=lineno,
+                                 column=lead + 1, source=source)
+    try:
+        expr = Expr(parse_node(raw[eq + 1:], old_strings=True))
+    except ClassAdSyntaxError as e:
+        raise _relocate(e, text, lineno, eq + 1, source, name) from None
+    return name, expr
 
 
 def _is_name(s: str) -> bool:

@@ -118,16 +118,34 @@ def split_piece(piece: str) -> list[str] | None:
     if sum(map(len, parts)) != len(piece):
         return None
     if "-" in parts:
+        # Only where an operand is expected: after an operand ("x-5") the '-' is an
+        # operator, and leaving it apart here spares the parser splitting "-5" again
+        # (which, inside one long piece, would copy the rest of the piece each time).
         out: list[str] = []
         glue = False
+        prev = ""
         for p in parts:
             if glue and (p[0] in "0123456789" or (p[0] == "." and len(p) > 1)):
                 out[-1] = "-" + p
             else:
                 out.append(p)
-            glue = p == "-"
+            glue = p == "-" and not _ends_operand(prev)
+            prev = p
         return out
     return parts
+
+
+def _ends_operand(tok: str) -> bool:
+    """A token after which an operator is expected (a name, a number, a closing
+    bracket); False for "" (the start of a piece: the parser decides there)."""
+    if not tok:
+        return False
+    c = tok[-1]
+    if c in ")]}":
+        return True
+    if c.isalnum() or c == "_":
+        return tok.lower() not in ("is", "isnt")
+    return False
 
 
 def _covers(text: str, raw: list[str]) -> bool:

@@ -15,7 +15,7 @@ from condorpy.classad.ast import (BINARY_PREC, AttrRef, Call, Cond, Elvis, ListE
                                   new_literal, new_paren)
 from condorpy.classad.lexer import (number_value, syntax_error, tokenize, unescape,
                                     unescape_old)
-from condorpy.classad.quickparse import QUICK_MAX_TOKENS, quick_parse
+from condorpy.classad.quickparse import QUICK_MAX_STACK, quick_parse
 from condorpy.classad.quickparse import time_literal as time_literal
 from condorpy.classad.values import Error, Undefined
 from condorpy.errors import ClassAdSyntaxError
@@ -96,9 +96,12 @@ class Parser:
         return node
 
     def binary(self, min_prec: int) -> Node:
+        # A chain of operators of one precedence is read by this loop, not by recursion,
+        # and builds a left-nested tree as long as the chain: that is length, not
+        # nesting, and every walker of the tree (compiler, unparse, equality) takes such
+        # a spine iteratively, so it is not counted against MAX_DEPTH.
         left = self.operand()
         toks = self.toks
-        chain = 0
         while True:
             t = toks[self.i]
             prec = _BIN.get(t)
@@ -114,14 +117,9 @@ class Parser:
                 op = _CANON.get(t, t)
             if prec < min_prec:
                 return left
-            at = self.i
             self.i += 1
             right = self.binary(prec + 1)
             left = new_binary(op, left, right)
-            chain += 1
-            # a long operator chain nests the tree as deeply as parentheses do
-            if chain + self.depth > MAX_DEPTH:
-                raise self.error("expression nested too deeply", at)
 
     def operand(self) -> Node:
         """A primary with its prefix operators and its postfix selections/subscripts."""
@@ -319,7 +317,7 @@ class Parser:
 
 
 # the quick path leaves text to the Parser before nesting could reach the limit
-assert QUICK_MAX_TOKENS < MAX_DEPTH - 1
+assert QUICK_MAX_STACK < MAX_DEPTH - 1
 
 
 def parse_node(text: str, old_strings: bool = False) -> Node:

@@ -4,25 +4,33 @@ Most expressions are operators, parentheses, names, numbers, plain strings and f
 calls. :func:`quick_parse` reads those over :func:`quick_split`'s pieces in a single
 operator-precedence loop (no call per token, no regular expression per token) and builds
 the same tree as :class:`condorpy.classad.parser.Parser`. On anything else (selections,
-subscripts, lists, records, the Elvis operator, comments, escapes, errors of any kind, very
-long text) it gives up with None, and the Parser, which reports errors where they are,
+subscripts, lists, records, the Elvis operator, comments, escapes, errors of any kind, deep
+nesting) it gives up with None, and the Parser, which reports errors where they are,
 reads the text instead. So this path only has to be right about text it accepts; the tests
 hold it to the grammar (``grammar.lark``) like the Parser.
+
+Length costs nothing here but time: a flat chain of 20,000 operators is one pass of the
+loop with a short stack. Only nesting makes the stack grow, and past QUICK_MAX_STACK
+entries the text is left to the Parser, which owns the nesting limit and its message.
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 from condorpy.classad.ast import (AttrRef, Binary, Call, Literal, Node, Paren, new_attr,
                                   new_binary, new_call, new_cond, new_node, new_unary)
+from condorpy.classad.functions.timefuncs import parse_abstime_text, parse_reltime_text
 from condorpy.classad.lexer import (NUMBER_RE, STRING_MARK, number_value, quick_split,
                                     split_piece)
 from condorpy.classad.values import Error, Undefined
 
-# Up to this many tokens the Parser's nesting limit (parser.MAX_DEPTH, above this) cannot
-# apply: each level of nesting takes a token. Longer text is left to the Parser.
-QUICK_MAX_TOKENS = 190
+# A stack deeper than this means nesting (parentheses, calls, prefix operators,
+# conditionals): the text is left to the Parser, which refuses what nests past its
+# limit (parser.MAX_DEPTH, above this; each stack entry is at least one level, and each
+# level adds at most one binary operator per precedence level, fewer than 16).
+QUICK_MAX_STACK = 64
 
 _KEYWORDS = frozenset({"true", "false", "undefined", "error", "is", "isnt"})
 _KW_FIRST = frozenset("tTfFuUeEiI")
@@ -57,11 +65,11 @@ def quick_parse(text: str) -> Node | None:
     if split is None:
         return None
     toks, bodies = split
-    ntoks = len(toks)
-    if ntoks > QUICK_MAX_TOKENS:
-        return None
     toks.append(_END)
-    nxt = iter(toks).__next__
+    base = iter(toks)
+    nxt = base.__next__
+    # the tokens of pieces split up and not read yet (see _resplit), before `base`
+    split_rest: Any = iter(())
     body = iter(bodies).__next__
     # Pending operators as (precedence, operator, what it holds), top's precedence in
     # `top`, the operand read last in `cur`:
@@ -84,6 +92,8 @@ def quick_parse(text: str) -> Node | None:
         if t == "(":
             stack.append(_OPEN)
             top = 0
+            if len(stack) > QUICK_MAX_STACK:
+                return None
             continue
         if t.isidentifier():
             if t[0] in _KW_FIRST and t.lower() in _KEYWORDS:
@@ -112,6 +122,8 @@ def quick_parse(text: str) -> Node | None:
             if t in _UNARY:
                 stack.append((un, t, None))
                 top = un
+                if len(stack) > QUICK_MAX_STACK:
+                    return None
                 continue
             if (c in _DIGITS or c == "-" or c == ".") and _NUMBER(t):
                 # written together, "-5" is a negative number
@@ -129,8 +141,10 @@ def quick_parse(text: str) -> Node | None:
                 parts = split_piece(t) if len(t) > 1 else None
                 if parts is None or len(parts) == 1:
                     return None
-                ntoks += len(parts) - 1
-                nxt = iter(parts + list(iter(nxt, _END)) + [_END]).__next__
+                # read parts next; the rest of an earlier split stays after them, and
+                # `base` is never copied (long text with many such pieces stays linear)
+                split_rest = iter(parts + list(split_rest))
+                nxt = chain(split_rest, base).__next__
                 continue
         # --- an operator is expected
         while True:
@@ -216,7 +230,7 @@ def quick_parse(text: str) -> Node | None:
                         return None
                     break
                 # the end of the text
-                if top != -1 or ntoks > QUICK_MAX_TOKENS:
+                if top != -1:
                     return None
                 tree: Node = cur
                 return tree
@@ -227,11 +241,15 @@ def quick_parse(text: str) -> Node | None:
                     top = stack[-1][0]
                 stack.append((1, "?", cur))
                 top = 1
+                if len(stack) > QUICK_MAX_STACK:
+                    return None  # conditionals nested to the right
                 break
             if t == "(" and cur is name:
                 # the name just read is a function's: f(x) ("f()" is read as an operand)
                 stack.append((0, name.name, []))
                 top = 0
+                if len(stack) > QUICK_MAX_STACK:
+                    return None
                 break
             if t == "." and cur is name and name.name.lower() in _SCOPES:
                 # MY.x or TARGET.x (a piece such as "MY.x<1" is split up first)
@@ -251,8 +269,8 @@ def quick_parse(text: str) -> Node | None:
                 parts = split_piece(t) if len(t) > 1 else None  # type: ignore[assignment]
                 if parts is None or len(parts) == 1:
                     return None
-            ntoks += len(parts) - 1
-            nxt = iter(parts + list(iter(nxt, _END)) + [_END]).__next__
+            split_rest = iter(parts + list(split_rest))
+            nxt = chain(split_rest, base).__next__
 
 
 def _scoped_piece(t: str) -> AttrRef | None:
@@ -270,11 +288,6 @@ def time_literal(call: Call) -> Node | None:
     the node to use, or None for such a bad string."""
     args = call.args
     if len(args) != 1 or type(args[0]) is not Literal or type(args[0].value) is not str:
-        return call
-    try:
-        from condorpy.classad.functions.timefuncs import (parse_abstime_text,
-                                                          parse_reltime_text)
-    except ImportError:
         return call
     text = args[0].value
     value = parse_abstime_text(text) if call.name.lower() == "abstime" else \

@@ -106,11 +106,14 @@ def test_error_position_on_a_later_line() -> None:
 
 
 def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
-    for text in ["(" * 5000 + "1" + ")" * 5000, "-" * 5000 + "1", "1" + " + 1" * 5000,
+    for text in ["(" * 5000 + "1" + ")" * 5000, "-" * 5000 + "1",
                  "{" * 3000 + "}" * 3000, "a" + ".b" * 5000, "x" + "[0]" * 5000,
-                 "a ?: " * 3000 + "1"]:
-        with pytest.raises(ClassAdSyntaxError):
+                 "a ?: " * 3000 + "1", "f(" * 3000 + ")" * 3000, "[a=" * 3000 + "]" * 3000,
+                 "! " * 3000 + "x", "x ? 1 : " * 3000 + "2", "1 + (" * 3000 + "1" + ")" * 3000]:
+        with pytest.raises(ClassAdSyntaxError) as info:
             parse_expr(text)
+        assert "nested too deeply" in info.value.reason
+        assert info.value.line == 1 and info.value.column > 1
     ok = "(" * (MAX_DEPTH // 2) + "1" + ")" * (MAX_DEPTH // 2)
     assert parse_expr(ok).evaluate() == 1
 

@@ -8,7 +8,7 @@ import pytest
 
 from condorpy.classad.ast import AttrRef, Binary, Call, Literal, Paren
 from condorpy.classad.parser import Parser
-from condorpy.classad.quickparse import QUICK_MAX_TOKENS, quick_parse
+from condorpy.classad.quickparse import QUICK_MAX_STACK, quick_parse
 from condorpy.errors import ClassAdSyntaxError
 from tests.classad.test_differential_ops import gen
 
@@ -75,7 +75,8 @@ def test_common_expressions_take_the_quick_path(text: str) -> None:
 @pytest.mark.parametrize("text", [
     "a.b", "x[0]", "{1, 2}", "[a = 1]", "x ?: 1", "1 /* c */", '"a\\n"', "'q n'", "1 +",
     "(1", "1)", "f(1,)", "5.", "08", 'absTime("no")', "a b", "", "é", "MY.x.y",
-    "(" * (QUICK_MAX_TOKENS // 2) + "1" + ")" * (QUICK_MAX_TOKENS // 2),
+    "(" * (QUICK_MAX_STACK + 1) + "1" + ")" * (QUICK_MAX_STACK + 1),
+    "-" * (QUICK_MAX_STACK + 1) + "x", "a ? 1 : " * (QUICK_MAX_STACK + 1) + "2",
 ])
 def test_what_the_quick_path_leaves_to_the_parser(text: str) -> None:
     assert quick_parse(text) is None
@@ -87,3 +88,11 @@ def test_the_tree_is_the_usual_nodes() -> None:
                           Paren(Literal(2)))
     assert hash(node) == hash(Binary("+", Call("f", (AttrRef("a", "MY"), Literal("s"))),
                                      Paren(Literal(2))))
+
+
+def test_long_flat_chains_take_the_quick_path() -> None:
+    for text in [" || ".join(f'Owner == "u{i}"' for i in range(3000)),
+                 "+".join(f"{i}*x-{i}%7" for i in range(3000))]:
+        quick = quick_parse(text)
+        assert quick is not None
+        assert quick == Parser(text).expr()
