@@ -70,7 +70,7 @@ def explain_tree(engine: PolicyEngine, ad: ClassAd, name: str,
         elif parent_bad and _bad(v) and parent_value is not False:
             mark = UNDEF_MARK
         lines.append(ExplainLine(depth, mark, v, str(node)))
-        kids = node.children()
+        kids = _operands(node)
         opens = False
         if isinstance(node, ast.AttrRef) and node.scope_kind != "target":
             ref = node.name.lower()
@@ -82,12 +82,35 @@ def explain_tree(engine: PolicyEngine, ad: ClassAd, name: str,
         # Below a fine node nothing is to blame; show one level for context only. A
         # policy expression that is False or Undefined is always opened.
         blame = bool(mark) or (depth == 0 and _bad(v)) or (opens and _bad(v))
+        if depth >= _MAX_DEPTH:
+            return
         for kid in kids:
             if blame or depth < 1:
                 walk(kid, depth + 1, v, blame)
 
     walk(expr.node, 0, None, True)
     return lines
+
+
+# Operators whose chains read the same however they are grouped: a START listing 3,000
+# owners is one level of 3,000 alternatives, not 3,000 nested levels.
+_FLAT_OPS = frozenset({"||", "&&", "+", "*"})
+# The parser refuses nesting deeper than 200, and references open one level each: a
+# tree deeper than this is not read by a person anyway.
+_MAX_DEPTH = 64
+
+
+def _operands(node: Any) -> tuple[Any, ...]:
+    if not isinstance(node, ast.Binary) or node.op not in _FLAT_OPS:
+        return tuple(node.children())
+    out: list[Any] = []
+    n: Any = node
+    while isinstance(n, ast.Binary) and n.op == node.op:
+        out.append(n.right)
+        n = n.left
+    out.append(n)
+    out.reverse()
+    return tuple(out)
 
 
 def render(slot: str, name: str, lines: list[ExplainLine], value: Any, out: TextIO) -> None:

@@ -180,3 +180,22 @@ def test_explain_knows_every_slot_status_shows(tmp_path: Path,
     rc, out, _ = _run(["policy", "explain", "-config", str(conf), "--inventory", str(inv),
                        "--slot", "slot2"], capsys)
     assert rc == 0 and out.splitlines()[0].startswith("slot2: START = ")
+
+
+def test_explain_a_start_of_thousands_of_owners(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A long flat chain is one level of alternatives, not thousands of nested ones."""
+    owners = " || ".join(f'Owner == "u{i}"' for i in range(3000))
+    conf = tmp_path / "c"
+    conf.write_text(f"NUM_SLOTS = 1\nSTART = {owners}\n")
+    job = tmp_path / "job.ad"
+    job.write_text('Owner = "u2999"\nRequestCpus = 1\nRequestMemory = 1\nRequestDisk = 1\n')
+    rc, out, err = _run(["policy", "explain", "-config", str(conf), "--job", str(job)],
+                        capsys)
+    assert rc == 0, err
+    assert out.splitlines()[0] == "slot1: START = true"
+    job.write_text('Owner = "nobody"\n')
+    rc, out, err = _run(["policy", "explain", "-config", str(conf), "--job", str(job)],
+                        capsys)
+    assert rc == 0, err
+    assert sum(1 for x in out.splitlines() if x.startswith("  ✗ false      Owner == ")) == 3000
