@@ -408,10 +408,14 @@ def queue_items(stmt: _Queue, macros: _Macros, *, submit_dir: str,
                 except OSError as exc:
                     raise SubmitError(f"cannot read queue items from {full}: "
                                       f"{exc.strerror or exc}", file=src, line=line) from None
+                # every line of an item file is data, '#' included
+                rows = [_split_row(ln, len(names)) for ln in body.splitlines()
+                        if ln.strip()]
             else:
+                # an inline list is part of the description, where '#' starts a comment
                 body = macros.expand(body, line)
-            rows = [_split_row(ln, len(names)) for ln in body.splitlines()
-                    if ln.strip() and not ln.strip().startswith("#")]
+                rows = [_split_row(ln, len(names)) for ln in body.splitlines()
+                        if ln.strip() and not ln.strip().startswith("#")]
         else:
             rows = [[p] + [""] * (len(names) - 1)
                     for p in _matching(body if body is not None else rest, macros, line,
@@ -446,7 +450,8 @@ def _matching(text: str, macros: _Macros, line: int, submit_dir: str,
             is_dir = fs.is_dir(full)
             if (want == "files" and is_dir) or (want == "dirs" and not is_dir):
                 continue
-            matches.append(rel.rstrip("/"))
+            # condor_submit marks a directory with a trailing slash
+            matches.append(rel.rstrip("/") + ("/" if is_dir else ""))
         for rel in sorted(matches):
             if rel not in seen:
                 seen.add(rel)
