@@ -153,3 +153,26 @@ class StartdError(CondorpyError):
 
 class RequestError(StartdError):
     """A control-API request was malformed; names the request."""
+
+
+class SubmitError(StartdError):
+    """A submit description cannot be turned into jobs. Names file and line."""
+
+    def __init__(self, message: str, *, file: str | None = None,
+                 line: int | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.reason = message
+        if file is not None and line is not None:
+            message = f"{message} (at {file}, line {line})"
+        elif file is not None:
+            message = f"{message} (in {file})"
+        super().__init__(message)
+
+
+class QueueError(StartdError):
+    """The job store cannot be opened or used. Names the database path."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{message} ({path})" if path else message)

@@ -1,0 +1,576 @@
+"""The startd's persistent job store: local queue, history, claims and starters.
+
+One SQLite database (standard library) under the SPOOL directory, so that a restarted
+daemon finds every acknowledged submission, every job it had started and the starters
+it can re-adopt. Every change that acknowledges a submission or starts a job is one
+transaction: after a crash the database holds all of it or none of it.
+
+Only one process writes: opening for writing takes an exclusive lock on a file beside
+the database, and a second writer gets a QueueError instead of interleaving with the
+first. Readers (``readonly=True``) take no lock and see committed states only (WAL).
+"""
+
+from __future__ import annotations
+
+import enum
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from condorpy.classad import ClassAd, Expr, parse_expr
+from condorpy.errors import ClassAdError, QueueError
+
+__all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "JobStore",
+           "SCHEMA_VERSION", "DB_NAME"]
+
+SCHEMA_VERSION = 1
+DB_NAME = "condorpy_queue.sqlite3"
+_LOCK_NAME = DB_NAME + ".lock"
+
+
+class JobStatus(enum.IntEnum):
+    """HTCondor's JobStatus codes."""
+    IDLE = 1
+    RUNNING = 2
+    REMOVED = 3
+    COMPLETED = 4
+    HELD = 5
+    TRANSFERRING_OUTPUT = 6
+    SUSPENDED = 7
+
+
+# Statuses after which a job leaves the queue for the history.
+_FINAL = (JobStatus.REMOVED, JobStatus.COMPLETED)
+
+
+@dataclass(frozen=True, order=True)
+class JobId:
+    cluster: int
+    proc: int
+
+    def __str__(self) -> str:
+        return f"{self.cluster}.{self.proc}"
+
+    @classmethod
+    def parse(cls, text: str) -> JobId:
+        try:
+            c, p = text.split(".")
+            return cls(int(c), int(p))
+        except ValueError:
+            raise QueueError(f"{text!r} is not a job id (CLUSTER.PROC)") from None
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job as stored: its id, status, when it entered that status, and its ad (a
+    fresh copy; changing it changes nothing in the store)."""
+    job_id: JobId
+    status: JobStatus
+    entered_status: int
+    ad: ClassAd
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    claim_id: str
+    slot: str
+    state: str
+    job_id: JobId | None
+    updated: int
+
+
+@dataclass(frozen=True)
+class StarterRecord:
+    """What re-adopting a starter needs: a pid alone can be reused, so the boot id and
+    the process's start time (from /proc/PID/stat) identify it."""
+    job_id: JobId
+    pid: int
+    boot_id: str
+    process_start: int
+    socket_path: str
+    execute_dir: str
+    slot: str
+    started: int
+
+
+_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE jobs (
+    cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    status INTEGER NOT NULL, entered INTEGER NOT NULL, ad TEXT NOT NULL,
+    PRIMARY KEY (cluster, proc));
+CREATE TABLE history (
+    cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    status INTEGER NOT NULL, entered INTEGER NOT NULL, ad TEXT NOT NULL,
+    PRIMARY KEY (cluster, proc));
+CREATE INDEX history_by_time ON history (entered);
+CREATE TABLE claims (
+    claim_id TEXT PRIMARY KEY, slot TEXT NOT NULL, state TEXT NOT NULL,
+    cluster INTEGER, proc INTEGER, updated INTEGER NOT NULL);
+CREATE TABLE starters (
+    cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    pid INTEGER NOT NULL, boot_id TEXT NOT NULL, process_start INTEGER NOT NULL,
+    socket_path TEXT NOT NULL, execute_dir TEXT NOT NULL, slot TEXT NOT NULL,
+    started INTEGER NOT NULL,
+    PRIMARY KEY (cluster, proc));
+"""
+
+
+def _ad_text(ad: ClassAd) -> str:
+    return ad.to_new()
+
+
+class JobStore:
+    """The job store in ``spool``. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, spool: str | os.PathLike[str], *, readonly: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.spool = os.fspath(spool)
+        self.path = os.path.join(self.spool, DB_NAME)
+        self.readonly = readonly
+        self._clock = clock
+        self._lock_fd: int | None = None
+        try:
+            if readonly:
+                if not os.path.exists(self.path):
+                    raise QueueError("no job store here", path=self.path)
+                self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                                           isolation_level=None)
+            else:
+                os.makedirs(self.spool, exist_ok=True)
+                self._lock()
+                self._db = sqlite3.connect(self.path, isolation_level=None)
+        except OSError as exc:
+            self._unlock()
+            raise QueueError(f"cannot open the job store: {exc.strerror or exc}",
+                             path=self.path) from None
+        except sqlite3.Error as exc:
+            self._unlock()
+            raise QueueError(f"cannot open the job store: {exc}", path=self.path) from None
+        try:
+            self._setup()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise QueueError(f"the job store is corrupt or not a database ({exc})",
+                             path=self.path) from None
+        except QueueError:
+            self.close()
+            raise
+
+    # --- opening ------------------------------------------------------------------
+
+    def _lock(self) -> None:
+        fd = os.open(os.path.join(self.spool, _LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise QueueError("the job store is in use by another process",
+                             path=self.path) from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)   # closing releases the flock
+            self._lock_fd = None
+
+    def _setup(self) -> None:
+        db = self._db
+        if not self.readonly:
+            db.execute("PRAGMA journal_mode=WAL")
+            # FULL, not NORMAL: in WAL mode NORMAL survives a crash of this process but
+            # can lose the last commits on power loss or a kernel crash, and a commit
+            # here acknowledges a submission or records a started job; one fsync per
+            # transaction is cheap next to starting a job.
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA busy_timeout=5000")
+        tables = {r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        if "schema_version" not in tables:
+            if tables:
+                raise QueueError("the database has no schema version: not a condorpy "
+                                 "job store", path=self.path)
+            if self.readonly:
+                raise QueueError("the job store is empty", path=self.path)
+            self._create()
+            return
+        row = db.execute("SELECT version FROM schema_version").fetchone()
+        if row is None:
+            raise QueueError("the job store has no schema version", path=self.path)
+        version = int(row[0])
+        if version > SCHEMA_VERSION:
+            raise QueueError(f"the job store has schema version {version}, newer than "
+                             f"this condorpy understands ({SCHEMA_VERSION}); upgrade "
+                             "condorpy or move the file away", path=self.path)
+        if version < 1:
+            raise QueueError(f"the job store has an invalid schema version {version}",
+                             path=self.path)
+
+    def _create(self) -> None:
+        with self._transaction() as db:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            db.execute("INSERT INTO meta VALUES ('next_cluster', 1)")
+
+    def close(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            db.close()
+            self._db = None  # type: ignore[assignment]
+        self._unlock()
+
+    def __enter__(self) -> JobStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transactions -------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._db is None:
+            raise QueueError("the job store is closed", path=self.path)
+        if self.readonly:
+            raise QueueError("the job store was opened read-only", path=self.path)
+        db = self._db
+        # IMMEDIATE: take the write lock at the start, so a transaction never fails
+        # half-way for want of it.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        else:
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                db.execute("ROLLBACK")
+                raise QueueError(f"could not commit: {exc}", path=self.path) from None
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise QueueError("the job store is closed", path=self.path)
+        return self._db
+
+    # --- clusters and submission --------------------------------------------------
+
+    def new_cluster_id(self) -> int:
+        """Reserve a cluster id (persisted: never handed out twice, even after a
+        crash). A reserved id that is never submitted is simply skipped."""
+        with self._transaction() as db:
+            return self._take_cluster(db)
+
+    @staticmethod
+    def _take_cluster(db: sqlite3.Connection) -> int:
+        (cid,) = db.execute("SELECT value FROM meta WHERE key='next_cluster'").fetchone()
+        db.execute("UPDATE meta SET value=? WHERE key='next_cluster'", (cid + 1,))
+        return int(cid)
+
+    def next_cluster_id(self) -> int:
+        """The id the next :meth:`new_cluster_id` would return."""
+        (cid,) = self._conn().execute(
+            "SELECT value FROM meta WHERE key='next_cluster'").fetchone()
+        return int(cid)
+
+    def submit(self, ads: Sequence[ClassAd], cluster_id: int | None = None) -> int:
+        """Store the jobs of one cluster in one transaction and return the cluster id.
+
+        With ``cluster_id`` None a new id is taken in the same transaction and each
+        ad gets ClusterId and ProcId (its index). Otherwise the id must come from
+        :meth:`new_cluster_id` and not hold jobs yet; ads keep their ProcId."""
+        if not ads:
+            raise QueueError("nothing to submit: no job ads", path=self.path)
+        now = self._now()
+        with self._transaction() as db:
+            if cluster_id is None:
+                cluster_id = self._take_cluster(db)
+            else:
+                if cluster_id >= self.next_cluster_id() or cluster_id < 1:
+                    raise QueueError(f"cluster {cluster_id} was not reserved",
+                                     path=self.path)
+                used = db.execute("SELECT 1 FROM jobs WHERE cluster=? UNION ALL "
+                                  "SELECT 1 FROM history WHERE cluster=? LIMIT 1",
+                                  (cluster_id, cluster_id)).fetchone()
+                if used:
+                    raise QueueError(f"cluster {cluster_id} already has jobs",
+                                     path=self.path)
+            rows = []
+            seen: set[int] = set()
+            for index, src in enumerate(ads):
+                ad = src.copy()
+                proc = ad.get("ProcId")
+                if not isinstance(proc, int) or isinstance(proc, bool):
+                    proc = index
+                if proc in seen:
+                    raise QueueError(f"job {cluster_id}.{proc} given twice", path=self.path)
+                seen.add(proc)
+                ad["ClusterId"] = cluster_id
+                ad["ProcId"] = proc
+                status = _status_of(ad.get("JobStatus"), JobStatus.IDLE)
+                ad["JobStatus"] = int(status)
+                entered = ad.get("EnteredCurrentStatus")
+                if not isinstance(entered, int) or isinstance(entered, bool):
+                    entered = now
+                    ad["EnteredCurrentStatus"] = now
+                rows.append((cluster_id, proc, int(status), entered, _ad_text(ad)))
+            db.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?, ?)", rows)
+        return cluster_id
+
+    # --- reading ------------------------------------------------------------------
+
+    def job(self, job_id: JobId) -> JobRecord | None:
+        row = self._conn().execute(
+            "SELECT cluster, proc, status, entered, ad FROM jobs "
+            "WHERE cluster=? AND proc=?", (job_id.cluster, job_id.proc)).fetchone()
+        return None if row is None else self._record(row)
+
+    def jobs(self, constraint: str | Expr | None = None) -> list[JobRecord]:
+        """Jobs in the queue, in id order, whose ad makes ``constraint`` true."""
+        rows = self._conn().execute(
+            "SELECT cluster, proc, status, entered, ad FROM jobs ORDER BY cluster, proc")
+        return self._filter(rows, constraint)
+
+    def history(self, constraint: str | Expr | None = None,
+                limit: int | None = None) -> list[JobRecord]:
+        """Finished jobs, the most recently finished first."""
+        rows = self._conn().execute(
+            "SELECT cluster, proc, status, entered, ad FROM history "
+            "ORDER BY entered DESC, cluster DESC, proc DESC")
+        out = self._filter(rows, constraint, limit)
+        return out
+
+    def _filter(self, rows: Any, constraint: str | Expr | None,
+                limit: int | None = None) -> list[JobRecord]:
+        expr: Expr | None
+        if constraint is None:
+            expr = None
+        elif isinstance(constraint, Expr):
+            expr = constraint
+        else:
+            try:
+                expr = parse_expr(constraint)
+            except ClassAdError as exc:
+                raise QueueError(f"bad constraint {constraint!r}: {exc}") from None
+        out: list[JobRecord] = []
+        for row in rows:
+            rec = self._record(row)
+            if expr is not None and rec.ad.eval_expr(expr) is not True:
+                continue
+            out.append(rec)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def _record(self, row: tuple[int, int, int, int, str]) -> JobRecord:
+        cluster, proc, status, entered, text = row
+        try:
+            ad = ClassAd.parse_new(text, source=f"{self.path} job {cluster}.{proc}")
+        except ClassAdError as exc:
+            raise QueueError(f"job {cluster}.{proc} has an unreadable ad: {exc}",
+                             path=self.path) from None
+        return JobRecord(JobId(cluster, proc), JobStatus(status), entered, ad)
+
+    def counts(self) -> dict[JobStatus, int]:
+        return {JobStatus(s): n for s, n in self._conn().execute(
+            "SELECT status, count(*) FROM jobs GROUP BY status")}
+
+    # --- changing jobs ------------------------------------------------------------
+
+    def _load(self, db: sqlite3.Connection, job_id: JobId) -> JobRecord:
+        row = db.execute("SELECT cluster, proc, status, entered, ad FROM jobs "
+                         "WHERE cluster=? AND proc=?", (job_id.cluster, job_id.proc)
+                         ).fetchone()
+        if row is None:
+            raise QueueError(f"no job {job_id} in the queue", path=self.path)
+        return self._record(row)
+
+    def _store(self, db: sqlite3.Connection, job_id: JobId, ad: ClassAd) -> None:
+        status = _status_of(ad.get("JobStatus"), JobStatus.IDLE)
+        entered = ad.get("EnteredCurrentStatus")
+        if not isinstance(entered, int):
+            entered = self._now()
+        if status in _FINAL:
+            db.execute("DELETE FROM jobs WHERE cluster=? AND proc=?",
+                       (job_id.cluster, job_id.proc))
+            db.execute("DELETE FROM starters WHERE cluster=? AND proc=?",
+                       (job_id.cluster, job_id.proc))
+            db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?, ?)",
+                       (job_id.cluster, job_id.proc, int(status), entered, _ad_text(ad)))
+        else:
+            db.execute("UPDATE jobs SET status=?, entered=?, ad=? "
+                       "WHERE cluster=? AND proc=?",
+                       (int(status), entered, _ad_text(ad), job_id.cluster, job_id.proc))
+
+    def update(self, job_id: JobId, attrs: Mapping[str, Any]) -> None:
+        """Set attributes of a job's ad (values, or Expr for expressions). JobStatus
+        changes go through :meth:`set_status`."""
+        if any(k.lower() in ("jobstatus", "clusterid", "procid") for k in attrs):
+            raise QueueError("JobStatus, ClusterId and ProcId are not changed by update()")
+        with self._transaction() as db:
+            ad = self._load(db, job_id).ad
+            try:
+                for name, value in attrs.items():
+                    ad[name] = value
+            except ClassAdError as exc:
+                raise QueueError(f"job {job_id}: {exc}", path=self.path) from None
+            self._store(db, job_id, ad)
+
+    def update_many(self, changes: Mapping[JobId, Mapping[str, Any]]) -> None:
+        """:meth:`update` for several jobs in one transaction."""
+        with self._transaction() as db:
+            for job_id, attrs in changes.items():
+                ad = self._load(db, job_id).ad
+                for name, value in attrs.items():
+                    ad[name] = value
+                self._store(db, job_id, ad)
+
+    def set_status(self, job_id: JobId, status: JobStatus, *, reason: str | None = None,
+                   code: int | None = None, subcode: int | None = None) -> JobRecord:
+        """Move a job to ``status`` as the schedd does: LastJobStatus and
+        EnteredCurrentStatus follow; holding records HoldReason[Code/SubCode],
+        releasing clears them; removing records RemoveReason; a completed or removed
+        job moves to the history with its final ad. Returns the new record."""
+        now = self._now()
+        with self._transaction() as db:
+            rec = self._load(db, job_id)
+            ad = rec.ad
+            if rec.status != status:
+                ad["LastJobStatus"] = int(rec.status)
+                ad["EnteredCurrentStatus"] = now
+            ad["JobStatus"] = int(status)
+            if status == JobStatus.HELD:
+                ad["HoldReason"] = reason or "held"
+                ad["HoldReasonCode"] = code if code is not None else 0
+                ad["HoldReasonSubCode"] = subcode if subcode is not None else 0
+                ad["NumHolds"] = _int(ad.get("NumHolds")) + 1
+            elif rec.status == JobStatus.HELD:
+                for name in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
+                    if name in ad:
+                        del ad[name]
+                if reason:
+                    ad["ReleaseReason"] = reason
+            if status == JobStatus.REMOVED:
+                ad["RemoveReason"] = reason or "removed"
+            if status == JobStatus.COMPLETED:
+                ad["CompletionDate"] = now
+            if status in _FINAL:
+                db.execute("UPDATE claims SET cluster=NULL, proc=NULL, state='idle', "
+                           "updated=? WHERE cluster=? AND proc=?",
+                           (now, job_id.cluster, job_id.proc))
+            self._store(db, job_id, ad)
+            return JobRecord(job_id, status, _int(ad.get("EnteredCurrentStatus")), ad)
+
+    def start_job(self, job_id: JobId, starter: StarterRecord, *, claim_id: str | None = None,
+                  remote_host: str | None = None) -> JobRecord:
+        """Everything starting a job changes, in one transaction: the job becomes
+        running (NumJobStarts, JobCurrentStartDate, JobStartDate, RemoteHost), its
+        claim becomes busy with it, and its starter is recorded for re-adoption."""
+        now = self._now()
+        if starter.job_id != job_id:
+            raise QueueError(f"starter record is for {starter.job_id}, not {job_id}")
+        with self._transaction() as db:
+            rec = self._load(db, job_id)
+            if rec.status not in (JobStatus.IDLE, JobStatus.RUNNING):
+                raise QueueError(f"job {job_id} is {rec.status.name.lower()}, not idle",
+                                 path=self.path)
+            ad = rec.ad
+            ad["LastJobStatus"] = int(rec.status)
+            ad["JobStatus"] = int(JobStatus.RUNNING)
+            ad["EnteredCurrentStatus"] = now
+            ad["NumJobStarts"] = _int(ad.get("NumJobStarts")) + 1
+            ad["JobRunCount"] = _int(ad.get("JobRunCount")) + 1
+            ad["JobCurrentStartDate"] = now
+            if "JobStartDate" not in ad:
+                ad["JobStartDate"] = now
+            if remote_host:
+                ad["RemoteHost"] = remote_host
+            if claim_id is not None:
+                cur = db.execute("UPDATE claims SET state='busy', cluster=?, proc=?, "
+                                 "updated=? WHERE claim_id=?",
+                                 (job_id.cluster, job_id.proc, now, claim_id))
+                if cur.rowcount != 1:
+                    raise QueueError(f"no claim {claim_id!r}", path=self.path)
+            self._store(db, job_id, ad)
+            self._put_starter(db, starter)
+            return JobRecord(job_id, JobStatus.RUNNING, now, ad)
+
+    # --- starters -----------------------------------------------------------------
+
+    @staticmethod
+    def _put_starter(db: sqlite3.Connection, s: StarterRecord) -> None:
+        db.execute("INSERT OR REPLACE INTO starters VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (s.job_id.cluster, s.job_id.proc, s.pid, s.boot_id, s.process_start,
+                    s.socket_path, s.execute_dir, s.slot, s.started))
+
+    def record_starter(self, starter: StarterRecord) -> None:
+        with self._transaction() as db:
+            self._put_starter(db, starter)
+
+    def forget_starter(self, job_id: JobId) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM starters WHERE cluster=? AND proc=?",
+                       (job_id.cluster, job_id.proc))
+
+    def starters(self) -> list[StarterRecord]:
+        return [StarterRecord(JobId(c, p), pid, boot, pstart, sock, exe, slot, started)
+                for c, p, pid, boot, pstart, sock, exe, slot, started
+                in self._conn().execute("SELECT * FROM starters ORDER BY cluster, proc")]
+
+    # --- claims -------------------------------------------------------------------
+
+    def record_claim(self, claim_id: str, slot: str, state: str = "claimed",
+                     job_id: JobId | None = None) -> ClaimRecord:
+        now = self._now()
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?)",
+                       (claim_id, slot, state, job_id.cluster if job_id else None,
+                        job_id.proc if job_id else None, now))
+        return ClaimRecord(claim_id, slot, state, job_id, now)
+
+    def set_claim_state(self, claim_id: str, state: str,
+                        job_id: JobId | None = None) -> None:
+        with self._transaction() as db:
+            cur = db.execute("UPDATE claims SET state=?, cluster=?, proc=?, updated=? "
+                             "WHERE claim_id=?",
+                             (state, job_id.cluster if job_id else None,
+                              job_id.proc if job_id else None, self._now(), claim_id))
+            if cur.rowcount != 1:
+                raise QueueError(f"no claim {claim_id!r}", path=self.path)
+
+    def release_claim(self, claim_id: str) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM claims WHERE claim_id=?", (claim_id,))
+
+    def claims(self) -> list[ClaimRecord]:
+        return [ClaimRecord(cid, slot, state,
+                            JobId(c, p) if c is not None and p is not None else None, upd)
+                for cid, slot, state, c, p, upd in self._conn().execute(
+                    "SELECT claim_id, slot, state, cluster, proc, updated FROM claims "
+                    "ORDER BY claim_id")]
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _status_of(value: object, default: JobStatus) -> JobStatus:
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return JobStatus(value)
+        except ValueError:
+            raise QueueError(f"JobStatus {value} is not one of HTCondor's codes") from None
+    return default

@@ -1,0 +1,275 @@
+"""The job store: persistence, atomicity across a killed process, one writer, errors
+naming the database, and a benchmark-style print of submit/update cost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from condorpy.classad import ClassAd, parse_expr
+from condorpy.errors import CondorpyError, QueueError
+from condorpy.startd.jobstore import (
+    DB_NAME, SCHEMA_VERSION, JobId, JobStatus, JobStore, StarterRecord,
+)
+from condorpy.startd.submit import parse_submit
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def ads(n: int, cmd: str = "/bin/true") -> list[ClassAd]:
+    return [ClassAd({"Cmd": cmd, "ProcId": i, "JobStatus": 1, "Owner": "alice",
+                     "RequestCpus": 1}) for i in range(n)]
+
+
+def starter(job: JobId, pid: int = 4242) -> StarterRecord:
+    return StarterRecord(job_id=job, pid=pid, boot_id="b00t", process_start=123456,
+                         socket_path=f"/x/dir_{pid}/starter.sock",
+                         execute_dir=f"/x/dir_{pid}", slot="slot1_1", started=1)
+
+
+def test_submit_assigns_clusters_and_reopen_preserves_everything(tmp_path: Path) -> None:
+    clock = Clock()
+    with JobStore(tmp_path, clock=clock) as st:
+        c1 = st.submit(ads(3))
+        reserved = st.new_cluster_id()
+        sub = parse_submit("executable = /bin/echo\narguments = $(Process)\nqueue 2\n", "s",
+                           cluster_id=reserved, owner="bob", submit_dir="/tmp", qdate=5)
+        c2 = st.submit(sub, cluster_id=reserved)
+        assert (c1, c2) == (1, 2)
+        st.record_claim("claim-1", "slot1_1")
+        rec = st.start_job(JobId(2, 1), starter(JobId(2, 1)), claim_id="claim-1",
+                           remote_host="slot1_1@host")
+        assert rec.status == JobStatus.RUNNING
+        clock.t += 10
+        st.set_status(JobId(1, 0), JobStatus.HELD, reason="because", code=21)
+        st.set_status(JobId(1, 1), JobStatus.COMPLETED)
+        st.update(JobId(1, 2), {"Foo": 3, "Bar": parse_expr("Foo + 1")})
+    with JobStore(tmp_path, clock=clock) as st:
+        jobs = {str(r.job_id): r for r in st.jobs()}
+        assert sorted(jobs) == ["1.0", "1.2", "2.0", "2.1"]
+        assert jobs["1.0"].status == JobStatus.HELD
+        assert jobs["1.0"].ad["HoldReason"] == "because"
+        assert jobs["1.0"].ad["HoldReasonCode"] == 21
+        assert jobs["1.0"].ad["LastJobStatus"] == 1
+        assert jobs["1.0"].entered_status == 1_000_010
+        assert jobs["1.2"].ad.evaluate("Bar") == 4
+        assert jobs["2.1"].ad["Args"] == "1"
+        assert jobs["2.1"].ad["NumJobStarts"] == 1
+        assert jobs["2.1"].ad["RemoteHost"] == "slot1_1@host"
+        (hist,) = st.history()
+        assert str(hist.job_id) == "1.1" and hist.status == JobStatus.COMPLETED
+        assert hist.ad["CompletionDate"] == 1_000_010
+        (s,) = st.starters()
+        assert s == starter(JobId(2, 1))
+        (claim,) = st.claims()
+        assert claim.state == "busy" and claim.job_id == JobId(2, 1)
+        assert st.next_cluster_id() == 3
+        assert st.new_cluster_id() == 3
+
+
+def test_status_transitions_and_history(tmp_path: Path) -> None:
+    clock = Clock()
+    with JobStore(tmp_path, clock=clock) as st:
+        st.submit(ads(2))
+        j0, j1 = JobId(1, 0), JobId(1, 1)
+        st.record_claim("c", "slot1")
+        st.start_job(j0, starter(j0), claim_id="c")
+        st.set_status(j0, JobStatus.SUSPENDED)
+        assert st.job(j0) is not None and st.job(j0).status == JobStatus.SUSPENDED  # type: ignore[union-attr]
+        st.set_status(j1, JobStatus.HELD, reason="x", code=1)
+        st.set_status(j1, JobStatus.IDLE, reason="released")
+        after = st.job(j1)
+        assert after is not None and "HoldReason" not in after.ad
+        assert after.ad["ReleaseReason"] == "released" and after.ad["NumHolds"] == 1
+        clock.t += 1
+        st.set_status(j0, JobStatus.COMPLETED)
+        clock.t += 1
+        st.set_status(j1, JobStatus.REMOVED, reason="by user")
+        assert st.jobs() == []
+        assert st.starters() == []           # a finished job's starter is forgotten
+        assert st.claims()[0].state == "idle" and st.claims()[0].job_id is None
+        hist = st.history()
+        assert [str(h.job_id) for h in hist] == ["1.1", "1.0"]     # newest first
+        assert hist[0].ad["RemoveReason"] == "by user"
+        assert [str(h.job_id) for h in st.history("JobStatus == 4")] == ["1.0"]
+        assert len(st.history(limit=1)) == 1
+        with pytest.raises(QueueError, match="no job 1.0"):
+            st.update(j0, {"A": 1})
+
+
+def test_constraints_and_errors(tmp_path: Path) -> None:
+    with JobStore(tmp_path) as st:
+        st.submit(ads(3))
+        st.update(JobId(1, 2), {"Big": True})
+        assert [str(r.job_id) for r in st.jobs("Big =?= true")] == ["1.2"]
+        assert len(st.jobs(parse_expr("ProcId < 2"))) == 2
+        assert st.counts() == {JobStatus.IDLE: 3}
+        with pytest.raises(QueueError, match="bad constraint"):
+            st.jobs("ProcId <")
+        with pytest.raises(QueueError):
+            st.update(JobId(1, 0), {"JobStatus": 2})
+        with pytest.raises(QueueError, match="not reserved"):
+            st.submit(ads(1), cluster_id=99)
+        with pytest.raises(QueueError, match="already has jobs"):
+            st.submit(ads(1), cluster_id=1)
+        st.set_status(JobId(1, 0), JobStatus.HELD)
+        with pytest.raises(QueueError, match="not idle"):
+            st.start_job(JobId(1, 0), starter(JobId(1, 0)))
+        with pytest.raises(QueueError, match="given twice"):
+            st.submit([ClassAd({"ProcId": 0}), ClassAd({"ProcId": 0})])
+        # a failed transaction leaves nothing behind
+        assert st.next_cluster_id() == 2
+        assert len(st.jobs()) == 3
+
+
+def test_second_writer_refused_readers_allowed(tmp_path: Path) -> None:
+    with JobStore(tmp_path) as st:
+        st.submit(ads(2))
+        with pytest.raises(QueueError, match="in use by another process") as info:
+            JobStore(tmp_path)
+        assert str(tmp_path / DB_NAME) in str(info.value)
+        ro = JobStore(tmp_path, readonly=True)
+        assert len(ro.jobs()) == 2
+        with pytest.raises(QueueError, match="read-only"):
+            ro.submit(ads(1))
+        ro.close()
+    JobStore(tmp_path).close()      # the lock went with the first store
+
+
+def test_reader_sees_only_committed_states_while_one_writer_runs(tmp_path: Path) -> None:
+    JobStore(tmp_path).close()
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def writer() -> None:
+        with JobStore(tmp_path) as st:
+            while not stop.is_set():
+                st.submit(ads(20))
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        with JobStore(tmp_path, readonly=True) as ro:
+            deadline = time.monotonic() + 1.0
+            reads = 0
+            while time.monotonic() < deadline:
+                by_cluster: dict[int, int] = {}
+                for r in ro.jobs():
+                    by_cluster[r.job_id.cluster] = by_cluster.get(r.job_id.cluster, 0) + 1
+                if any(n != 20 for n in by_cluster.values()):
+                    errors.append(f"partial cluster seen: {by_cluster}")
+                reads += 1
+    finally:
+        stop.set()
+        t.join()
+    assert not errors
+    assert reads > 0
+
+
+def test_newer_schema_and_corrupt_files_are_refused(tmp_path: Path) -> None:
+    newer = tmp_path / "newer"
+    JobStore(newer).close()
+    db = sqlite3.connect(newer / DB_NAME)
+    db.execute("UPDATE schema_version SET version=?", (SCHEMA_VERSION + 1,))
+    db.commit()
+    db.close()
+    with pytest.raises(QueueError, match="newer than this condorpy") as info:
+        JobStore(newer)
+    assert str(newer / DB_NAME) in str(info.value)
+
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / DB_NAME).write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(QueueError, match="corrupt") as info2:
+        JobStore(corrupt)
+    assert str(corrupt / DB_NAME) in str(info2.value)
+    assert isinstance(info2.value, CondorpyError)
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    db = sqlite3.connect(foreign / DB_NAME)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    with pytest.raises(QueueError, match="not a condorpy job store"):
+        JobStore(foreign)
+    with pytest.raises(QueueError, match="no job store"):
+        JobStore(tmp_path / "missing", readonly=True)
+
+
+_CRASHER = textwrap.dedent("""
+    import sys
+    from condorpy.classad import ClassAd
+    from condorpy.startd.jobstore import JobStore
+    st = JobStore(sys.argv[1])
+    n = int(sys.argv[2])
+    while True:
+        cid = st.submit([ClassAd({"Cmd": "/bin/true", "ProcId": i, "Pad": "x" * 200})
+                         for i in range(n)])
+        print(cid, flush=True)
+""")
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.45])
+def test_killed_writer_leaves_whole_submissions_or_nothing(tmp_path: Path,
+                                                           delay: float) -> None:
+    """SIGKILL a process that submits 300-job clusters back to back: every cluster
+    it acknowledged is there in full, and no cluster is there in part."""
+    per = 300
+    proc = subprocess.Popen([sys.executable, "-c", _CRASHER, str(tmp_path), str(per)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()       # wait until it is really writing
+    assert first.strip() == "1"
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGKILL)
+    acked = {1} | {int(x) for x in proc.stdout.read().split()}
+    proc.wait()
+    with JobStore(tmp_path) as st:
+        sizes: dict[int, int] = {}
+        for r in st.jobs():
+            sizes[r.job_id.cluster] = sizes.get(r.job_id.cluster, 0) + 1
+        assert all(n == per for n in sizes.values()), sizes
+        assert acked <= set(sizes)
+        # an id handed out is never handed out again
+        assert st.new_cluster_id() > max(sizes)
+
+
+def test_benchmark_submit_and_updates(tmp_path: Path) -> None:
+    jobs = parse_submit("executable = /bin/echo\narguments = $(Process)\n"
+                        "request_memory = 1GB\nqueue 500\n", "bench", cluster_id=1,
+                        owner="alice", submit_dir="/tmp", qdate=0)
+    with JobStore(tmp_path) as st:
+        t0 = time.perf_counter()
+        st.submit(jobs)
+        t_submit = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in range(500):
+            st.set_status(JobId(1, i), JobStatus.HELD, reason="bench", code=1)
+        t_status = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        st.update_many({JobId(1, i): {"Touched": i} for i in range(500)})
+        t_batch = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        n = len(st.jobs())
+        t_read = time.perf_counter() - t0
+    assert n == 500
+    print(f"\njobstore: submit 500 jobs in one transaction {t_submit * 1e3:.1f} ms; "
+          f"500 set_status, one transaction each {t_status * 1e3:.1f} ms "
+          f"({t_status / 500 * 1e3:.2f} ms each); 500 updates in one transaction "
+          f"{t_batch * 1e3:.1f} ms; read 500 jobs {t_read * 1e3:.1f} ms")
