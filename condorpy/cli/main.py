@@ -19,6 +19,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("condorpy.cli.status_cmd", "show this machine's slot ads (like condor_status)"),
     "policy": ("condorpy.cli.policy_cmd", "simulate and explain the startd policy"),
     "starter": ("condorpy.cli.starter_cmd", "run one job under a starter"),
+    "startd": ("condorpy.cli.startd_cmd", "run the execution point daemon"),
+    "submit": ("condorpy.cli.daemon_cmds:submit_main", "submit jobs (like condor_submit)"),
+    "rm": ("condorpy.cli.daemon_cmds:rm_main", "remove jobs (like condor_rm)"),
+    "hold": ("condorpy.cli.daemon_cmds:hold_main", "hold jobs (like condor_hold)"),
+    "release": ("condorpy.cli.daemon_cmds:release_main", "release held jobs"),
+    "vacate": ("condorpy.cli.daemon_cmds:vacate_main", "vacate slots (like condor_vacate)"),
+    "drain": ("condorpy.cli.daemon_cmds:drain_main", "drain the machine (like condor_drain)"),
+    "off": ("condorpy.cli.daemon_cmds:off_main", "shut the daemon down (like condor_off)"),
+    "on": ("condorpy.cli.daemon_cmds:on_main", "start the daemon (like condor_on)"),
+    "reconfig": ("condorpy.cli.daemon_cmds:reconfig_main", "re-read the configuration"),
 }
 
 
@@ -43,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"condorpy: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     try:
-        module = importlib.import_module(COMMANDS[name][0])
-        return int(module.main(rest) or 0)
+        module_name, _, func = COMMANDS[name][0].partition(":")
+        module = importlib.import_module(module_name)
+        return int(getattr(module, func or "main")(rest) or 0)
     except CondorpyError as exc:
         print(f"condorpy {name}: error: {exc}", file=sys.stderr)
         return 1

@@ -54,13 +54,14 @@ class PolicyEngine(SlotMachine):
                 return slot
         return next(s for s in self.slots.values() if not s.deleted)
 
-    def request_claim(self, now: float, claim_id: str, job: Mapping[str, Any],
+    def request_claim(self, now: float, claim_id: str, job: Mapping[str, Any] | ClassAd,
                       slot_name: str | None = None) -> list[Output]:
         """A schedd asks for a claim with ``job`` as its request ad."""
         self._advance(now)
         if claim_id in self._claims:
             raise PolicyError(f"claim id {claim_id!r} is already in use")
-        job_ad = load_ad(self.backend, job, f"claim {claim_id}")
+        job_ad = job if isinstance(job, ClassAd) else load_ad(self.backend, job,
+                                                               f"claim {claim_id}")
         slot = self._pick_slot(slot_name, (S.MATCHED, S.UNCLAIMED, S.BACKFILL))
         self._refresh(now, slot)
         ok, why = self._acceptable(slot, job_ad)
@@ -152,8 +153,8 @@ class PolicyEngine(SlotMachine):
         self._publish_state(d)
         self.emit(ClaimAccepted(self.now, d.name, claim=claim.id))
 
-    def activate(self, now: float, claim_id: str, job: Mapping[str, Any] | None = None
-                 ) -> list[Output]:
+    def activate(self, now: float, claim_id: str,
+                 job: Mapping[str, Any] | ClassAd | None = None) -> list[Output]:
         """The shadow starts a job on an idle claim (11)."""
         if claim_id in self._ended:
             return self._late(now, claim_id, "activate")
@@ -170,7 +171,8 @@ class PolicyEngine(SlotMachine):
             self.evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
             return self.take_output()
         if job is not None:
-            claim.ad = load_ad(self.backend, job, f"claim {claim_id}")
+            claim.ad = job if isinstance(job, ClassAd) else load_ad(
+                self.backend, job, f"claim {claim_id}")
             claim.lease = self._lease(claim.ad)
             claim.universe = None
         claim.job = Job(claim.ad, now, self._universe(claim))

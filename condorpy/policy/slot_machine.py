@@ -145,6 +145,25 @@ class SlotMachine:
         self._emit_state(slot, transition, reason)
         return slot
 
+    def reconfigure(self, settings: PolicySettings) -> None:
+        """New policy knobs (a reconfig): every slot's policy expressions are replaced
+        and take effect at the next evaluation; claims and jobs are untouched."""
+        self.settings = settings
+        self._plain_lc = {n: n.lower() for n in (*settings.exprs, *VANILLA_VARIANTS)}
+        self._has_vanilla = any(f"{n}_VANILLA" in exprs for n in VANILLA_VARIANTS
+                                for exprs in (settings.exprs, *settings.slot_exprs.values()))
+        self._vanilla.clear()
+        self._leaves.clear()
+        for slot in self.slots.values():
+            if slot.deleted:
+                continue
+            for attr, text in settings.extra_attrs.items():
+                self.put_expr(slot, attr, text)
+            for attr in settings.exprs:
+                policy = settings.expr_for(attr, slot.slot_id)
+                if policy is not None:
+                    self.put_expr(slot, attr, policy)
+
     # ------------------------------------------------------------- measurements
     def set(self, now: float, attrs: Mapping[str, Any], slot: str | None = None) -> None:
         """New measurements for the machine or for one slot.

@@ -78,6 +78,14 @@ def device_attr_name(device_id: str) -> str:
     return name if name[:1].isalpha() or name[:1] == "_" else "_" + name
 
 
+# The HTCondor release whose semantics condorpy follows. Job Requirements written by
+# condor_submit compare against it (e.g. the 25.12 disk clause), so it is advertised
+# as HTCondor's own startd does, with condorpy named in the build part.
+HTCONDOR_VERSION = "25.14.1"
+CONDOR_VERSION = f"$CondorVersion: {HTCONDOR_VERSION} 2025-01-01 BuildID: condorpy $"
+CONDOR_PLATFORM = "$CondorPlatform: X86_64-Linux $"
+
+
 def clock_attrs(now: float, utc_offset: int) -> tuple[int, int]:
     """(ClockMin, ClockDay) at ``now`` in a zone ``utc_offset`` seconds east of UTC:
     minutes since local midnight, and the day of the week from Sunday = 0."""
@@ -92,6 +100,8 @@ def machine_ad(inventory: MachineInventory, settings: AdSettings, *, now: float,
     ad = ClassAd()
     ad["MyType"] = "Machine"
     ad["TargetType"] = "Job"
+    ad["CondorVersion"] = CONDOR_VERSION
+    ad["CondorPlatform"] = CONDOR_PLATFORM
     ad["Machine"] = inventory.facts.get("Machine", settings.hostname)
     for key, value in inventory.facts.items():
         if key != "Machine":

@@ -15,13 +15,16 @@ from enum import IntEnum
 
 
 class Event(IntEnum):
+    SUBMIT = 0
     EXECUTE = 1
     EVICTED = 4
     TERMINATED = 5
     IMAGE_SIZE = 6
     SUSPENDED = 10
     UNSUSPENDED = 11
+    ABORTED = 9
     HELD = 12
+    RELEASED = 13
 
 
 def usage_text(seconds: float) -> str:
@@ -72,6 +75,15 @@ class UserLog:
                 f"{headline}\n{body}...\n")
         # One write per event with O_APPEND, so concurrent writers never interleave.
         os.write(self.fd, text.encode())
+
+    def submitted(self, host: str) -> None:
+        self._write(Event.SUBMIT, f"Job submitted from host: <{host}>")
+
+    def aborted(self, reason: str) -> None:
+        self._write(Event.ABORTED, "Job was aborted.", f"\t{reason}\n")
+
+    def released(self, reason: str) -> None:
+        self._write(Event.RELEASED, "Job was released.", f"\t{reason}\n")
 
     def execute(self, host: str, slot_name: str) -> None:
         self._write(Event.EXECUTE, f"Job executing on host: <{host}>",

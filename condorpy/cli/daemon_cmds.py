@@ -1,0 +1,199 @@
+"""The commands that talk to a running daemon: `submit`, `rm`, `hold`, `release`,
+`vacate`, `drain`, `off`, `on`, `reconfig`. Each sends one request over the control
+socket (found through the configuration, see :mod:`condorpy.startd.paths`) and prints
+the answer; an unreachable daemon is one clear line."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+import time
+from typing import Any
+
+from condorpy.config import load_config
+from condorpy.errors import CondorpyError
+from condorpy.inputs import read_text
+from condorpy.startd.client import call
+from condorpy.startd.paths import client_socket
+from condorpy.startd.submit import parse_submit
+
+
+class UsageError(CondorpyError):
+    pass
+
+
+def _config_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-config", "--config", metavar="FILE",
+                   help="configuration file (default: $CONDOR_CONFIG, then "
+                        "/etc/condorpy/condor_config)")
+
+
+def _call(config: str | None, command: str, args: dict[str, Any]) -> Any:
+    cfg = load_config(config)
+    return call(client_socket(cfg), command, args)
+
+
+def submit_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="condorpy submit",
+                                description="submit jobs to the local queue (like "
+                                            "condor_submit)")
+    _config_arg(p)
+    p.add_argument("file", help="submit description file ('-' for standard input)")
+    args = p.parse_args(argv)
+    source = "<stdin>" if args.file == "-" else args.file
+    text = read_text(args.file, f"the submit description {source}")
+    cfg = load_config(args.config)
+    path = client_socket(cfg)
+    cluster = call(path, "new_cluster", {})
+    ads = parse_submit(text, source, cluster_id=int(cluster), owner=getpass.getuser(),
+                       submit_dir=os.getcwd(), qdate=int(time.time()), env=dict(os.environ),
+                       uid_domain=cfg.get("UID_DOMAIN") or "localhost",
+                       filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None)
+    got = call(path, "submit", {"cluster": int(cluster), "ads": [ad.to_old() for ad in ads]})
+    print("Submitting job(s)" + "." * len(ads))
+    print(f"{got['count']} job(s) submitted to cluster {got['cluster']}.")
+    return 0
+
+
+def _job_selection(p: argparse.ArgumentParser) -> None:
+    _config_arg(p)
+    p.add_argument("targets", nargs="*", metavar="ID|OWNER",
+                   help="cluster, cluster.proc, or owner")
+    p.add_argument("-constraint", "--constraint", metavar="EXPR")
+    p.add_argument("-all", "--all", action="store_true", help="every job you may manage")
+    p.add_argument("-reason", "--reason", metavar="TEXT")
+
+
+def _selection(args: argparse.Namespace, prog: str) -> dict[str, Any]:
+    ids = [t for t in args.targets if t[:1].isdigit()]
+    owners = [t for t in args.targets if not t[:1].isdigit()]
+    if not ids and not owners and args.constraint is None and not args.all:
+        raise UsageError(f"{prog}: name jobs (CLUSTER, CLUSTER.PROC or OWNER), "
+                         f"-constraint EXPR, or -all")
+    out: dict[str, Any] = {"ids": ids, "owners": owners}
+    if args.constraint is not None:
+        out["constraint"] = args.constraint
+    elif args.all:
+        out["constraint"] = "true"
+    if args.reason:
+        out["reason"] = args.reason
+    return out
+
+
+def _job_command(command: str, verb: str, argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog=f"condorpy {command}")
+    _job_selection(p)
+    args = p.parse_args(argv)
+    done = _call(args.config, command, _selection(args, f"condorpy {command}"))
+    if not done:
+        print(f"condorpy {command}: no matching jobs found", file=sys.stderr)
+        return 1
+    for job in done:
+        print(f"Job {job} {verb}")
+    return 0
+
+
+def rm_main(argv: list[str]) -> int:
+    return _job_command("rm", "marked for removal", argv)
+
+
+def hold_main(argv: list[str]) -> int:
+    return _job_command("hold", "held", argv)
+
+
+def release_main(argv: list[str]) -> int:
+    return _job_command("release", "released", argv)
+
+
+def vacate_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="condorpy vacate",
+                                description="give slots back to their owner (like "
+                                            "condor_vacate): jobs are evicted")
+    _config_arg(p)
+    p.add_argument("-fast", "--fast", action="store_true", help="hard-kill the jobs at once")
+    p.add_argument("slots", nargs="*", metavar="SLOT")
+    args = p.parse_args(argv)
+    _call(args.config, "vacate", {"slots": args.slots, "fast": args.fast})
+    print("Sent \"Vacate" + ("-Fast" if args.fast else "") + "\" command to startd")
+    return 0
+
+
+def drain_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="condorpy drain",
+                                description="drain this machine (like condor_drain)")
+    _config_arg(p)
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("-graceful", dest="how", action="store_const", const="graceful")
+    how.add_argument("-quick", dest="how", action="store_const", const="quick")
+    how.add_argument("-fast", dest="how", action="store_const", const="fast")
+    done = p.add_mutually_exclusive_group()
+    done.add_argument("-resume-on-completion", dest="done", action="store_const",
+                      const="resume")
+    done.add_argument("-exit-on-completion", dest="done", action="store_const", const="exit")
+    p.add_argument("-reason", metavar="TEXT")
+    p.add_argument("-check", metavar="EXPR")
+    p.add_argument("-start", metavar="EXPR")
+    p.add_argument("-cancel", action="store_true", help="cancel the drain")
+    p.add_argument("-request-id", dest="request_id", metavar="ID")
+    args = p.parse_args(argv)
+    if args.cancel:
+        _call(args.config, "cancel_drain", {"request_id": args.request_id})
+        print("Sent request to cancel draining")
+        return 0
+    got = _call(args.config, "drain", {
+        "how": args.how or "graceful", "on_completion": args.done or "nothing",
+        "reason": args.reason, "check": args.check, "start": args.start})
+    print(f"Sent request to drain the startd. With request id {got['request_id']}")
+    return 0
+
+
+def off_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="condorpy off",
+                                description="shut the daemon down, ending its jobs "
+                                            "(like condor_off -startd)")
+    _config_arg(p)
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("-graceful", dest="how", action="store_const", const="graceful")
+    how.add_argument("-fast", dest="how", action="store_const", const="fast")
+    how.add_argument("-peaceful", dest="how", action="store_const", const="peaceful")
+    args = p.parse_args(argv)
+    _call(args.config, "off", {"how": args.how or "graceful"})
+    print("Sent \"Kill-Daemon\" command for \"startd\"")
+    return 0
+
+
+def on_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="condorpy on",
+                                description="start the daemon if it is not running "
+                                            "(like condor_on -startd)")
+    _config_arg(p)
+    args = p.parse_args(argv)
+    from condorpy.startd.client import DaemonUnreachable
+    try:
+        _call(args.config, "ping", {})
+        print("condorpy startd is already running")
+        return 0
+    except DaemonUnreachable:
+        pass
+    argv2 = [sys.executable, "-m", "condorpy", "startd"]
+    if args.config:
+        argv2 += ["-config", args.config]
+    import subprocess
+    rc = subprocess.call(argv2)
+    if rc == 0:
+        print("Sent \"Spawn-Daemon\" command for \"startd\"")
+    return rc
+
+
+def reconfig_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="condorpy reconfig",
+                                description="make the daemon re-read its configuration")
+    _config_arg(p)
+    args = p.parse_args(argv)
+    changed = _call(args.config, "reconfig", {})
+    print("Sent \"Reconfig\" command to startd")
+    for name in changed:
+        print(f"  changed: {name}")
+    return 0

@@ -1,0 +1,997 @@
+"""`condorpy startd`: the execution point daemon.
+
+One thread, one event loop (selectors): the control socket, each starter's socket, a
+self-pipe for signals, and timers (the policy cycle every ``poll_interval()``, the
+owner-activity probe every second). It runs the policy engine built down the one path
+(:mod:`condorpy.startd.core`) on the system clock, carries out every action the engine
+decides, feeds starter events back into it, runs jobs from its local queue
+(:mod:`condorpy.startd.jobstore`) through a local matchmaker that claims and activates
+slots through the same engine entry points a pool's schedd uses, and answers the
+commands of :mod:`condorpy.startd.control`.
+
+SIGTERM (and SIGINT) stop the daemon and leave running jobs running: the queue, every
+claim and every starter are in the job store, and the next daemon re-adopts them.
+Ending jobs is what ``condorpy off`` is for. SIGHUP re-reads the configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import secrets
+import selectors
+import signal
+import socket
+import struct
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from condorpy.classad import ClassAd, Error, Undefined
+from condorpy.clock import Clock, SystemClock
+from condorpy.config import Config
+from condorpy.errors import ClassAdError, CondorpyError, RequestError, StartdError
+from condorpy.machine.probe import measure_activity
+from condorpy.policy.engine import PolicyEngine
+from condorpy.policy.records import (Action, ClaimAccepted, ClaimEnded, ClaimRefused,
+                                     Continue, CreateSlot, DeleteSlot, DrainCancelled,
+                                     DrainComplete, DrainRefused, DrainStarted, Exit,
+                                     HardKill, KillBackfill, KillStarter, Output,
+                                     RunBenchmarks, SoftKill, StartBackfill, StartJob,
+                                     StateChange, Suspend)
+from condorpy.policy.states import State
+from condorpy.startd import control
+from condorpy.startd.core import Core, load_core
+from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
+from condorpy.startd.launch import SubprocessLauncher
+from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
+from condorpy.starter.userlog import UserLog
+from condorpy.startd.starters import (LaunchRequest, Launched, Launcher, StarterLink,
+                                      boot_id, kill_quietly, same_process)
+
+log = logging.getLogger("condorpy.startd")
+
+# Attributes the starter needs from the slot; the rest of a slot ad is context.
+_ACTIVITY_PROBE_S = 1.0
+_CONNECT_TIMEOUT_S = 30.0
+_MATCH_BATCH = 64            # jobs started per matchmaking pass before yielding
+# Attributes the queue keeps itself: a starter's report never overwrites them.
+_QUEUE_OWNED = frozenset({"jobstatus", "clusterid", "procid", "owner", "user",
+                          "lastjobstatus", "enteredcurrentstatus"})
+
+
+@dataclass
+class RunningJob:
+    job_id: JobId
+    claim_id: str
+    slot: str
+    launched: Launched | None = None
+    link: StarterLink | None = None
+    connect_by: float = 0.0
+    # What the job becomes when its starter ends (rm -> REMOVED, hold -> HELD), and why.
+    after: JobStatus | None = None
+    after_reason: str = ""
+    after_code: int = 0
+    evicted: bool = False            # the policy took the slot back: requeue the job
+    hard_kill_at: float | None = None
+    cpu: tuple[float, float] | None = None   # (cpu seconds, monotonic) of the last usage
+    state: str = "starting"
+    socket_gone: bool = False        # the starter closed its socket without "done"
+
+
+@dataclass
+class ControlConn:
+    sock: socket.socket
+    peer: control.Peer
+    reader: control.RequestReader = field(default_factory=control.RequestReader)
+    out: bytearray = field(default_factory=bytearray)
+
+
+class Startd:
+    def __init__(self, config_path: str | None, *, clock: Clock | None = None,
+                 env: dict[str, str] | None = None, launcher: Launcher | None = None,
+                 foreground: bool = True) -> None:
+        self.config_path = config_path
+        self.clock = clock or SystemClock()
+        self.env = dict(os.environ if env is None else env)
+        self.foreground = foreground
+        self.core: Core = load_core(config_path, env=self.env)
+        self.cfg: Config = self.core.config
+        self.paths, notes = daemon_paths(self.cfg, self.env)
+        make_dirs(self.paths)
+        _setup_logging(self.paths, foreground)
+        for note in notes:
+            log.info("%s", note)
+        self.store = JobStore(self.paths.spool)
+        self.engine: PolicyEngine = self.core.engine(self.clock)
+        self.launcher: Launcher = launcher or SubprocessLauncher(
+            config_path or self.env.get("CONDOR_CONFIG"), self.paths.log)
+        self.sel = selectors.DefaultSelector()
+        self.running: dict[JobId, RunningJob] = {}
+        self.by_claim: dict[str, JobId] = {}
+        self.controls: dict[int, ControlConn] = {}
+        self.stopping: str | None = None       # why the loop ends
+        self.exit_code = 0
+        self.need_match = True
+        self.next_cycle = 0.0
+        self.next_probe = 0.0
+        self.last_keyboard: Any = None
+        self.uid = os.geteuid()
+        self.started_at = self.clock.time()
+        self._sig_r, self._sig_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._pending_signals: list[int] = []
+        self._listen: socket.socket | None = None
+
+    # ------------------------------------------------------------------ start-up
+    def start(self) -> None:
+        self._apply(self.engine.take_output())
+        self._adopt()
+        self._open_control()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, self._on_signal)
+        signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
+        self.sel.register(self._sig_r, selectors.EVENT_READ, ("signal", None))
+        self._cycle()
+        log.info("condorpy startd started: %d slots, control socket %s, state in %s",
+                 len(self.engine.slots), self.paths.socket, self.paths.spool)
+
+    def _open_control(self) -> None:
+        path = self.paths.socket
+        # A live daemon owns the job store's lock already; a socket left here is stale.
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        try:
+            sock.bind(str(path))
+        except OSError as exc:
+            raise StartdError(f"cannot listen on {path}: {exc.strerror}") from None
+        # Anyone may connect: every request is authorised by the peer's credentials.
+        os.chmod(path, 0o666)
+        sock.listen(64)
+        sock.setblocking(False)
+        self._listen = sock
+        self.sel.register(sock, selectors.EVENT_READ, ("listen", None))
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self._pending_signals.append(signum)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> int:
+        try:
+            while self.stopping is None:
+                self.step(self._timeout())
+        finally:
+            self._shutdown()
+        return self.exit_code
+
+    def _timeout(self) -> float:
+        now = self.clock.monotonic()
+        due = min(self.next_cycle, self.next_probe)
+        for rj in self.running.values():
+            if rj.link is None and rj.launched is not None:
+                due = min(due, now + 0.01)
+            if rj.hard_kill_at is not None:
+                due = min(due, rj.hard_kill_at)
+        if self.need_match:
+            due = now
+        return max(0.0, due - now)
+
+    def step(self, timeout: float) -> None:
+        """One pass of the loop: wait for I/O up to ``timeout``, then run what is due.
+        A failure while handling one event is logged and the daemon carries on."""
+        for key, mask in self.sel.select(timeout):
+            kind, obj = key.data
+            self._guard(kind, lambda: self._event(kind, obj, mask))
+        self._guard("signals", self._handle_signals)
+        now = self.clock.monotonic()
+        self._guard("starters", lambda: self._connect_starters(now))
+        self._guard("kills", lambda: self._hard_kills(now))
+        if now >= self.next_probe:
+            self._guard("probe", self._probe)
+        if now >= self.next_cycle:
+            self._guard("policy cycle", self._cycle)
+        if self.need_match and self.stopping is None:
+            self._guard("matchmaking", self._match)
+
+    def _event(self, kind: str, obj: Any, mask: int) -> None:
+        if kind == "listen":
+            self._accept()
+        elif kind == "control":
+            self._control_io(obj, mask)
+        elif kind == "starter":
+            self._starter_io(obj)
+        elif kind == "signal":
+            try:
+                os.read(self._sig_r, 512)
+            except BlockingIOError:
+                pass
+
+    def _guard(self, what: str, work: Callable[[], None]) -> None:
+        try:
+            work()
+        except CondorpyError as exc:
+            log.error("%s: %s", what, exc)
+        except Exception:   # a bug must not take the machine's jobs down with it
+            log.exception("%s: internal error", what)
+
+    def _handle_signals(self) -> None:
+        while self._pending_signals:
+            sig = self._pending_signals.pop(0)
+            if sig in (signal.SIGTERM, signal.SIGINT):
+                log.info("got %s: stopping; running jobs keep running and will be "
+                         "re-adopted by the next condorpy startd", signal.Signals(sig).name)
+                self.stopping = "signal"
+            elif sig == signal.SIGHUP:
+                self.reconfig()
+            elif sig == signal.SIGCHLD:
+                _reap()
+
+    # ------------------------------------------------------------------ policy
+    def _probe(self) -> None:
+        now_mono = self.clock.monotonic()
+        self.next_probe = now_mono + _ACTIVITY_PROBE_S
+        try:
+            act = measure_activity(self.cfg)
+        except (OSError, CondorpyError) as exc:
+            log.warning("cannot measure owner activity: %s", exc)
+            return
+        console = act.console_idle if act.console_idle is not None else act.keyboard_idle
+        now = self.clock.time()
+        self.engine.set(now, {"KeyboardIdle": act.keyboard_idle, "ConsoleIdle": console,
+                              "LoadAvg": act.total_load_avg})
+        # The owner came back: evaluate at once, not at the next POLLING_INTERVAL.
+        if self.last_keyboard is not None and act.keyboard_idle < self.last_keyboard:
+            self.next_cycle = now_mono
+        self.last_keyboard = act.keyboard_idle
+
+    def _cycle(self) -> None:
+        t0 = self.clock.monotonic()
+        self._apply(self.engine.cycle(self.clock.time()))
+        self.next_cycle = t0 + max(1, self.engine.poll_interval())
+        self.need_match = True
+
+    def _apply(self, outputs: list[Output]) -> None:
+        for o in outputs:
+            if isinstance(o, StateChange):
+                log.info("%s: %s/%s (transition %s%s) %s", o.slot, o.state.value,
+                         o.activity.value, o.transition,
+                         f"/{o.letter}" if o.letter else "", o.reason)
+                continue
+            self._act(o)
+
+    def _act(self, a: Action) -> None:
+        log.info("%s: action %s %s", a.slot, a.kind,
+                 " ".join(f"{k}={v}" for k, v in a.details().items()))
+        rj = self.running.get(self.by_claim.get(getattr(a, "claim", ""), JobId(0, 0)))
+        if isinstance(a, StartJob):
+            self._launch(a.claim, a.slot)
+        elif isinstance(a, Suspend) and rj is not None:
+            self._tell(rj, "suspend")
+            self.store.set_status(rj.job_id, JobStatus.SUSPENDED)
+        elif isinstance(a, Continue) and rj is not None:
+            self._tell(rj, "continue")
+            if self.store.job(rj.job_id) is not None:
+                self.store.set_status(rj.job_id, JobStatus.RUNNING)
+        elif isinstance(a, SoftKill) and rj is not None:
+            rj.evicted = rj.after is None
+            self._tell(rj, "soft_kill")
+        elif isinstance(a, (HardKill, KillStarter)) and rj is not None:
+            rj.evicted = rj.after is None
+            self._tell(rj, "hard_kill")
+            if isinstance(a, KillStarter) and rj.launched is not None:
+                kill_quietly(rj.launched.pid, signal.SIGKILL)
+        elif isinstance(a, ClaimEnded):
+            self.store.release_claim(a.claim)
+            self.by_claim.pop(a.claim, None)
+        elif isinstance(a, ClaimRefused):
+            self.store.release_claim(a.claim)
+        elif isinstance(a, RunBenchmarks):
+            # No benchmark programs yet: report them done so the slot can be claimed.
+            self._apply(self.engine.benchmarks_done(self.clock.time(), a.slot))
+        elif isinstance(a, (StartBackfill, KillBackfill)):
+            self._apply(self.engine.backfill_exited(self.clock.time(), a.slot))
+        elif isinstance(a, Exit):
+            log.info("exiting: %s", a.reason)
+            self.stopping = "exit"
+        elif isinstance(a, (CreateSlot, DeleteSlot, ClaimAccepted, DrainStarted,
+                            DrainComplete, DrainCancelled, DrainRefused)):
+            pass
+
+    # ------------------------------------------------------------- matchmaking
+    def _match(self) -> None:
+        """Offer idle jobs to slots, priority then submission order, through the engine's
+        claim request and activation (what a pool's schedd does)."""
+        self.need_match = False
+        if self.engine.machine.draining or self.engine.machine.shutting_down:
+            return
+        idle = [r for r in self.store.jobs() if r.status is JobStatus.IDLE
+                and r.job_id not in self.running]
+        idle.sort(key=lambda r: (-_number(r.ad.evaluate("JobPrio"), 0), r.job_id))
+        started = 0
+        for rec in idle:
+            if started >= _MATCH_BATCH:
+                self.need_match = True
+                break
+            if self._try_start(rec):
+                started += 1
+            elif not self._free_slots():
+                break
+
+    def _free_slots(self) -> list[str]:
+        out = []
+        for s in self.engine.slots.values():
+            if s.deleted or s.kind == "dynamic":
+                continue
+            if s.state is State.UNCLAIMED:
+                out.append(s.name)
+        return out
+
+    def _try_start(self, rec: JobRecord) -> bool:
+        now = self.clock.time()
+        candidates = []
+        for name in self._free_slots():
+            slot = self.engine.slots[name]
+            req = rec.ad.evaluate("Requirements", slot.ad)
+            if req is not True:
+                continue
+            rank = _number(rec.ad.evaluate("Rank", slot.ad), 0.0)
+            candidates.append((-rank, slot.slot_id, name))
+        for _, _, name in sorted(candidates):
+            claim_id = f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
+            self.store.record_claim(claim_id, name, "requested", rec.job_id)
+            out = self.engine.request_claim(now, claim_id, rec.ad, name)
+            self._apply(out)
+            if not self.engine.has_claim(claim_id):
+                continue
+            self.by_claim[claim_id] = rec.job_id
+            self.running[rec.job_id] = RunningJob(rec.job_id, claim_id, name)
+            self._apply(self.engine.activate(now, claim_id))
+            if rec.job_id in self.running and self.running[rec.job_id].launched is None:
+                # not activated: give the claim back and leave the job idle
+                self.running.pop(rec.job_id, None)
+                self._apply(self.engine.release(now, claim_id))
+                continue
+            return True
+        return False
+
+    # ---------------------------------------------------------------- starters
+    def _launch(self, claim_id: str, slot_name: str) -> None:
+        job_id = self.by_claim.get(claim_id)
+        rec = self.store.job(job_id) if job_id is not None else None
+        if job_id is None or rec is None:
+            log.error("claim %s was activated without a job", claim_id)
+            return
+        rj = self.running.setdefault(job_id, RunningJob(job_id, claim_id, slot_name))
+        rj.slot = slot_name
+        slot = self.engine.slots[slot_name]
+        job_dir = self.paths.spool / "jobs" / str(job_id)
+        job_ad = rec.ad.copy()
+        user_log = job_ad.evaluate("UserLog")
+        if isinstance(user_log, str) and job_ad.lookup("StarterUserLog") is None:
+            # This daemon is the job's schedd and shadow too: the starter writes the
+            # execution events into the job's own log.
+            job_ad["StarterUserLog"] = user_log
+        request = LaunchRequest(str(job_id), job_ad.to_old(), slot.ad.to_old(),
+                                str(self.paths.execute), str(job_dir / "final.ad"))
+        try:
+            launched = self.launcher.launch(request)
+        except CondorpyError as exc:
+            log.error("job %s: %s", job_id, exc)
+            self._finish(rj, {"HoldReason": str(exc), "HoldReasonCode": 6})
+            return
+        rj.launched = launched
+        rj.connect_by = self.clock.monotonic() + _CONNECT_TIMEOUT_S
+        self.store.start_job(job_id, StarterRecord(
+            job_id, launched.pid, launched.boot_id, launched.start_ticks,
+            launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
+            claim_id=claim_id)
+        log.info("job %s: starter %d launched in %s", job_id, launched.pid, slot_name)
+
+    def _connect_starters(self, now: float) -> None:
+        for rj in list(self.running.values()):
+            if rj.link is not None or rj.launched is None:
+                continue
+            if not rj.socket_gone:
+                link = StarterLink(rj.launched.socket_path)
+                try:
+                    ok = link.connect()
+                except CondorpyError as exc:
+                    log.warning("job %s: %s", rj.job_id, exc)
+                    ok = False
+                if ok:
+                    rj.link = link
+                    self.sel.register(link.fileno(), selectors.EVENT_READ, ("starter", rj))
+                    continue
+            if self._result_ready(rj):
+                continue
+            if not rj.socket_gone and now > rj.connect_by:
+                log.error("job %s: starter %d never listened on %s", rj.job_id,
+                          rj.launched.pid, rj.launched.socket_path)
+                kill_quietly(rj.launched.pid, signal.SIGKILL)
+                self._finish(rj, None)
+
+    def _result_ready(self, rj: RunningJob) -> bool:
+        """Once the starter process is gone, its result file tells how the job ended
+        (a starter may end before the daemon connects, or close its socket before it
+        writes the file); no file means the job is lost and goes back to the queue."""
+        assert rj.launched is not None
+        if same_process(rj.launched.pid, rj.launched.start_ticks, rj.launched.boot_id) \
+                and not _zombie(rj.launched.pid):
+            return False
+        _reap_one(rj.launched.pid)
+        self._finish(rj, _read_result(Path(rj.launched.result_path)))
+        return True
+
+    def _starter_io(self, rj: RunningJob) -> None:
+        link = rj.link
+        if link is None:
+            return
+        for msg in link.receive():
+            self._starter_message(rj, msg)
+        if link.closed and rj.job_id in self.running:
+            # No "done" yet: the result file will say, once the starter has exited.
+            self.sel.unregister(link.fileno())
+            link.close()
+            rj.link = None
+            rj.socket_gone = True
+
+    def _starter_message(self, rj: RunningJob, msg: dict[str, Any]) -> None:
+        event = msg.get("event")
+        now = self.clock.time()
+        if event in ("hello", "state"):
+            state = str(msg.get("state", ""))
+            if state == "running" and rj.state != "running":
+                rj.state = "running"
+                if self.store.job(rj.job_id) is not None and \
+                        self.store.job(rj.job_id).status is JobStatus.IDLE:  # type: ignore[union-attr]
+                    self.store.set_status(rj.job_id, JobStatus.RUNNING)
+        elif event == "usage":
+            usage = msg.get("usage") or {}
+            cpu = _number(usage.get("RemoteUserCpu"), 0.0) + _number(usage.get("RemoteSysCpu"), 0.0)
+            mono = self.clock.monotonic()
+            if rj.cpu is not None and mono > rj.cpu[1]:
+                load = max(0.0, (cpu - rj.cpu[0]) / (mono - rj.cpu[1]))
+                self.engine.set(now, {"CondorLoadAvg": round(load, 3)}, slot=rj.slot)
+            rj.cpu = (cpu, mono)
+            attrs = {k: v for k, v in usage.items() if isinstance(v, (int, float, str))
+                     and k.lower() not in _QUEUE_OWNED}
+            if attrs and self.store.job(rj.job_id) is not None:
+                self.store.update(rj.job_id, attrs)
+        elif event == "done":
+            ad = msg.get("ad") if isinstance(msg.get("ad"), dict) else {}
+            self._finish(rj, ad)
+        elif event == "error":
+            log.warning("job %s: starter says: %s", rj.job_id, msg.get("message"))
+
+    def _tell(self, rj: RunningJob, cmd: str) -> None:
+        if rj.link is None or not rj.link.send(cmd):
+            log.warning("job %s: cannot send %s to its starter", rj.job_id, cmd)
+
+    def _hard_kills(self, now: float) -> None:
+        for rj in self.running.values():
+            if rj.hard_kill_at is not None and now >= rj.hard_kill_at:
+                rj.hard_kill_at = None
+                self._tell(rj, "hard_kill")
+
+    def _finish(self, rj: RunningJob, final: dict[str, Any] | None) -> None:
+        """The job's starter ended: record the job's end once, then tell the engine."""
+        if self.running.get(rj.job_id) is not rj:
+            return
+        del self.running[rj.job_id]
+        if rj.link is not None:
+            try:
+                self.sel.unregister(rj.link.fileno())
+            except (KeyError, ValueError):
+                pass
+            rj.link.close()
+        rec = self.store.job(rj.job_id)
+        attrs = {k: v for k, v in (final or {}).items()
+                 if isinstance(v, (bool, int, float, str)) and k.lower() not in _QUEUE_OWNED}
+        status, reason, code = self._outcome(rj, rec, attrs, final is not None)
+        if rec is not None:
+            if attrs:
+                self.store.update(rj.job_id, attrs)
+            if status is JobStatus.IDLE:
+                self.store.set_status(rj.job_id, status)
+            else:
+                self.store.set_status(rj.job_id, status, reason=reason or None,
+                                      code=code or None)
+        if rec is not None and rj.after is not None:
+            self._log_stop(rec.ad, status, reason, code)
+        self.store.forget_starter(rj.job_id)
+        log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
+                 f" ({reason})" if reason else "")
+        now = self.clock.time()
+        if self.engine.has_claim(rj.claim_id):
+            code_ = attrs.get("ExitCode")
+            self._apply(self.engine.job_exit(now, rj.claim_id,
+                                             code_ if isinstance(code_, int) else None))
+        if self.engine.has_claim(rj.claim_id):
+            self._apply(self.engine.release(now, rj.claim_id))
+        self.by_claim.pop(rj.claim_id, None)
+        self.store.release_claim(rj.claim_id)
+        self.need_match = True
+
+    def _outcome(self, rj: RunningJob, rec: JobRecord | None, attrs: dict[str, Any],
+                 ended: bool) -> tuple[JobStatus, str, int]:
+        if rj.after is not None:
+            return rj.after, rj.after_reason, rj.after_code
+        if "HoldReasonCode" in attrs:
+            return (JobStatus.HELD, str(attrs.get("HoldReason", "held by the starter")),
+                    int(attrs["HoldReasonCode"]))
+        if rj.evicted or not ended:
+            return JobStatus.IDLE, "", 0
+        if rec is not None:
+            final = rec.ad.copy()
+            for k, v in attrs.items():
+                final[k] = v
+            if final.evaluate("OnExitHold") is True:
+                return JobStatus.HELD, "The on_exit_hold expression evaluated to TRUE.", 3
+            if final.evaluate("OnExitRemove") is False:
+                return JobStatus.IDLE, "", 0
+        return JobStatus.COMPLETED, "", 0
+
+    # -------------------------------------------------------------- adoption
+    def _adopt(self) -> None:
+        """Take back every starter the previous daemon left running; record the ends of
+        those that finished meanwhile; requeue jobs whose starter vanished."""
+        now = self.clock.time()
+        for srec in self.store.starters():
+            rec = self.store.job(srec.job_id)
+            launched = Launched(srec.pid, srec.process_start, srec.boot_id,
+                                srec.socket_path, str(Path(srec.execute_dir) / "final.ad"))
+            alive = same_process(srec.pid, srec.process_start, srec.boot_id)
+            claim_id = next((c.claim_id for c in self.store.claims()
+                             if c.job_id == srec.job_id), None) or \
+                f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
+            if rec is None:
+                self.store.forget_starter(srec.job_id)
+                continue
+            rj = RunningJob(srec.job_id, claim_id, srec.slot, launched=launched,
+                            connect_by=self.clock.monotonic() + _CONNECT_TIMEOUT_S)
+            # Rebuild the claim in the engine as the job had it, without launching.
+            self.by_claim[claim_id] = srec.job_id
+            self.running[srec.job_id] = rj
+            target = srec.slot.split("_")[0]
+            self._apply([o for o in self.engine.request_claim(now, claim_id, rec.ad, target)
+                         if not isinstance(o, StartJob)])
+            if self.engine.has_claim(claim_id):
+                slot = self.engine.slots[self._slot_of(claim_id)]
+                rj.slot = slot.name
+                self._apply([o for o in self.engine.activate(now, claim_id)
+                             if not isinstance(o, StartJob)])
+            if alive:
+                log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid, rj.slot)
+            else:
+                result = Path(launched.result_path)
+                if result.exists():
+                    log.info("job %s: its starter %d ended while the daemon was away",
+                             srec.job_id, srec.pid)
+                    self._finish(rj, _read_result(result))
+                else:
+                    log.warning("job %s: its starter %d vanished; the job goes back to "
+                                "the queue", srec.job_id, srec.pid)
+                    rj.evicted = True
+                    self._finish(rj, None)
+        # Claims the store holds for jobs that never got a starter recorded.
+        for c in self.store.claims():
+            if c.job_id is None or c.job_id not in self.running:
+                self.store.release_claim(c.claim_id)
+        for rec in self.store.jobs():
+            if rec.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and \
+                    rec.job_id not in self.running:
+                self.store.set_status(rec.job_id, JobStatus.IDLE)
+
+    def _slot_of(self, claim_id: str) -> str:
+        for s in self.engine.slots.values():
+            if s.claim is not None and s.claim.id == claim_id:
+                return s.name
+        raise StartdError(f"claim {claim_id} has no slot")
+
+    # ------------------------------------------------------------------ control
+    def _accept(self) -> None:
+        assert self._listen is not None
+        try:
+            sock, _ = self._listen.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                struct.calcsize("3i"))
+        pid, uid, gid = struct.unpack("3i", creds)
+        sock.setblocking(False)
+        conn = ControlConn(sock, control.Peer(pid, uid, gid))
+        self.controls[sock.fileno()] = conn
+        self.sel.register(sock, selectors.EVENT_READ, ("control", conn))
+
+    def _control_io(self, conn: ControlConn, mask: int) -> None:
+        if mask & selectors.EVENT_READ:
+            try:
+                data = conn.sock.recv(1 << 16)
+            except (BlockingIOError, InterruptedError):
+                data = None
+            except OSError:
+                data = b""
+            if data == b"":
+                self._close_control(conn)
+                return
+            if data:
+                for req in conn.reader.feed(data):
+                    conn.out += self._answer(req, conn.peer)
+        if conn.out:
+            try:
+                sent = conn.sock.send(conn.out)
+                del conn.out[:sent]
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                self._close_control(conn)
+                return
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0)
+        try:
+            self.sel.modify(conn.sock, events, ("control", conn))
+        except (KeyError, ValueError):
+            pass
+
+    def _close_control(self, conn: ControlConn) -> None:
+        try:
+            self.sel.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        self.controls.pop(conn.sock.fileno(), None)
+        conn.sock.close()
+
+    def _answer(self, req: control.Request | control.BadRequest, peer: control.Peer) -> bytes:
+        if isinstance(req, control.BadRequest):
+            log.warning("bad request from pid %d (uid %d): %s", peer.pid, peer.uid, req.reason)
+            return control.encode_reply(False, error=req.reason)
+        why = control.authorize(req, peer, self.uid, self.cfg.get("CONDORPY_ADMIN_GROUP"))
+        if why is not None:
+            log.warning("refused %s from %s (pid %d): %s", req.command, peer.user,
+                        peer.pid, why)
+            return control.encode_reply(False, error=why)
+        handler: Callable[[dict[str, Any], control.Peer], Any] = getattr(
+            self, f"_cmd_{req.command}")
+        try:
+            return control.encode_reply(True, handler(req.args, peer))
+        except (CondorpyError, ValueError, TypeError) as exc:
+            return control.encode_reply(False, error=f"{req.command}: {exc}")
+
+    def _admin(self, peer: control.Peer) -> bool:
+        return control.is_admin(peer, self.uid, self.cfg.get("CONDORPY_ADMIN_GROUP"))
+
+    # Read-only commands ------------------------------------------------------
+    def _cmd_ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"pid": os.getpid(), "since": self.started_at, "user": peer.user}
+
+    def _cmd_q(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"schedd": self._schedd_name(), "address": str(self.paths.socket),
+                "now": self.clock.time(),
+                "ads": [r.ad.to_old() for r in self.store.jobs(args.get("constraint"))]}
+
+    def _cmd_history(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"ads": [r.ad.to_old() for r in self.store.history(args.get("constraint"))]}
+
+    def _cmd_status(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"now": self.clock.time(), "ads": [ad.to_old() for ad in self.engine.ads()]}
+
+    def _cmd_who(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        ads = []
+        for ad in self.engine.ads():
+            cid = ad.evaluate("ClaimId")
+            jid = self.by_claim.get(cid) if isinstance(cid, str) else None
+            rj = self.running.get(jid) if jid is not None else None
+            if rj is not None:
+                ad["JobId"] = str(rj.job_id)
+                if rj.launched is not None:
+                    ad["StarterPid"] = rj.launched.pid
+                rec = self.store.job(rj.job_id)
+                if rec is not None:
+                    ad["JobCmd"] = rec.ad.evaluate("Cmd")
+            ads.append(ad.to_old())
+        return {"now": self.clock.time(), "name": self._schedd_name(),
+                "log": str(self.paths.log), "ads": ads}
+
+    def _cmd_config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        out = {}
+        for name in args.get("names", []):
+            where = self.cfg.where(str(name))
+            out[str(name)] = {"value": self.cfg.get(str(name)),
+                              "where": f"{where[0]}:{where[1]}" if where else None}
+        return out
+
+    # Jobs --------------------------------------------------------------------
+    def _cmd_new_cluster(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return self.store.new_cluster_id()
+
+    def _cmd_submit(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        texts = args.get("ads")
+        if not isinstance(texts, list) or not texts or \
+                not all(isinstance(t, str) for t in texts):
+            raise RequestError("'ads' must be a non-empty list of job ads")
+        cluster = args.get("cluster")
+        ads = []
+        for i, text in enumerate(texts):
+            try:
+                ad = ClassAd.parse_old(text, source=f"submitted job ad {i}")
+            except ClassAdError as exc:
+                raise RequestError(str(exc)) from None
+            universe = ad.evaluate("JobUniverse")
+            if universe not in (5, Undefined):
+                raise RequestError(f"job ad {i}: only the vanilla universe (5) runs here, "
+                                   f"not {universe}")
+            # The owner is whoever is on the other end of the socket, never the file.
+            user = peer.user
+            ad["Owner"] = user
+            ad["User"] = f"{user}@{self.cfg.get('UID_DOMAIN') or self.engine.hostname}"
+            ad["JobStatus"] = 1
+            ads.append(ad)
+        cluster_id = self.store.submit(ads, cluster if isinstance(cluster, int) else None)
+        log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
+        for rec in self.store.jobs(f"ClusterId == {cluster_id}"):
+            self._log_event(rec.ad, lambda ul: ul.submitted(self._schedd_name()))
+        self.need_match = True
+        return {"cluster": cluster_id, "count": len(ads)}
+
+    def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:
+        ids = {str(x) for x in args.get("ids", [])}
+        owners = {str(x) for x in args.get("owners", [])}
+        constraint = args.get("constraint")
+        admin = self._admin(peer)
+        chosen = []
+        for rec in self.store.jobs(constraint if isinstance(constraint, str) else None):
+            jid = rec.job_id
+            if ids or owners:
+                if str(jid) not in ids and str(jid.cluster) not in ids and \
+                        rec.ad.evaluate("Owner") not in owners:
+                    continue
+            elif constraint is None:
+                continue
+            if not admin and rec.ad.evaluate("Owner") != peer.user:
+                raise RequestError(f"job {jid} belongs to {rec.ad.evaluate('Owner')}, not "
+                                   f"{peer.user}: permission denied")
+            chosen.append(rec)
+        return chosen
+
+    def _cmd_rm(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        done = []
+        for rec in self._select(args, peer):
+            reason = str(args.get("reason") or f"via condorpy rm (by user {peer.user})")
+            self._stop_job(rec, JobStatus.REMOVED, reason, 0)
+            done.append(str(rec.job_id))
+        return done
+
+    def _cmd_hold(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        done = []
+        for rec in self._select(args, peer):
+            if rec.status is JobStatus.HELD:
+                continue
+            reason = str(args.get("reason") or f"via condorpy hold (by user {peer.user})")
+            self._stop_job(rec, JobStatus.HELD, reason, 1)
+            done.append(str(rec.job_id))
+        return done
+
+    def _cmd_release(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        done = []
+        for rec in self._select(args, peer):
+            if rec.status is not JobStatus.HELD:
+                continue
+            self.store.set_status(rec.job_id, JobStatus.IDLE)
+            reason = str(args.get("reason") or f"via condorpy release (by user {peer.user})")
+            self._log_event(rec.ad, lambda ul: ul.released(reason))
+            done.append(str(rec.job_id))
+        self.need_match = True
+        return done
+
+    def _log_stop(self, ad: ClassAd, status: JobStatus, reason: str, code: int) -> None:
+        if status is JobStatus.REMOVED:
+            self._log_event(ad, lambda ul: ul.aborted(reason))
+        elif status is JobStatus.HELD:
+            self._log_event(ad, lambda ul: ul.held(reason, code, 0))
+
+    def _log_event(self, ad: ClassAd, write: Callable[[UserLog], None]) -> None:
+        """Write one event to the job's user log as its owner (never as root)."""
+        path = ad.evaluate("UserLog")
+        cluster, proc = ad.evaluate("ClusterId"), ad.evaluate("ProcId")
+        if not isinstance(path, str) or not isinstance(cluster, int) or \
+                not isinstance(proc, int):
+            return
+        uid = gid = None
+        owner = ad.evaluate("Owner")
+        if self.uid == 0 and isinstance(owner, str):
+            try:
+                pw = pwd.getpwnam(owner)
+                uid, gid = pw.pw_uid, pw.pw_gid
+            except KeyError:
+                return
+        try:
+            ul = UserLog.open(path, cluster, proc, uid=uid, gid=gid, wall=self.clock.time)
+        except OSError as exc:
+            log.warning("job %d.%d: cannot write its log %s: %s", cluster, proc, path,
+                        exc.strerror)
+            return
+        try:
+            write(ul)
+        except OSError as exc:
+            log.warning("job %d.%d: cannot write its log %s: %s", cluster, proc, path,
+                        exc.strerror)
+        finally:
+            ul.close()
+
+    def _stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int) -> None:
+        rj = self.running.get(rec.job_id)
+        if rj is None:
+            self.store.set_status(rec.job_id, status, reason=reason, code=code or None)
+            self._log_stop(rec.ad, status, reason, code)
+            return
+        rj.after, rj.after_reason, rj.after_code = status, reason, code
+        # As the shadow does: a soft kill with the job's KillSig, then a hard kill
+        # once the vacate time (the job's JobMaxVacateTime, else 600 s) has passed.
+        grace = _number(rec.ad.evaluate("JobMaxVacateTime"), 600.0)
+        rj.hard_kill_at = self.clock.monotonic() + grace
+        if rj.link is None:
+            if rj.launched is not None:
+                kill_quietly(rj.launched.pid, signal.SIGTERM)
+        else:
+            self._tell(rj, "soft_kill")
+
+    # Administration ------------------------------------------------------------
+    def _cmd_vacate(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        slots: list[str | None] = [str(s).split("@")[0] for s in args.get("slots", [])]
+        for name in slots or [None]:
+            self._apply(self.engine.vacate(self.clock.time(), name, bool(args.get("fast"))))
+        return "ok"
+
+    def _cmd_drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        out = self.engine.drain(self.clock.time(), str(args.get("how", "graceful")),
+                                str(args.get("on_completion", "resume")),
+                                args.get("reason") or f"by command (user {peer.user})",
+                                None, args.get("check"), args.get("start"))
+        self._apply(out)
+        refused = [o for o in out if isinstance(o, DrainRefused)]
+        if refused:
+            raise RequestError(refused[0].reason)
+        started = [o for o in out if isinstance(o, DrainStarted)]
+        return {"request_id": started[0].request_id if started else None}
+
+    def _cmd_cancel_drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        self._apply(self.engine.cancel_drain(self.clock.time(), args.get("request_id")))
+        self.need_match = True
+        return "ok"
+
+    def _cmd_off(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        how = str(args.get("how", "graceful"))
+        log.info("condorpy off -%s by %s", how, peer.user)
+        self._apply(self.engine.off(self.clock.time(), how))
+        return "ok"
+
+    def _cmd_on(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return "already running"
+
+    def _cmd_reconfig(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return sorted(self.reconfig())
+
+    def reconfig(self) -> set[str]:
+        """Re-read the configuration and apply what changed without touching jobs; a
+        bad configuration leaves the daemon on the old one, saying why."""
+        try:
+            new, changed = self.cfg.reload()
+            from_cfg = Core(new, self.core.inventory).settings(self.engine.layout)
+        except CondorpyError as exc:
+            log.error("reconfig failed, keeping the old configuration: %s", exc)
+            raise
+        self.cfg = new
+        self.core = Core(new, self.core.inventory)
+        self.engine.reconfigure(from_cfg)
+        for name in sorted(changed):
+            log.info("reconfig: %s changed", name)
+        log.info("reconfig: %d knob(s) changed; slot layout changes take effect at the "
+                 "next start", len(changed))
+        self.next_cycle = self.clock.monotonic()
+        return changed
+
+    def _schedd_name(self) -> str:
+        return f"condorpy@{self.engine.hostname}"
+
+    # ------------------------------------------------------------------ stop
+    def _shutdown(self) -> None:
+        for rj in self.running.values():
+            if rj.link is not None:
+                rj.link.close()
+        for conn in list(self.controls.values()):
+            self._close_control(conn)
+        if self._listen is not None:
+            self._listen.close()
+            try:
+                self.paths.socket.unlink()
+            except OSError:
+                pass
+        self.launcher.close()
+        self.store.close()
+        log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
+                 len(self.running))
+
+
+def _number(value: Any, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value)
+
+
+def _read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        ad = ClassAd.parse_old(text, source=str(path))
+    except ClassAdError:
+        return None
+    out = {}
+    for name in ad.keys():
+        v = ad.evaluate(name)
+        if v is not Undefined and v is not Error:
+            out[name] = v
+    return out
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:][:1] == "Z"
+
+
+def _reap_one(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _setup_logging(paths: StatePaths, foreground: bool) -> None:
+    logger = logging.getLogger("condorpy")
+    logger.setLevel(logging.INFO)
+    for h in list(logger.handlers):
+        logger.removeHandler(h)
+    fmt = logging.Formatter("%(asctime)s %(message)s", datefmt="%m/%d/%y %H:%M:%S")
+    try:
+        fh = logging.FileHandler(paths.start_log())
+    except OSError as exc:
+        raise StartdError(f"cannot write the log {paths.start_log()}: {exc.strerror}") from None
+    fh.setFormatter(fmt)
+    logger.addHandler(fh)
+    if foreground:
+        sh = logging.StreamHandler(sys.stderr)
+        sh.setFormatter(fmt)
+        logger.addHandler(sh)
+    logger.propagate = False
+
+
+def daemonize() -> None:
+    """Detach as HTCondor daemons do without -f: fork, new session, no terminal."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    fd = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(fd, target)
+    if fd > 2:
+        os.close(fd)
+

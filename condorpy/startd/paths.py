@@ -1,0 +1,104 @@
+"""Where the daemon keeps its state, log and control socket.
+
+The configuration says (LOCAL_DIR, SPOOL, LOG, LOCK, EXECUTE, and condorpy's
+``CONDORPY_CONTROL_SOCKET``, default ``$(LOCK)/condorpy_startd.sock``). An ordinary
+user running the daemon (a personal execution point, the README's first command)
+usually cannot write the system directories the shipped configuration names; then
+every directory that is not writable is taken under ``$XDG_STATE_HOME/condorpy``
+(``~/.local/state/condorpy``) instead, and the daemon logs the substitution. Clients
+look for the configured socket first and for the personal one second, so ``condorpy q``
+finds a system daemon and a personal one alike.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+from condorpy.config import KnobReader
+from condorpy.errors import StartdError
+
+SOCKET_NAME = "condorpy_startd.sock"
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    spool: Path
+    log: Path
+    lock: Path
+    execute: Path
+    socket: Path
+
+    def start_log(self) -> Path:
+        return self.log / "StartLog"
+
+
+def configured_paths(cfg: KnobReader) -> StatePaths:
+    def path(name: str, default: str) -> Path:
+        return Path(cfg.get(name) or default)
+
+    local = path("LOCAL_DIR", "/var/lib/condorpy")
+    log = path("LOG", str(local / "log"))
+    lock = path("LOCK", str(log))
+    return StatePaths(spool=path("SPOOL", str(local / "spool")), log=log, lock=lock,
+                      execute=path("EXECUTE", str(local / "execute")),
+                      socket=path("CONDORPY_CONTROL_SOCKET", str(lock / SOCKET_NAME)))
+
+
+def personal_root(env: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if env is None else env
+    base = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "condorpy"
+
+
+def _usable(directory: Path) -> bool:
+    """Whether ``directory`` exists and is writable, or can be created."""
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            return False
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def daemon_paths(cfg: KnobReader, env: Mapping[str, str] | None = None
+                 ) -> tuple[StatePaths, list[str]]:
+    """The paths the daemon uses, and a note for each it had to move (not root only)."""
+    paths = configured_paths(cfg)
+    if os.geteuid() == 0:
+        return paths, []
+    root = personal_root(env)
+    notes: list[str] = []
+    moved: dict[str, Path] = {}
+    for field in ("spool", "log", "lock", "execute"):
+        where: Path = getattr(paths, field)
+        if not _usable(where):
+            moved[field] = root / field
+            notes.append(f"{field.upper()} {where} is not writable by this user: "
+                         f"using {moved[field]}")
+    out = replace(paths, **moved)
+    if not _usable(out.socket.parent):
+        out = replace(out, socket=out.lock / SOCKET_NAME)
+    elif "lock" in moved and paths.socket == paths.lock / SOCKET_NAME:
+        out = replace(out, socket=out.lock / SOCKET_NAME)
+    return out, notes
+
+
+def client_socket(cfg: KnobReader, env: Mapping[str, str] | None = None) -> Path:
+    """The control socket a command should talk to: the configured one when a daemon
+    listens there, else a personal daemon's."""
+    configured = configured_paths(cfg).socket
+    if configured.exists():
+        return configured
+    personal = personal_root(env) / "lock" / SOCKET_NAME
+    return personal if personal.exists() else configured
+
+
+def make_dirs(paths: StatePaths) -> None:
+    for d in (paths.spool, paths.log, paths.lock, paths.execute, paths.socket.parent):
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StartdError(f"cannot create {d}: {exc.strerror}") from None
