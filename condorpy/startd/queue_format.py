@@ -1,0 +1,533 @@
+"""condor_q, condor_history and condor_who layouts of job and slot ads: ClassAds in, text out.
+
+Nothing here reads a clock, a terminal or a file: the caller passes the query time and
+the local zone's offset (``Clock.time()`` and ``Clock.utc_offset``), so the same ads
+always give the same text.
+
+The layouts follow HTCondor 25.x's sources (condor_q.V6/queue.cpp,
+condor_tools/history.cpp, condor_who/who.cpp, condor_utils/ad_printmask.cpp,
+print_format_tables.cpp, format_time.cpp), rendered as those tools render when their
+output is not a terminal: rows are never cut to a console width. In that mode condor_q
+also strips the trailing blanks of each job row (not of the heading or the totals), and
+columns never truncate a value that is wider than the column; it pushes the rest of
+the row right instead, as HTCondor does.
+
+Which job attributes each layout reads:
+
+* RUN_TIME (condor_q): wall clock, ``RemoteWallClockTime`` (earlier runs) plus, for a
+  running, suspended or transferring job, ``now - ShadowBday`` (condorpy has no shadow,
+  so ``JobCurrentStartDate`` stands in when ``ShadowBday`` is absent). As in HTCondor the
+  cell is blank when the ad has no ``RemoteUserCpu``.
+* SIZE: ``MemoryUsage`` (MB), else ``ImageSize`` (KB) / 1024, one decimal.
+* CMD: ``(JobDescription)`` if set, else the basename of ``Cmd`` and ``Arguments`` (or
+  ``Args``).
+* ST: ``JobStatus`` letter (I R X C H > S F B P); ``TransferringInput``,
+  ``TransferringOutput``, ``TransferQueued`` and ``JobCoolDownExpiration`` change it as
+  condor_q does.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Callable, Literal, Mapping, Sequence
+
+from condorpy.classad import ClassAd, Undefined, format_value
+from condorpy.slots.status_format import render_autoformat, render_json, render_long
+
+__all__ = [
+    "ScheddLabel", "QueueLayout", "Offset", "render_queue", "render_history",
+    "render_who", "render_long", "render_json", "render_autoformat", "format_date",
+    "format_duration", "status_letters", "job_counts", "JobCounts",
+]
+
+# Job states, as HTCondor numbers them.
+IDLE, RUNNING, REMOVED, COMPLETED, HELD, TRANSFERRING_OUTPUT, SUSPENDED = 1, 2, 3, 4, 5, 6, 7
+_STATUS_CHARS = " IRXCH>SFBP"
+
+QueueLayout = Literal["batch", "nobatch", "hold", "run", "totals"]
+
+# The local zone's offset east of UTC: a fixed number of seconds, or Clock.utc_offset.
+Offset = int | Callable[[float], int]
+
+
+@dataclass(frozen=True)
+class ScheddLabel:
+    """Who answers the query, for condor_q's ``-- Schedd: NAME : ADDRESS @ DATE`` line.
+
+    condorpy's local queue calls itself ``condorpy@<host>`` and gives its control socket
+    path as the address. An address with a ``?`` (a sinful string with parameters) is
+    shortened to ``<...?...>`` as condor_q does.
+    """
+
+    name: str
+    address: str
+
+
+# --- values -------------------------------------------------------------------------
+
+def _offset_at(offset: Offset, epoch: float) -> int:
+    return offset(epoch) if callable(offset) else offset
+
+
+def _local(epoch: float, offset: Offset) -> datetime:
+    return (datetime(1970, 1, 1, tzinfo=timezone.utc)
+            + timedelta(seconds=int(epoch) + _offset_at(offset, epoch)))
+
+
+def format_date(epoch: float, offset: Offset) -> str:
+    """HTCondor's format_date: ``M/D HH:MM``, month right- and day left-aligned in two
+    characters (`` 6/7  00:07``, ``12/31 23:59``); a negative time is ``    ???    ``."""
+    if epoch < 0:
+        return "    ???    "
+    t = _local(epoch, offset)
+    return f"{t.month:2d}/{t.day:<2d} {t.hour:02d}:{t.minute:02d}"
+
+
+def format_duration(seconds: float) -> str:
+    """HTCondor's format_time: ``%3d+%02d:%02d:%02d`` (days, hours, minutes, seconds)."""
+    s = int(seconds)
+    return f"{s // 86400:3d}+{s % 86400 // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _int(ad: ClassAd, attr: str) -> int | None:
+    # HTCondor's LookupInteger: an integer, or a real cut to one; never a boolean.
+    value = ad.evaluate(attr)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def _real(ad: ClassAd, attr: str) -> float | None:
+    value = ad.evaluate(attr)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _str(ad: ClassAd, attr: str) -> str | None:
+    value = ad.evaluate(attr)
+    return value if isinstance(value, str) else None
+
+
+def _bool(ad: ClassAd, attr: str) -> bool:
+    return ad.evaluate(attr) is True
+
+
+def status_letters(ad: ClassAd, now: float | None = None) -> str | None:
+    """condor_q's two-character ST cell; ``now`` given, a future
+    ``JobCoolDownExpiration`` marks the job ``c`` (condor_history passes none)."""
+    status = _int(ad, "JobStatus")
+    if status is None:
+        return None
+    first = _STATUS_CHARS[status] if 1 <= status <= 10 else " "
+    second = " "
+    queued = _bool(ad, "TransferQueued")
+    if _bool(ad, "TransferringInput"):
+        first, second = "<", "q" if queued else " "
+    if _bool(ad, "TransferringOutput") or status == TRANSFERRING_OUTPUT:
+        first, second = "q" if queued else " ", ">"
+    if now is not None:
+        cooldown = _int(ad, "JobCoolDownExpiration")
+        if cooldown is not None and cooldown > now:
+            second = "c"
+    return first + second
+
+
+def _description(ad: ClassAd) -> str | None:
+    cmd = _str(ad, "Cmd")
+    if cmd is None:
+        return None
+    described = _str(ad, "MATCH_EXP_JobDescription") or _str(ad, "JobDescription")
+    if described:
+        return f"({described})"
+    args = _str(ad, "Arguments")
+    if args is None:
+        args = _str(ad, "Args")
+    base = posixpath.basename(cmd)
+    return f"{base} {args}" if args else base
+
+
+def _memory_mb(ad: ClassAd) -> float | None:
+    usage = _int(ad, "MemoryUsage")
+    if usage is not None:
+        return float(usage)
+    image = _int(ad, "ImageSize")
+    return image / 1024.0 if image is not None else None
+
+
+def _wall_time(ad: ClassAd, now: float) -> float | None:
+    """condor_q's RUN_TIME seconds (job_time in queue.cpp); None leaves the cell blank."""
+    if _real(ad, "RemoteUserCpu") is None:
+        return None
+    total = _real(ad, "RemoteWallClockTime") or 0.0
+    started = _int(ad, "ShadowBday")
+    if started is None:
+        started = _int(ad, "JobCurrentStartDate")
+    if _int(ad, "JobStatus") in (RUNNING, TRANSFERRING_OUTPUT, SUSPENDED) and started:
+        total += int(now) - started
+    return total
+
+
+# --- columns ------------------------------------------------------------------------
+# A small model of HTCondor's AttrListPrintMask: a heading padded to the column width
+# (left-aligned), cells aligned to it, a space before every column but the first unless
+# the column says otherwise, nothing cut.
+
+@dataclass(frozen=True)
+class _Col:
+    heading: str
+    width: int
+    left: bool = False
+    auto: bool = False      # widen to the widest cell
+    prefix: bool = True     # a space before this column
+    alt: str = ""           # a cell with no value: "" blank, "?" one mark, "??" [???] wide
+
+
+def _alt_text(alt: str, width: int) -> str:
+    if alt == "??":
+        if width < 3:
+            return "?" if width else ""
+        return "[" + "?" * (width - 2) + "]"
+    return alt
+
+
+def _table(cols: Sequence[_Col], rows: Sequence[Sequence[str | None]], *, trim: bool
+           ) -> tuple[str, list[str]]:
+    widths = []
+    for i, col in enumerate(cols):
+        w = col.width
+        if col.auto:
+            w = max([w] + [len(cell) for r in rows if (cell := r[i]) is not None])
+        widths.append(w)
+
+    def join(cells: Sequence[str]) -> str:
+        out = ""
+        for i, (col, cell) in enumerate(zip(cols, cells)):
+            if i and col.prefix:
+                out += " "
+            out += cell
+        return out
+
+    heading = join([c.heading.ljust(w) if w else c.heading for c, w in zip(cols, widths)])
+    lines = []
+    for row in rows:
+        cells = []
+        for col, w, value in zip(cols, widths, row):
+            text = _alt_text(col.alt, w) if value is None else value
+            if w and len(text) < w:
+                text = text.ljust(w) if col.left else text.rjust(w)
+            cells.append(text)
+        line = join(cells)
+        lines.append(line.rstrip() if trim else line)
+    return heading, lines
+
+
+def _title(schedd: ScheddLabel, now: float, offset: Offset) -> str:
+    address = schedd.address
+    if "?" in address:
+        address = address[:address.index("?")] + "?..."
+    stamp = _local(now, offset).strftime("%m/%d/%y %H:%M:%S")
+    # condor_q starts its output with two empty lines before the schedd line.
+    return f"\n\n-- Schedd: {schedd.name} : {address} @ {stamp}\n"
+
+
+# --- totals ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class JobCounts:
+    jobs: int = 0
+    completed: int = 0
+    removed: int = 0
+    idle: int = 0
+    running: int = 0
+    held: int = 0
+    suspended: int = 0
+
+    def line(self, who: str) -> str:
+        return (f"Total for {who}: {self.jobs} jobs; {self.completed} completed, "
+                f"{self.removed} removed, {self.idle} idle, {self.running} running, "
+                f"{self.held} held, {self.suspended} suspended")
+
+
+def job_counts(ads: Sequence[ClassAd]) -> JobCounts:
+    """The schedd's summary counts (count_job in queue.cpp): transferring output counts
+    as running."""
+    n = [0] * 8
+    for ad in ads:
+        status = _int(ad, "JobStatus") or 0
+        if status == TRANSFERRING_OUTPUT:
+            status = RUNNING
+        if 1 <= status <= SUSPENDED and status != TRANSFERRING_OUTPUT:
+            n[status] += 1
+    return JobCounts(len(ads), n[COMPLETED], n[REMOVED], n[IDLE], n[RUNNING], n[HELD],
+                     n[SUSPENDED])
+
+
+def _totals(ads: Sequence[ClassAd], all_ads: Sequence[ClassAd], me: str | None) -> str:
+    # Each line but the last ends in a space: condor_q puts the next line's newline in
+    # that line's first field, after the usual field separator.
+    lines = [job_counts(ads).line("query")]
+    if me is not None:
+        mine = [ad for ad in all_ads if _str(ad, "Owner") == me]
+        lines.append(job_counts(mine).line(me))
+    lines.append(job_counts(all_ads).line("all users"))
+    return " \n".join(lines) + "\n"
+
+
+# --- condor_q -------------------------------------------------------------------------
+
+def _job_key(ad: ClassAd) -> tuple[int, int]:
+    return (_int(ad, "ClusterId") or 0, _int(ad, "ProcId") or 0)
+
+
+def render_queue(ads: Sequence[ClassAd], *, schedd: ScheddLabel, now: float,
+                 utc_offset: Offset, layout: QueueLayout = "batch",
+                 all_ads: Sequence[ClassAd] | None = None, me: str | None = None) -> str:
+    """condor_q's table: the schedd line, the layout's heading and rows, then the totals.
+
+    ``ads`` are the jobs the query selected, ``all_ads`` the whole queue (for
+    ``Total for all users``; ``ads`` when not given). ``me`` adds condor_q's
+    ``Total for ME`` line, as condor_q prints it for a query of the caller's own jobs.
+    Layouts: ``batch`` (the default), ``nobatch``, ``hold``, ``run`` (no totals, as
+    condor_q -run) and ``totals`` (the schedd line and the totals only).
+    """
+    jobs = sorted(ads, key=_job_key)
+    everyone = jobs if all_ads is None else list(all_ads)
+    out = _title(schedd, now, utc_offset)
+    if layout == "totals":
+        return out + _totals(jobs, everyone, me)
+    if layout == "batch":
+        heading, lines = _batch_table(jobs, utc_offset)
+    else:
+        heading, lines = _job_table(jobs, layout, now, utc_offset)
+    out += heading + "\n" + "".join(line + "\n" for line in lines)
+    if layout != "run":
+        out += "\n" + _totals(jobs, everyone, me)
+    return out
+
+
+def _job_table(jobs: Sequence[ClassAd], layout: str, now: float, offset: Offset
+               ) -> tuple[str, list[str]]:
+    # condor_q widens the id columns for clusters of five digits or more and procs of
+    # four or more, and then (only then) widens SIZE to its widest value; an owner
+    # longer than 14 characters also sets this off.
+    max_cluster = max([_job_key(ad)[0] for ad in jobs], default=0)
+    max_proc = max([_job_key(ad)[1] for ad in jobs], default=0)
+    longest_owner = max([len(_str(ad, "Owner") or "") for ad in jobs], default=0)
+    sizes = [_memory_mb(ad) for ad in jobs]
+    cw, pw, size_w = 4, 3, 4
+    if max_cluster >= 9999 or max_proc >= 999 or longest_owner > 14:
+        if 4 < len(str(max_cluster)) <= 9:
+            cw = len(str(max_cluster))
+        if 3 < len(str(max_proc)) <= 9:
+            pw = len(str(max_proc))
+        size_w = max(size_w, len(f"{max([s for s in sizes if s is not None], default=0.0):.1f}"))
+
+    cols = [_Col(" ID", cw + 1), _Col(" ", pw, left=True, prefix=False),
+            _Col("OWNER", 14, left=True, alt="??" if layout in ("hold", "run") else "")]
+    if layout == "hold":
+        cols += [_Col("HELD_SINCE", 11, alt="??"), _Col("CODE", 4, left=True, auto=True, alt="?"),
+                 _Col("/SUB", 4, left=True, auto=True, prefix=False),
+                 _Col("HOLD_REASON", 0)]
+    elif layout == "run":
+        cols += [_Col("  SUBMITTED", 11, alt="??"), _Col("    RUN_TIME", 12, alt="??"),
+                 _Col("HOST(S)", 0, alt="??")]
+    else:
+        cols += [_Col("  SUBMITTED", 11), _Col("    RUN_TIME", 12), _Col("ST", 2, left=True),
+                 _Col("PRI", 3, left=True, auto=True), _Col("SIZE", size_w),
+                 _Col("CMD", 0)]
+
+    rows: list[list[str | None]] = []
+    for ad, size in zip(jobs, sizes):
+        cluster, proc = _job_key(ad)
+        row: list[str | None] = [f"{cluster:{cw}d}.", f"{proc:<{pw}d}", _str(ad, "Owner")]
+        qdate = _int(ad, "QDate")
+        submitted = format_date(qdate, offset) if qdate is not None else None
+        wall = _wall_time(ad, now)
+        run_time = format_duration(wall) if wall is not None else None
+        if layout == "hold":
+            since = _int(ad, "EnteredCurrentStatus")
+            code, sub = _int(ad, "HoldReasonCode"), _int(ad, "HoldReasonSubCode")
+            row += [format_date(since, offset) if since is not None else None,
+                    f"{code:4d}" if code is not None else None,
+                    # condor_q cuts this one to the column: '/%-3d' TRUNCATE
+                    f"/{sub:<3d}"[:4] if sub is not None else None,
+                    _str(ad, "HoldReason")]
+        elif layout == "run":
+            row += [submitted, run_time, _str(ad, "RemoteHost")]
+        else:
+            prio = _int(ad, "JobPrio")
+            row += [submitted, run_time, status_letters(ad, now),
+                    str(prio) if prio is not None else None,
+                    f"{size:.1f}" if size is not None else None, _description(ad)]
+        rows.append(row)
+    return _table(cols, rows, trim=True)
+
+
+@dataclass
+class _Batch:
+    owner: str
+    name: str
+    qdate: int | None
+    first: tuple[int, int]
+    last: tuple[int, int]
+    counts: list[int]               # by JobStatus
+    clusters: dict[int, int]        # cluster -> jobs of it in the queue
+    totals: dict[int, int | None]   # cluster -> TotalSubmitProcs
+
+
+def _batch_table(jobs: Sequence[ClassAd], offset: Offset) -> tuple[str, list[str]]:
+    """condor_q's default: one row per batch. Jobs with the same JobBatchName and Owner
+    form a batch, any other cluster is a batch of its own named ``ID: C``."""
+    batches: dict[tuple[str, ...], _Batch] = {}
+    for ad in jobs:
+        cluster, proc = _job_key(ad)
+        owner = _str(ad, "Owner")
+        name = _str(ad, "JobBatchName")
+        key = ("name", name, owner or "") if name is not None else ("cluster", str(cluster))
+        batch = batches.get(key)
+        if batch is None:
+            batch = batches[key] = _Batch(owner if owner is not None else "", name or
+                                          f"ID: {cluster}", _int(ad, "QDate"),
+                                          (cluster, proc), (cluster, proc), [0] * 11, {}, {})
+        batch.last = max(batch.last, (cluster, proc))
+        batch.first = min(batch.first, (cluster, proc))
+        status = _int(ad, "JobStatus") or 0
+        batch.counts[status if 0 <= status <= 10 else 0] += 1
+        batch.clusters[cluster] = batch.clusters.get(cluster, 0) + 1
+        if cluster not in batch.totals:
+            batch.totals[cluster] = _int(ad, "TotalSubmitProcs")
+
+    rows: list[list[int | str]] = []
+    for b in batches.values():
+        # DONE is what left the queue: TotalSubmitProcs less the jobs still in it. A
+        # cluster without TotalSubmitProcs makes both DONE and TOTAL unknown (shown _).
+        known = all(t is not None for t in b.totals.values())
+        total = sum(t or 0 for t in b.totals.values()) if known else 0
+        done = total - sum(b.clusters.values()) if known else 0
+        first, last = b.first, b.last
+        if first == last:
+            ids = f"{first[0]}.{first[1]}"
+        elif first[0] == last[0]:
+            ids = f"{first[0]}.{first[1]}-{last[1]}"
+        else:
+            ids = f"{first[0]}.{first[1]} ... {last[0]}.{last[1]}"
+        c = b.counts
+        rows.append([b.owner, b.name,
+                     format_date(b.qdate, offset) if b.qdate is not None else "",
+                     done, c[RUNNING] + c[TRANSFERRING_OUTPUT], c[IDLE] + c[SUSPENDED],
+                     c[HELD], total, ids])
+
+    counter_heads = ["  DONE", "  RUN ", "  IDLE", "  HOLD", " TOTAL"]
+    if not rows:
+        # condor_q fits the columns to the rows only when there are rows.
+        owner_w, name_w, show_hold, count_w = 5, 12, True, [6] * 5
+    else:
+        longest = max(len(str(r[0])) for r in rows)
+        owner_w = max(8, longest) if longest < 5 else longest
+        name_w = max(10, max(len(str(r[1])) for r in rows))
+        show_hold = any(int(r[6]) > 0 for r in rows)
+        count_w = [max(6, max(len(str(r[3 + i])) for r in rows)) for i in range(5)]
+
+    def line(cells: Sequence[str]) -> str:
+        return " ".join(cell for i, cell in enumerate(cells) if show_hold or i != 6)
+
+    heading = line(["OWNER".ljust(owner_w), "BATCH_NAME".ljust(name_w), "   SUBMITTED"]
+                   + [h.ljust(w) for h, w in zip(counter_heads, count_w)] + ["JOB_IDS"])
+    lines = []
+    for r in rows:
+        counts = [(str(r[3 + i]) if int(r[3 + i]) > 0 else "_").rjust(count_w[i])
+                  for i in range(5)]
+        lines.append(line([str(r[0]).ljust(owner_w), str(r[1]).ljust(name_w),
+                           str(r[2]).rjust(12)] + counts + [str(r[8])]).rstrip())
+    return heading, lines
+
+
+# --- condor_history -----------------------------------------------------------------------
+
+def render_history(ads: Sequence[ClassAd], *, utc_offset: Offset) -> str:
+    """condor_history's default table, ads in the order given (newest first, as
+    condor_history reads backwards). Rows keep their trailing blanks, as HTCondor's."""
+    cols = [_Col(" ID         ", 12, left=True, auto=True),
+            _Col("OWNER", 14, left=True, alt="??"), _Col("  SUBMITTED", 11, alt="??"),
+            _Col("  RUN_TIME  ", 12), _Col("ST", 2, left=True, auto=True),
+            _Col("  COMPLETED", 11), _Col("CMD", 0)]
+    rows: list[list[str | None]] = []
+    for ad in ads:
+        cluster = _int(ad, "ClusterId")
+        job_id = (f"{cluster}.{_int(ad, 'ProcId') if _int(ad, 'ProcId') is not None else -1}"
+                  if cluster is not None else _str(ad, "JobId"))
+        qdate, completed = _int(ad, "QDate"), _int(ad, "CompletionDate")
+        # RemoteWallClockTime ?: (RemoteUserCpu ?: 0), printed with %T
+        wall = _real(ad, "RemoteWallClockTime")
+        if wall is None:
+            wall = _real(ad, "RemoteUserCpu") or 0.0
+        rows.append([job_id, _str(ad, "Owner"),
+                     format_date(qdate, utc_offset) if qdate is not None else None,
+                     format_duration(wall), status_letters(ad),
+                     format_date(completed, utc_offset) if completed is not None else None,
+                     _description(ad)])
+    heading, lines = _table(cols, rows, trim=False)
+    # Off a terminal condor_history still cuts every line at 1024 characters.
+    return "".join(line[:_HISTORY_WIDTH] + "\n" for line in [heading, *lines])
+
+
+_HISTORY_WIDTH = 1024
+
+
+# --- condor_who ---------------------------------------------------------------------------
+
+def _slot_cell(ad: ClassAd) -> str | None:
+    slot_id = _int(ad, "SlotID")
+    if slot_id is None:
+        return None
+    if ad.evaluate("SlotDynamic") is True:
+        name = _str(ad, "Name")
+        if name is not None and name.startswith("slot"):
+            # condor_who copies the name into a 10-byte buffer: at most 9 characters.
+            return name[4:13].split("@", 1)[0]
+        return f"{slot_id}_?"
+    return str(slot_id)
+
+
+def render_who(slot_ads: Sequence[ClassAd], *, startd_pid: int | None = None,
+               job_dirs: Mapping[str, str] | None = None) -> str:
+    """condor_who's table of the jobs running on this execute point.
+
+    Reads from each slot ad ``RemoteOwner`` (OWNER), ``ClientMachine`` (CLIENT),
+    ``SlotID``/``SlotDynamic``/``Name`` (SLOT: ``1_2`` for a dynamic slot),
+    ``JobId`` (JOB), ``TotalJobRunTime`` (RUNTIME), ``JobPid`` (PID) and, for the banner,
+    ``Name`` (the host after ``@``). JOB_DIR is the job's working directory, which
+    condor_who reads from /proc; here the caller passes it by JobId in ``job_dirs``.
+    Slots without a JobId are left out; with none left the output is empty, as
+    condor_who's. ``startd_pid`` adds `` PID N`` to the banner.
+    """
+    # condor_who asks the startd for slots with JobId =!= undefined
+    running = [ad for ad in slot_ads if ad.evaluate("JobId") is not Undefined]
+    if not running:
+        return ""
+    dirs = job_dirs or {}
+    cols = [_Col("OWNER", 5, left=True, auto=True), _Col("CLIENT", 6, left=True, auto=True),
+            _Col("SLOT", 4, left=True, auto=True), _Col("JOB", 3, left=True, auto=True),
+            _Col("  RUNTIME", 9, left=True, auto=True), _Col("PID", 3, left=True, auto=True),
+            _Col("JOB_DIR", 7, left=True, auto=True)]
+    rows: list[list[str | None]] = []
+    for ad in running:
+        runtime = _real(ad, "TotalJobRunTime")
+        pid = _int(ad, "JobPid")
+        value = ad.evaluate("JobId")
+        job_id = value if isinstance(value, str) else format_value(value)
+        rows.append([_str(ad, "RemoteOwner"), _str(ad, "ClientMachine"), _slot_cell(ad),
+                     job_id, format_duration(runtime) if runtime is not None else None,
+                     str(pid) if pid is not None else None, dirs.get(job_id)])
+    heading, lines = _table(cols, rows, trim=False)
+    # splitslotname(Name ?: RemoteHost)[1]: the host part of the first slot's name
+    name = _str(running[0], "Name") or _str(running[0], "RemoteHost") or ""
+    host = name.split("@", 1)[1] if "@" in name else name
+    banner = f"--Startd : {host}"
+    if startd_pid is not None:
+        banner += f" PID {startd_pid}"
+    banner += f" has {len(running)} job(s) running"
+    return f"\n{banner}:\n{heading}\n" + "".join(line + "\n" for line in lines) + "\n"
