@@ -32,12 +32,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _value(cfg: Config, name: str, raw: bool) -> str | None:
+    """The text to print, None for "Not defined". Like condor_config_val, a knob set to
+    nothing (or to macros that expand to nothing) is not defined, and its built-in
+    default does not show through; -raw prints the empty text as written."""
     if raw:
         return cfg.raw(name)
-    value = cfg.get(name)
-    if value is None and cfg.raw(name) is not None:
-        return ""  # defined but empty: print an empty line, as condor_config_val does
-    return value
+    return cfg.get(name)
 
 
 def _provenance(cfg: Config, name: str) -> list[str]:
@@ -66,6 +66,7 @@ def main(argv: list[str]) -> int:
     out: list[str] = []
     if args.dump is not None:
         for name, _ in cfg.items(args.dump or None):
+            # a dump lists every name set, empty ones as "NAME = "
             shown = _value(cfg, name, args.raw) or ""
             out.append(f"{name} = {shown}")
             if args.verbose:
@@ -79,6 +80,9 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
             print(f"Not defined: {name}", file=sys.stderr)
             status = 1
+            if args.verbose and cfg.raw(name) is not None:
+                # set, but to nothing: still say where, as condor_config_val does
+                out.extend(_provenance(cfg, name))
             continue
         if args.verbose:
             out.append(f"{name} = {value}")

@@ -44,9 +44,28 @@ PARAM_DEFAULTS: dict[str, str] = {
     "CONDOR_ADMIN": "root@$(FULL_HOSTNAME)",
     "FILESYSTEM_DOMAIN": "$(FULL_HOSTNAME)",
     "UID_DOMAIN": "$(FULL_HOSTNAME)",
-    "TRUST_DOMAIN": "$(FULL_HOSTNAME)",
+    "TRUST_DOMAIN": "$(UID_DOMAIN)",
     "NETWORK_INTERFACE": "*",
     "CONDOR_VERSION": "25.14.1",
+    # --- pool and security knobs the templates build on ---------------------------
+    # (an execution point never contacts them itself, but ROLE, SECURITY and FEATURE
+    # templates expand them, so their values must be HTCondor's)
+    "COLLECTOR": "$(SBIN)/condor_collector",
+    "COLLECTOR_PORT": "9618",
+    "SHARED_PORT_PORT": "$(COLLECTOR_PORT)",
+    "PROMETHEUS_HTTP_PORT": "$(SHARED_PORT_PORT)",
+    "COLLECTOR_HOST": "$(CONDOR_HOST)",
+    "COLLECTOR_HOST_STRING": '"$(COLLECTOR_HOST)"',
+    "COLLECTOR_NAME": "My Pool - $(CONDOR_HOST)",
+    "ADSTASH_READ_POOLS": "$(CONDOR_HOST)",
+    "NEGOTIATOR_CONSIDER_PREEMPTION": "true",
+    "COLLECTOR_FORWARD_CLAIMED_PRIVATE_ADS": "$(NEGOTIATOR_CONSIDER_PREEMPTION)",
+    # HTCondor builds this one from the methods compiled in; this is the Linux build's
+    "SEC_DEFAULT_AUTHENTICATION_METHODS": "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL",
+    "SEC_TOKEN_AP_SIGNING_KEY_NAME": "AP",
+    "ANNEX_TOKEN_DOMAIN": "$(TRUST_DOMAIN)",
+    "SYSTEM_JOB_MACHINE_ATTRS": "Cpus,SlotWeight",
+    "CHECKPOINT_DESTINATION_MAPFILE": "$(LOCAL_DIR)/checkpoint-destination-mapfile",
     # --- time units and policy helper macros ------------------------------------
     "MINUTE": "60",
     "HOUR": "3600",
@@ -89,6 +108,8 @@ PARAM_DEFAULTS: dict[str, str] = {
     "DISCONNECTED_KEYBOARD_IDLE_BOOST": "1200",
     "CONSOLE_DEVICES": "mouse, console",
     "SLOT_WEIGHT": "Cpus",
+    "COUNT_HYPERTHREAD_CPUS": "true",
+    "STARTD_HAS_BAD_UTMP": "0",
     "MAX_SLOT_TYPES": "10",
     # --- startd timing ------------------------------------------------------------
     "UPDATE_INTERVAL": "300",

@@ -29,6 +29,10 @@ class DetectedFacts:
     uname_arch: str = "x86_64"
     uname_opsys: str = "Linux"
     ip_address: str = "127.0.0.1"
+    # HTCondor publishes the address of each protocol separately; None means "the
+    # IPv4 one is ip_address" (when it is IPv4), and "" means the host has none.
+    ipv4_address: str | None = None
+    ipv6_address: str = ""
     username: str = "root"
     pid: int = 0
     ppid: int = 0
@@ -39,6 +43,12 @@ class DetectedFacts:
     @property
     def hostname(self) -> str:
         return self.full_hostname.split(".", 1)[0]
+
+    @property
+    def ipv4(self) -> str:
+        if self.ipv4_address is not None:
+            return self.ipv4_address
+        return self.ip_address if ":" not in self.ip_address else ""
 
 
 def _memory_mb() -> int:
@@ -68,6 +78,7 @@ def host_facts() -> DetectedFacts:
         full_hostname=_full_hostname(), cpus=cpus, cores=cpus, physical_cpus=cpus,
         memory_mb=_memory_mb(), arch=arch, opsys=platform.system().upper() or "LINUX",
         uname_arch=machine, uname_opsys=platform.system() or "Linux", ip_address=_ip_address(),
+        ipv6_address=_ipv6_address(),
         username=_username(), pid=os.getpid(), ppid=os.getppid())
 
 
@@ -94,6 +105,18 @@ def _ip_address() -> str:
         return "127.0.0.1"
 
 
+def _ipv6_address() -> str:
+    """The source address of the default IPv6 route, or "" where there is none; a
+    link-local address does not count, as HTCondor does not advertise one."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as sock:
+            sock.connect(("2001:db8::1", 9))
+            address = str(sock.getsockname()[0])
+    except OSError:
+        return ""
+    return "" if address.lower().startswith("fe80") or address == "::1" else address
+
+
 def computed_defaults(facts: DetectedFacts, subsystem: str, localname: str | None
                       ) -> dict[str, str]:
     """The knobs HTCondor computes at start-up rather than reading from a table."""
@@ -111,6 +134,9 @@ def computed_defaults(facts: DetectedFacts, subsystem: str, localname: str | Non
         "UNAME_ARCH": facts.uname_arch,
         "UNAME_OPSYS": facts.uname_opsys,
         "IP_ADDRESS": facts.ip_address,
+        # an address the host lacks stays undefined rather than empty
+        **({"IPV4_ADDRESS": facts.ipv4} if facts.ipv4 else {}),
+        **({"IPV6_ADDRESS": facts.ipv6_address} if facts.ipv6_address else {}),
         "USERNAME": facts.username,
         "PID": str(facts.pid),
         "PPID": str(facts.ppid),

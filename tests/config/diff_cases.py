@@ -50,6 +50,19 @@ HAND_WRITTEN: list[Case] = [
     _one("defaults-ref", "A = $(UPDATE_INTERVAL) $(MINUTE) $(HOUR)\nB = $(STARTIDLETIME)\n"),
     _one("override-default", "UPDATE_INTERVAL = 600\nSTART = $(START) && (Owner == \"me\")\n"),
     _one("empty-default", "E =\nA = [$(E:dflt)] [$(NOPE:d2)] [$(NOPE)]\n"),
+    # a knob set to nothing is undefined (its table default does not show through),
+    # while typed reads (int, bool) answer the table default
+    _one("empty-hides-default", "STARTER_LOG =\nCLAIM_WORKLIFE =\nUPDATE_INTERVAL = $(NOPE)\n"
+         "ENABLE_BACKFILL =\nCOLLECTOR_HOST =\nTRUST_DOMAIN = $(CONDOR_HOST)\n"),
+    # built-in defaults written in terms of other knobs follow them
+    _one("defaults-follow-their-sources",
+         "UID_DOMAIN = u.example\nCONDOR_HOST = cm.example\nSBIN = /opt/sbin\n"
+         "COLLECTOR_PORT = 9000\nNEGOTIATOR_CONSIDER_PREEMPTION = false\nLOCAL_DIR = /srv/c\n"
+         "A = $(TRUST_DOMAIN) $(ANNEX_TOKEN_DOMAIN) $(COLLECTOR) $(SHARED_PORT_PORT)\n"
+         "B = $(PROMETHEUS_HTTP_PORT) $(COLLECTOR_HOST) $(COLLECTOR_HOST_STRING)\n"
+         "C = $(COLLECTOR_NAME) $(ADSTASH_READ_POOLS) $(COLLECTOR_FORWARD_CLAIMED_PRIVATE_ADS)\n"
+         "D = $(CHECKPOINT_DESTINATION_MAPFILE) $(FILESYSTEM_DOMAIN) $(IPV4_ADDRESS)\n"
+         "E = $(IPV6_ADDRESS)\n"),
     _one("nested-default", "A = $(NOPE:$(ALSO_NOPE:$(C)))\nC = deep\n"),
     _one("dollar-dollar", "A = $$(Memory) $$([Cpus * 2]) $(B)\nB = b\n"),
     _one("dollar-literal", "A = cost $(DOLLAR)5 and $ alone\n"),

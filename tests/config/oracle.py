@@ -31,7 +31,8 @@ def main() -> int:
     import htcondor2  # imported after CONDOR_CONFIG is set, as the bindings require
     facts_names = ["FULL_HOSTNAME", "DETECTED_CPUS", "DETECTED_CORES",
                    "DETECTED_PHYSICAL_CPUS", "DETECTED_MEMORY", "ARCH", "OPSYS",
-                   "UNAME_ARCH", "UNAME_OPSYS", "IP_ADDRESS", "USERNAME"]
+                   "UNAME_ARCH", "UNAME_OPSYS", "IP_ADDRESS", "IPV4_ADDRESS", "IPV6_ADDRESS",
+                   "USERNAME"]
     out: dict[str, Any] = {"facts": {n: _plain(htcondor2.param.get(n)) for n in facts_names},
                            "results": []}
     base_env = dict(os.environ)

@@ -24,13 +24,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _read(htcondor2: Any, path: str) -> dict[str, Any]:
+def _read(htcondor2: Any, path: str, also: Any = ()) -> dict[str, Any]:
     os.environ["CONDOR_CONFIG"] = path
     htcondor2.reload_config()
     out = {}
-    for name in htcondor2.param.keys():
+    # keys() leaves out a knob whose value is empty, so the base's names are asked for
+    # too: a template that empties one must show as a change (None, or the table
+    # default where the bindings read the knob through param_integer and the like)
+    for name in set(htcondor2.param.keys()) | set(also):
         try:
             out[name] = _plain(htcondor2.param.get(name))
+            if out[name] is None:
+                del out[name]
         except Exception as exc:  # a value the bindings cannot convert
             out[name] = {"error": str(exc)}
     return out
@@ -51,8 +56,9 @@ def main() -> int:
             fd = os.open(errfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
-            values = _read(htcondor2, case["config"])
-            changed = {k: v for k, v in values.items() if base.get(k, None) != v}
+            values = _read(htcondor2, case["config"], base)
+            changed = {k: values.get(k) for k in set(values) | set(base)
+                       if base.get(k) != values.get(k)}
             with os.fdopen(wfd, "w") as fh:
                 json.dump({"values": changed}, fh)
             os._exit(0)

@@ -57,6 +57,29 @@ def test_empty_typed_value_falls_back_to_builtin_default() -> None:
     assert c.get_int("CLAIM_WORKLIFE") == 1200
 
 
+def test_empty_value_hides_the_builtin_default_from_get() -> None:
+    # HTCondor's param() finds the empty value and answers undefined; only the typed
+    # look-ups fall back to the table
+    c = cfg("STARTER_LOG =\nUPDATE_INTERVAL = $(NOPE)\nENABLE_BACKFILL =\n")
+    assert c.get("STARTER_LOG") is None and c.get("UPDATE_INTERVAL") is None
+    assert c.where("STARTER_LOG") == ("test.conf", 1)
+    assert c.raw("UPDATE_INTERVAL") == "$(NOPE)"
+    assert c.get_int("UPDATE_INTERVAL") == 300
+    assert c.get_bool("ENABLE_BACKFILL") is False
+    assert c.get_int("UPDATE_INTERVAL", 7) == 7  # the caller's default comes first
+
+
+def test_ip_addresses_by_protocol() -> None:
+    from dataclasses import replace
+    c = cfg("A = $(IPV4_ADDRESS)|$(IPV6_ADDRESS)\n")
+    assert c.get("IPV4_ADDRESS") == "192.0.2.10" and c.get("IPV6_ADDRESS") is None
+    assert c.get("A") == "192.0.2.10|"
+    both = Config.from_text("", detected=replace(FACTS, ipv6_address="2001:db8::10"))
+    assert both.get("IPV6_ADDRESS") == "2001:db8::10"
+    only6 = Config.from_text("", detected=replace(FACTS, ip_address="2001:db8::10"))
+    assert only6.get("IPV4_ADDRESS") is None
+
+
 def test_code_defaults_for_knobs_htcondor_leaves_undefined() -> None:
     c = cfg("")
     assert not c.is_defined("STARTER_ALLOW_RUNAS_OWNER")

@@ -59,3 +59,21 @@ def test_condor_config_from_environment(conf: Path) -> None:
 
 def test_subsystem_option(conf: Path) -> None:
     assert run("-config", str(conf), "-subsystem", "SCHEDD", "P").stdout == "plain\n"
+
+
+def test_empty_knob_is_not_defined(conf: Path) -> None:
+    # condor_config_val prints "Not defined" for a knob set to nothing, even one with
+    # a built-in default; -raw shows the empty text as written
+    conf.write_text(conf.read_text() + "CLAIM_WORKLIFE =\n")
+    r = run("-config", str(conf), "E", "CLAIM_WORKLIFE", "B")
+    assert r.returncode == 1
+    assert r.stdout == "1\n"
+    assert r.stderr.splitlines() == ["Not defined: E", "Not defined: CLAIM_WORKLIFE"]
+    assert run("-config", str(conf), "-raw", "E").stdout == "\n"
+
+
+def test_verbose_empty_knob_still_names_its_place(conf: Path) -> None:
+    r = run("-config", str(conf), "-verbose", "E")
+    assert r.returncode == 1
+    assert r.stderr.strip() == "Not defined: E"
+    assert r.stdout.splitlines() == [f" # at: {conf}, line 3", " # raw: "]

@@ -74,7 +74,8 @@ def _facts(raw: dict[str, Any]) -> DetectedFacts:
         cores=num(raw["DETECTED_CORES"]), physical_cpus=num(raw["DETECTED_PHYSICAL_CPUS"]),
         memory_mb=num(raw["DETECTED_MEMORY"]), arch=raw["ARCH"], opsys=raw["OPSYS"],
         uname_arch=raw["UNAME_ARCH"], uname_opsys=raw["UNAME_OPSYS"],
-        ip_address=raw["IP_ADDRESS"], username=raw["USERNAME"])
+        ip_address=raw["IP_ADDRESS"], username=raw["USERNAME"],
+        ipv4_address=raw.get("IPV4_ADDRESS") or "", ipv6_address=raw.get("IPV6_ADDRESS") or "")
 
 
 @pytest.fixture(scope="module")
