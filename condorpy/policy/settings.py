@@ -73,7 +73,12 @@ def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = Non
     SlotTypeID, for the per-slot and per-type expressions."""
     exprs: dict[str, str] = {}
     for name, default in EXPR_DEFAULTS.items():
-        exprs[name] = cfg.get(name) or default
+        text = cfg.get(name)
+        if text is None and cfg.where(name) is not None:
+            # Set to nothing (as `use POLICY : Desktop` does to CLAIM_WORKLIFE): HTCondor
+            # leaves the attribute out of the slot ad, so it is undefined (no limit).
+            continue
+        exprs[name] = text or default
     for name in VANILLA_VARIANTS:
         text = cfg.get(f"{name}_VANILLA")
         if text:

@@ -26,6 +26,7 @@ from condorpy.classad.functions.envargs import (
     _parse_env_v1, _parse_env_v2, _write_env, parse_v2_words, quote_v2_word,
 )
 from condorpy.classad.values import Error, Undefined
+from condorpy.config.typed import boolean_value
 from condorpy.errors import ClassAdError, SubmitError
 
 __all__ = ["SubmitFS", "LocalFS", "QueueItem", "parse_submit", "queue_items",
@@ -486,12 +487,12 @@ def parse_size(text: str, base: int) -> int | None:
 # --- job ads ------------------------------------------------------------------------
 
 def _bool_text(value: str, key: str, src: str, line: int) -> bool:
-    low = value.strip().lower()
-    if low in ("true", "yes", "t", "y", "1"):
-        return True
-    if low in ("false", "no", "f", "n", "0"):
-        return False
-    raise SubmitError(f"{key} = {value!r} is not a boolean", file=src, line=line)
+    # condor_submit reads its booleans with the configuration's rule (true/false/1/0,
+    # else a ClassAd expression giving a boolean or number)
+    got = boolean_value(value)
+    if got is None:
+        raise SubmitError(f"{key} = {value!r} is not a boolean", file=src, line=line)
+    return got
 
 
 class _AdBuilder:
@@ -698,11 +699,11 @@ def _set_arguments(b: _AdBuilder) -> None:
 
 def _getenv_filter(spec: str) -> Callable[[str], bool] | None:
     """getenv: a boolean, or a list of name patterns (``!`` excludes). None: nothing."""
-    low = spec.strip().lower()
-    if low in ("true", "yes", "t", "y", "1"):
-        return lambda name: True
-    if low in ("false", "no", "f", "n", "0", ""):
+    if not spec.strip():
         return None
+    flag = boolean_value(spec)
+    if flag is not None:
+        return (lambda name: True) if flag else None
     pats = [p for p in re.split(r"[,\s]+", spec.strip()) if p]
     neg = [p[1:] for p in pats if p.startswith("!")]
     pos = [p for p in pats if not p.startswith("!")]

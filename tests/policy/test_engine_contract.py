@@ -115,3 +115,20 @@ def test_clock_cannot_go_back() -> None:
     eng = engine_from_text(ONE_DESKTOP_SLOT, clock)
     with pytest.raises(PolicyError, match="clock went backwards"):
         eng.cycle(5)
+
+
+def test_a_policy_knob_set_to_nothing_is_left_out() -> None:
+    """`use POLICY : Desktop` sets CLAIM_WORKLIFE to nothing: HTCondor's slot ad then
+    has no CLAIM_WORKLIFE, so a claim may run jobs past the 1200 s default."""
+    eng = engine_from_text("use POLICY : Desktop\nNUM_SLOTS = 1\nRUNBENCHMARKS = False\n"
+                           "START = True\nSUSPEND = False\nPREEMPT = False\n",
+                           ManualClock(0))
+    assert eng.snapshot(["CLAIM_WORKLIFE"])["slot1"] == {"CLAIM_WORKLIFE": None}
+    eng.cycle(0)
+    eng.request_claim(0, "c1", {"Owner": "alice", "JobLeaseDuration": 100000})
+    eng.activate(0, "c1")
+    eng.job_exit(2000, "c1")
+    started = [o for o in eng.activate(2001, "c1") if isinstance(o, StartJob)]
+    assert started == [StartJob(2001, "slot1", claim="c1")]
+    plain = engine_from_text(ONE_DESKTOP_SLOT + "RUNBENCHMARKS = False\n", ManualClock(0))
+    assert plain.snapshot(["CLAIM_WORKLIFE"])["slot1"] == {"CLAIM_WORKLIFE": 1200}
