@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "starter": ("condorpy.cli.starter_cmd", "run one job under a starter"),
     "startd": ("condorpy.cli.startd_cmd", "run the execution point daemon"),
     "submit": ("condorpy.cli.daemon_cmds:submit_main", "submit jobs (like condor_submit)"),
+    "q": ("condorpy.cli.queue_cmds:q_main", "show the job queue (like condor_q)"),
+    "history": ("condorpy.cli.queue_cmds:history_main", "show finished jobs (like "
+                "condor_history)"),
+    "who": ("condorpy.cli.queue_cmds:who_main", "show the running jobs (like condor_who)"),
     "rm": ("condorpy.cli.daemon_cmds:rm_main", "remove jobs (like condor_rm)"),
     "hold": ("condorpy.cli.daemon_cmds:hold_main", "hold jobs (like condor_hold)"),
     "release": ("condorpy.cli.daemon_cmds:release_main", "release held jobs"),

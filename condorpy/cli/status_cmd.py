@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from condorpy.classad import parse_expr
+from condorpy.cli.queue_cmds import live_status
 from condorpy.clock import SystemClock
 from condorpy.errors import CondorpyError
 from condorpy.slots.status_format import (render_autoformat, render_json, render_long,
@@ -48,13 +49,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    if not args.offline:
-        print("condorpy status: only --offline is available: it shows the ads this machine "
-              "would advertise, computed from its configuration", file=sys.stderr)
-        return 2
     chosen = sum(bool(x) for x in (args.long, args.af, args.json))
     if chosen > 1:
         raise StatusUsageError("choose one of -l, -af and -json")
+    if not args.offline:
+        constraint = parse_expr(args.constraint, source="-constraint") \
+            if args.constraint else None
+        return live_status(args.config, args.long, args.af, constraint, args.json)
     clock = SystemClock()
     core = load_core(args.config, inventory_path=args.inventory)
     engine = core.engine(clock)

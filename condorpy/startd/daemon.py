@@ -79,6 +79,7 @@ class RunningJob:
     cpu: tuple[float, float] | None = None   # (cpu seconds, monotonic) of the last usage
     state: str = "starting"
     socket_gone: bool = False        # the starter closed its socket without "done"
+    job_pid: int | None = None
 
 
 @dataclass
@@ -443,6 +444,8 @@ class Startd:
         event = msg.get("event")
         now = self.clock.time()
         if event in ("hello", "state"):
+            if isinstance(msg.get("job_pid"), int):
+                rj.job_pid = msg["job_pid"]
             state = str(msg.get("state", ""))
             if state == "running" and rj.state != "running":
                 rj.state = "running"
@@ -489,10 +492,22 @@ class Startd:
                 pass
             rj.link.close()
         rec = self.store.job(rj.job_id)
+        sent = _sent_ad(self.paths.spool / "jobs" / str(rj.job_id))
+        # Only what the starter found out: the rest of its final ad is the job ad as it
+        # was sent, which the queue has moved on from (NumJobStarts, ...).
         attrs = {k: v for k, v in (final or {}).items()
-                 if isinstance(v, (bool, int, float, str)) and k.lower() not in _QUEUE_OWNED}
+                 if isinstance(v, (bool, int, float, str)) and k.lower() not in _QUEUE_OWNED
+                 and (sent is None or sent.evaluate(k) != v or sent.lookup(k) is None)}
         status, reason, code = self._outcome(rj, rec, attrs, final is not None)
         if rec is not None:
+            started = rec.ad.evaluate("JobCurrentStartDate")
+            now_i = int(self.clock.time())
+            if isinstance(started, int):
+                wall = _number(rec.ad.evaluate("RemoteWallClockTime"), 0.0)
+                attrs["RemoteWallClockTime"] = wall + max(0, now_i - started)
+                attrs["LastRemoteWallClockTime"] = float(max(0, now_i - started))
+            if status is JobStatus.COMPLETED:
+                attrs["CompletionDate"] = now_i
             if attrs:
                 self.store.update(rj.job_id, attrs)
             if status is JobStatus.IDLE:
@@ -688,11 +703,13 @@ class Startd:
                 ad["JobId"] = str(rj.job_id)
                 if rj.launched is not None:
                     ad["StarterPid"] = rj.launched.pid
+                if rj.job_pid is not None:
+                    ad["JobPid"] = rj.job_pid
                 rec = self.store.job(rj.job_id)
                 if rec is not None:
                     ad["JobCmd"] = rec.ad.evaluate("Cmd")
             ads.append(ad.to_old())
-        return {"now": self.clock.time(), "name": self._schedd_name(),
+        return {"now": self.clock.time(), "name": self._schedd_name(), "pid": os.getpid(),
                 "log": str(self.paths.log), "ads": ads}
 
     def _cmd_config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
@@ -729,6 +746,8 @@ class Startd:
             ad["User"] = f"{user}@{self.cfg.get('UID_DOMAIN') or self.engine.hostname}"
             ad["JobStatus"] = 1
             ads.append(ad)
+        for ad in ads:
+            ad["TotalSubmitProcs"] = len(ads)
         cluster_id = self.store.submit(ads, cluster if isinstance(cluster, int) else None)
         log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
         for rec in self.store.jobs(f"ClusterId == {cluster_id}"):
@@ -936,6 +955,13 @@ def _read_result(path: Path) -> dict[str, Any] | None:
         if v is not Undefined and v is not Error:
             out[name] = v
     return out
+
+
+def _sent_ad(job_dir: Path) -> ClassAd | None:
+    try:
+        return ClassAd.parse_old((job_dir / "job.ad").read_text(), source="job.ad")
+    except (OSError, UnicodeDecodeError, ClassAdError):
+        return None
 
 
 def _zombie(pid: int) -> bool:
