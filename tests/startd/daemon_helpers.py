@@ -1,0 +1,154 @@
+"""A real `condorpy startd` in a process of its own, with its own state directory,
+for end-to-end tests: real starters, real jobs, the real control socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from condorpy.startd.client import call
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE_CONFIG = """\
+LOCAL_DIR = {state}
+EXECUTE = $(LOCAL_DIR)/execute
+LOG = $(LOCAL_DIR)/log
+SPOOL = $(LOCAL_DIR)/spool
+LOCK = $(LOCAL_DIR)/lock
+NUM_CPUS = {cpus}
+MEMORY = 4096
+RUNBENCHMARKS = False
+POLLING_INTERVAL = 1
+CONDORPY_ALLOW_ROOT_JOBS = true
+STARTER_UPDATE_INTERVAL = 1
+"""
+
+
+class Daemon:
+    """One daemon process; ``restart()`` starts a new one on the same state."""
+
+    def __init__(self, base: Path, extra: str = "", cpus: int = 2) -> None:
+        self.base = base
+        self.state = base / "state"
+        self.config = base / "condor_config"
+        self.config.write_text(BASE_CONFIG.format(state=self.state, cpus=cpus) + extra)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.socket = self.state / "lock" / "condorpy_startd.sock"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["CONDOR_CONFIG"] = str(self.config)
+        env["PYTHONPATH"] = str(ROOT)
+        return env
+
+    def start(self) -> None:
+        log = open(self.base / "daemon.out", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "condorpy", "startd", "-f"],
+                                     env=self.env(), stdout=log, stderr=log,
+                                     stdin=subprocess.DEVNULL)
+        log.close()
+        wait_for(lambda: self.socket.exists() and self._ping(), 30,
+                 lambda: f"daemon did not start: {self.output()}")
+
+    def _ping(self) -> bool:
+        try:
+            self.call("ping")
+            return True
+        except Exception:
+            return False
+
+    def call(self, command: str, **args: Any) -> Any:
+        return call(self.socket, command, args, timeout=30)
+
+    def cli(self, *argv: str, cwd: Path | None = None, user: int | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        pre = (lambda: os.setuid(user)) if user is not None else None
+        res = subprocess.run([sys.executable, "-m", "condorpy", *argv], env=self.env(),
+                             cwd=cwd, capture_output=True, text=True, timeout=120,
+                             preexec_fn=pre)
+        if check and res.returncode != 0:
+            raise AssertionError(f"condorpy {' '.join(argv)} failed ({res.returncode}): "
+                                 f"{res.stderr}")
+        return res
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self, sig: int = signal.SIGKILL) -> None:
+        self.stop(sig)
+        self.start()
+
+    def output(self) -> str:
+        try:
+            return (self.base / "daemon.out").read_text()[-4000:]
+        except OSError:
+            return ""
+
+    def db(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{self.state / 'spool' / 'condorpy_queue.sqlite3'}"
+                               f"?mode=ro", uri=True)
+
+    def statuses(self) -> dict[str, int]:
+        with self.db() as db:
+            rows = db.execute("SELECT cluster, proc, status FROM jobs UNION ALL "
+                              "SELECT cluster, proc, status FROM history").fetchall()
+        return {f"{c}.{p}": s for c, p, s in rows}
+
+    def history_ads(self) -> list[str]:
+        with self.db() as db:
+            return [r[0] for r in db.execute("SELECT ad FROM history")]
+
+    def kill_leftovers(self) -> None:
+        """Stop every starter this daemon's jobs left (a test must leave nothing)."""
+        try:
+            with self.db() as db:
+                pids = [r[0] for r in db.execute("SELECT pid FROM starters")]
+        except sqlite3.Error:
+            pids = []
+        for pid in pids:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        subprocess.run(["pkill", "-KILL", "-f", str(self.state)], check=False)
+
+
+def wait_for(cond: Callable[[], bool], timeout: float,
+             why: Callable[[], str] | None = None) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(why() if why else "timed out")
+
+
+def submit(d: Daemon, text: str, cwd: Path) -> str:
+    (cwd / "job.sub").write_text(text)
+    res = d.cli("submit", "job.sub", cwd=cwd)
+    return res.stdout
+
+
+def counts(d: Daemon) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for s in d.statuses().values():
+        out[s] = out.get(s, 0) + 1
+    return out
+
+
+_ = json

@@ -1,0 +1,179 @@
+"""The daemon end to end on this host: real `condorpy startd`, real starters, real jobs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from condorpy.classad import ClassAd
+from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
+                                reason="needs a writable /tmp")
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = Daemon(tmp_path)
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def _jobs_dir(tmp_path: Path) -> Path:
+    sub = tmp_path / "work"
+    sub.mkdir(exist_ok=True)
+    return sub
+
+
+def test_jobs_run_and_complete_with_their_outputs(daemon: Daemon, tmp_path: Path) -> None:
+    work = _jobs_dir(tmp_path)
+    out = submit(daemon, "executable = /bin/sh\narguments = \"-c 'echo out $(Process); "
+                         "exit $(Process)'\"\noutput = out.$(Process)\nerror = err.$(Process)\n"
+                         "log = job.log\nrequest_memory = 16\nqueue 4\n", work)
+    assert out.splitlines()[-1] == "4 job(s) submitted to cluster 1."
+    wait_for(lambda: counts(daemon).get(4) == 4, 60, daemon.output)
+    for p in range(4):
+        assert (work / f"out.{p}").read_text() == f"out {p}\n"
+    codes = sorted(ClassAd.parse_new(ad).evaluate("ExitCode") for ad in daemon.history_ads())
+    assert codes == [0, 1, 2, 3]
+    import htcondor2
+    events = [(e.type.name, e.proc) for e in
+              htcondor2.JobEventLog(str(work / "job.log")).events(stop_after=0)]
+    for p in range(4):
+        assert ("SUBMIT", p) in events and ("EXECUTE", p) in events
+        assert ("JOB_TERMINATED", p) in events
+    q = daemon.cli("q", "-nobatch").stdout
+    assert "0 jobs; 0 completed" in q
+    hist = daemon.cli("history").stdout
+    assert hist.count(" C ") == 4 or hist.count(" C  ") + hist.count(" C ") >= 4
+
+
+def test_rm_hold_release(daemon: Daemon, tmp_path: Path) -> None:
+    work = _jobs_dir(tmp_path)
+    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                   "log = job.log\nqueue 3\n", work)
+    wait_for(lambda: counts(daemon).get(2) == 2, 30, daemon.output)
+    running = [j for j, s in daemon.statuses().items() if s == 2]
+    idle = [j for j, s in daemon.statuses().items() if s == 1]
+    assert "held" in daemon.cli("hold", running[0]).stdout
+    assert "marked for removal" in daemon.cli("rm", running[1]).stdout
+    wait_for(lambda: daemon.statuses().get(running[0]) == 5
+             and daemon.statuses().get(running[1]) == 3, 30, daemon.output)
+    # The idle job takes a freed slot; the held one stays held until released.
+    wait_for(lambda: daemon.statuses().get(idle[0]) == 2, 30, daemon.output)
+    assert "HOLD_REASON" in daemon.cli("q", "-hold").stdout
+    daemon.cli("release", running[0])
+    wait_for(lambda: daemon.statuses().get(running[0]) == 2, 30, daemon.output)
+    daemon.cli("rm", "-all")
+    wait_for(lambda: set(daemon.statuses().values()) == {3}, 30, daemon.output)
+
+
+def test_vacate_requeues_and_drain_stops_new_jobs(daemon: Daemon, tmp_path: Path) -> None:
+    work = _jobs_dir(tmp_path)
+    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                   "queue 2\n", work)
+    wait_for(lambda: counts(daemon).get(2) == 2, 30, daemon.output)
+    daemon.cli("drain", "-fast")
+    # Evicted by the drain, the jobs go back to the queue and are not started again.
+    wait_for(lambda: counts(daemon).get(1) == 2, 30, daemon.output)
+    status = daemon.cli("status").stdout
+    assert "Drained" in status or "Retiring" in status
+    daemon.cli("drain", "-cancel")
+    wait_for(lambda: counts(daemon).get(2) == 2, 30, daemon.output)
+    daemon.cli("vacate", "-fast")
+    wait_for(lambda: counts(daemon).get(1) == 2 or counts(daemon).get(2) == 2, 30)
+    daemon.cli("rm", "-all")
+
+
+def test_sigkill_in_the_middle_of_twenty_jobs(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, cpus=20)
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sh\narguments = \"-c 'sleep 3; echo done $(Process) >> "
+                  "ran.$(Process)'\"\nrequest_memory = 16\nrequest_disk = 10\nqueue 20\n",
+               work)
+        wait_for(lambda: counts(d).get(2) == 20, 60, d.output)
+        d.restart(signal.SIGKILL)           # the jobs keep running without a daemon
+        wait_for(lambda: counts(d).get(4) == 20, 90, d.output)
+        for p in range(20):
+            assert (work / f"ran.{p}").read_text() == f"done {p}\n"   # once, not twice
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_sigterm_leaves_jobs_running_and_restart_adopts_them(tmp_path: Path) -> None:
+    d = Daemon(tmp_path)
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sh\narguments = \"-c 'sleep 4; echo ok'\"\n"
+                  "output = out\nrequest_memory = 16\nqueue\n", work)
+        wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
+        d.stop(signal.SIGTERM)
+        d.start()
+        assert "re-adopted starter" in d.output()
+        wait_for(lambda: counts(d).get(4) == 1, 30, d.output)
+        assert (work / "out").read_text() == "ok\n"
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_bad_requests_and_permissions(daemon: Daemon, tmp_path: Path) -> None:
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(daemon.socket))
+    s.sendall(b"not json\n{\"command\": \"frobnicate\"}\n" + b"x" * 100 + b"\n")
+    data = b""
+    while data.count(b"\n") < 3:
+        data += s.recv(65536)
+    s.close()
+    replies = data.decode().splitlines()
+    assert all('"ok": false' in r for r in replies[:3])
+    assert "unknown command 'frobnicate'" in replies[1]
+    assert daemon.call("ping")["pid"] > 0        # still serving
+    # an ordinary user may read but not administer, and not touch root's jobs
+    work = _jobs_dir(tmp_path)
+    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\nqueue\n",
+           work)
+    os.chmod(tmp_path, os.stat(tmp_path).st_mode | stat.S_IXOTH | stat.S_IROTH)
+    for parent in tmp_path.parents:
+        if parent == Path("/tmp"):
+            break
+        os.chmod(parent, os.stat(parent).st_mode | stat.S_IXOTH)
+    nobody = 65534
+    res = daemon.cli("vacate", user=nobody, check=False)
+    assert res.returncode == 1 and "permission denied" in res.stderr
+    res = daemon.cli("rm", "1.0", user=nobody, check=False)
+    assert res.returncode == 1 and "permission denied" in res.stderr
+    assert daemon.cli("q", user=nobody).returncode == 0
+    res = daemon.cli("submit", str(tmp_path / "nope.sub"), check=False)
+    assert res.returncode == 1 and "nope.sub" in res.stderr and "Traceback" not in res.stderr
+    (work / "bad.sub").write_text("universe = grid\nexecutable = /bin/true\nqueue\n")
+    res = daemon.cli("submit", "bad.sub", cwd=work, check=False)
+    assert res.returncode == 1 and "bad.sub" in res.stderr and "line 1" in res.stderr
+
+
+def test_unreachable_daemon_is_one_line(tmp_path: Path) -> None:
+    d = Daemon(tmp_path)
+    res = d.cli("q", check=False)
+    assert res.returncode == 1
+    assert res.stderr.strip().count("\n") == 0 and "not running" in res.stderr
+
+
+def test_bad_configuration_at_start_up(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, extra="NUM_SLOTS = many\n")
+    res = d.cli("startd", "-f", check=False)
+    assert res.returncode == 1
+    assert f"NUM_SLOTS = many at {d.config}" in res.stderr
