@@ -454,8 +454,12 @@ class _Server:
                 stage = "setsid"
                 os.setsid()
                 signal.set_wakeup_fd(-1)
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP,
-                            signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
+                starter = _starter(prep)
+                # Once the startd knows this pid it may vacate the job at once: from
+                # here on SIGTERM/SIGINT/SIGQUIT are the starter's soft and hard kill.
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+                    signal.signal(sig, starter.on_signal)
+                for sig in (signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
                     signal.signal(sig, signal.SIG_DFL)
                 signal.pthread_sigmask(signal.SIG_SETMASK, [])
                 for name in _DROPPED_ENV:
@@ -483,7 +487,7 @@ class _Server:
                 return
             os.write(wfd, b"ready\n")
             os.close(wfd)
-            code = _run_starter(prep)
+            code = _run_starter(prep, starter)
         except BaseException:       # a starter must never fall back into the server loop
             traceback.print_exc()
         finally:
@@ -563,11 +567,14 @@ def _enter_cgroup(path: str) -> None:
         os.close(fd)
 
 
-def _run_starter(prep: _Prepared) -> int:
+def _starter(prep: _Prepared) -> Starter:
+    return Starter(prep.job_values, prep.slot_values, prep.settings,
+                   job_ad_text=prep.job_text, machine_ad_text=prep.slot_text,
+                   handle_signals=True)
+
+
+def _run_starter(prep: _Prepared, starter: Starter) -> int:
     req = prep.request
-    starter = Starter(prep.job_values, prep.slot_values, prep.settings,
-                      job_ad_text=prep.job_text, machine_ad_text=prep.slot_text,
-                      handle_signals=True)
     try:
         outcome = starter.run()
     except CondorpyError as exc:
