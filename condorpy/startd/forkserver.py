@@ -413,6 +413,8 @@ class _Server:
         # Our own child: it stays in /proc (as a zombie at worst) until we reap it.
         ticks = start_ticks(pid, self.proc_root)
         report = self._read_report(rfd)
+        if report == "ready" and ticks is None:    # cannot be: only we can reap it
+            raise _Refused(f"starter {pid} is running but has no /proc entry")
         if report != "ready" or ticks is None:
             if not report:
                 try:
