@@ -15,10 +15,12 @@ import argparse
 import os
 import sys
 
-from condorpy.classad import ClassAd, Error, Undefined
-from condorpy.config import Config, KnobReader, load_config
+from condorpy.classad import ClassAd
+from condorpy.config import Config, load_config
 from condorpy.errors import ConfigError, StarterError
 from condorpy.inputs import read_text
+from condorpy.starter.ads import (ad_values, custom_memory_limit, final_ad_text,
+                                  write_atomically)
 from condorpy.starter.knobs import settings_from_knobs
 from condorpy.starter.starter import Starter
 
@@ -30,17 +32,6 @@ def _read_ad(path: str, what: str) -> tuple[ClassAd, str]:
     text = read_text(path, f"the {what} {path}", on_os_error=lambda why: StarterError(
         f"cannot read the {what} {path}: {why}"))
     return ClassAd.parse_old(text, source=path), text
-
-
-def _values(ad: ClassAd, target: ClassAd | None = None) -> dict[str, object]:
-    """Every attribute evaluated; undefined and error values are simply absent."""
-    out: dict[str, object] = {}
-    for name in ad.keys():
-        value = ad.evaluate(name, target)
-        if value is Undefined or value is Error:
-            continue
-        out[name] = value
-    return out
 
 
 def _load_config(path: str | None, overrides: dict[str, str]) -> Config:
@@ -59,18 +50,6 @@ def _check_result_path(path: str) -> None:
         raise StarterError(f"--result {path}: directory {parent} is not writable")
     if os.path.isdir(path):
         raise StarterError(f"--result {path} is a directory")
-
-
-def _custom_limit(cfg: KnobReader, name: str, job: ClassAd, slot: ClassAd) -> int | None:
-    """A CGROUP_*_MEMORY_LIMIT_EXPR: an expression over the job and slot ads, in MB."""
-    expr_text = cfg.get(name)
-    if not expr_text:
-        return None
-    value = slot.eval_expr(expr_text, job)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise cfg.invalid(name, f"an expression giving a number of MB for this job "
-                                f"(it gives {value!r})")
-    return int(value)
 
 
 def main(argv: list[str]) -> int:
@@ -99,24 +78,18 @@ def main(argv: list[str]) -> int:
     slot_ad, slot_text = _read_ad(args.slot_ad, "slot ad")
     settings = settings_from_knobs(
         cfg, execute=os.path.abspath(args.execute),
-        custom_hard_mb=_custom_limit(cfg, "CGROUP_HARD_MEMORY_LIMIT_EXPR", job_ad, slot_ad),
-        custom_soft_mb=_custom_limit(cfg, "CGROUP_SOFT_MEMORY_LIMIT_EXPR", job_ad, slot_ad))
-    starter = Starter(_values(job_ad, slot_ad), _values(slot_ad, job_ad), settings,
+        custom_hard_mb=custom_memory_limit(cfg, "CGROUP_HARD_MEMORY_LIMIT_EXPR", job_ad,
+                                           slot_ad),
+        custom_soft_mb=custom_memory_limit(cfg, "CGROUP_SOFT_MEMORY_LIMIT_EXPR", job_ad,
+                                           slot_ad))
+    starter = Starter(ad_values(job_ad, slot_ad), ad_values(slot_ad, job_ad), settings,
                       job_ad_text=job_ad.to_old(), machine_ad_text=slot_ad.to_old(),
                       handle_signals=True)
     outcome = starter.run()
-    final = job_ad.copy()
-    for name, value in outcome.attributes.items():
-        final[name] = value
-    text = final.to_old()
-    if not text.endswith("\n"):
-        text += "\n"
+    text = final_ad_text(job_ad, outcome.attributes)
     if args.result:
         try:
-            tmp = args.result + ".tmp"
-            with open(tmp, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, args.result)
+            write_atomically(args.result, text)
         except OSError as exc:
             # The job has run: its final ad must not be lost with the file.
             sys.stdout.write(text)

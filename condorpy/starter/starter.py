@@ -145,6 +145,14 @@ class Starter:
     def run(self) -> Outcome:
         ident = JobIdentity.from_ad(self.job_ad)
         user: JobUser | None = None
+        # From the very start, not only while watching: a SIGTERM that comes while the
+        # sandbox is made (a startd vacating a job it has just launched) must become a
+        # soft kill, carried out once the job runs, rather than end the starter and
+        # leave a job nobody watches.
+        early: dict[int, Any] = {}
+        if self.handle_signals:
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+                early[int(signum)] = signal.signal(signum, self.on_signal)
         try:
             job = JobSpec.from_ad(self.job_ad)
             if job.kill_sig_note is not None:
@@ -156,6 +164,8 @@ class Starter:
             return self._held_before_start(hold, ident, user)
         finally:
             self._cleanup(ident.job_id)
+            for signum_int, handler in early.items():
+                signal.signal(signum_int, handler)
 
     def _open_log_for_hold(self, hold: JobHold, ident: JobIdentity,
                            user: JobUser | None) -> None:
@@ -253,7 +263,7 @@ class Starter:
             sel.register(wake_r, selectors.EVENT_READ, "signal")
             old_wakeup = signal.set_wakeup_fd(wake_w)
             for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
-                old_handlers[int(signum)] = signal.signal(signum, self._on_signal)
+                old_handlers[int(signum)] = signal.signal(signum, self.on_signal)
         next_sample = self.clock() + min(0.05, self.settings.update_interval_s)
         try:
             while True:
@@ -302,7 +312,8 @@ class Starter:
                 os.close(wake_r)
                 os.close(wake_w)
 
-    def _on_signal(self, signum: int, _frame: object) -> None:
+    def on_signal(self, signum: int, _frame: object) -> None:
+        """The handler for SIGTERM and SIGINT (a soft kill) and SIGQUIT (a hard kill)."""
         self.pending.append(Command.HARD_KILL if signum == signal.SIGQUIT
                             else Command.SOFT_KILL)
 

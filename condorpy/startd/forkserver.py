@@ -1,0 +1,743 @@
+"""The starter launcher: one preloaded process that forks a starter per job.
+
+A starter is a separate process (a job, or a starter, must never take the startd down,
+and a restarted startd re-adopts starters that kept running), but a Python start-up per
+job costs far more than the job's launch itself. So the startd starts this fork server
+once (:meth:`ForkServer.start`); it imports the starter and everything it needs, warms
+the ClassAd and configuration code, freezes the garbage collector's view of all that
+(so children share those pages instead of copying them), and then serves launch
+requests on a Unix socketpair.
+
+Protocol: one JSON object per line in each direction, strictly request then reply
+(:func:`encode_request`, :func:`decode_request`, :func:`encode_reply`,
+:func:`decode_reply` and :class:`LineBuffer` are pure and tested on their own). The
+server first sends ``{"event": "ready", ...}``; then each ``{"op": "launch", ...}``
+gets ``{"ok": true, ...}`` (a :class:`Launched`) or ``{"ok": false, "job": ...,
+"error": ...}``. A request the server cannot use is answered, never fatal.
+
+How a starter comes to be: the server checks the request (paths, both ads, the knobs,
+read through :class:`condorpy.config.Config` as the STARTER subsystem and cached by
+value, since the startd sends the same knobs every time), then forks. The child calls
+``setsid`` (a session and process group of its own, so signals meant for the startd's
+group never reach it), resets the signal handlers and mask, drops ``NOTIFY_SOCKET``
+and ``INVOCATION_ID``, reads ``/dev/null`` and writes to ``EXECUTE/starter_<pid>.log``,
+closes every other descriptor (the startd's socketpair above all: a starter holding it
+would hide the server's exit from the startd), moves itself into the requested cgroup,
+and only then tells the server "ready" on a pipe and runs :class:`Starter`. The server
+answers the startd once "ready" (or the reason it failed) has arrived, so a set-up
+failure is an error reply, not a starter that silently died.
+
+Exit and reaping: the starter is the server's child, in its own session; the server
+reaps it (SIGCHLD, ``waitpid(-1, WNOHANG)``), so no zombie stays while the server
+lives. When the server is gone (it exits when the startd's end of the socketpair
+closes, and never kills a starter), the kernel re-parents running starters to init or
+to the nearest child subreaper, which reaps them in turn. The startd is never a
+starter's parent, so it learns of an exit without ``waitpid``: the starter's control
+socket sends ``done`` then closes, and :func:`open_pidfd` gives a descriptor that
+becomes readable when the starter has exited (pidfds work for any process). The final
+job ad is written to ``result_path`` (temporary file + rename) before the starter
+exits, so once the pid is gone the file is either whole or absent. A restarted startd
+re-adopts from its records (pid, start time in clock ticks, boot id, paths):
+:func:`same_process` true means the starter still runs (connect to its socket); false
+with a result file means it finished; false without one means it died (its log says
+why). The log file is the startd's to remove once it has read the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from condorpy.classad import ClassAd
+from condorpy.config import Config
+from condorpy.errors import CondorpyError, RequestError, StartdError, StarterError
+from condorpy.inputs import loads_json
+from condorpy.starter.ads import (ad_values, custom_memory_limit, final_ad_text,
+                                  write_atomically)
+from condorpy.starter.knobs import settings_from_knobs
+from condorpy.starter.settings import StarterSettings
+from condorpy.starter.starter import Starter
+
+PROTOCOL_VERSION = 1
+# Job ads are a few KB; the limit only stops a runaway peer from exhausting memory.
+MAX_MESSAGE = 16 << 20
+# How long the server waits for a forked starter to say it is set up. Set-up is a
+# handful of system calls; only a hung file system could take this long.
+SETUP_TIMEOUT_S = 10.0
+_DROPPED_ENV = ("NOTIFY_SOCKET", "INVOCATION_ID")
+_CONFIG_CACHE = 8
+# The same exit statuses as `condorpy starter`; only the server's reaper sees them.
+_EXIT_OK, _EXIT_FAILED, _EXIT_HELD, _EXIT_VACATED = 0, 1, 3, 4
+
+
+# --- records ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Start one job under a starter.
+
+    ``job_id`` names the job in every error; ``knobs`` is the whole configuration the
+    starter obeys (knob -> text, read as the STARTER subsystem; the server's own
+    environment does not count); ``cgroup``, when given, is the absolute cgroup v2
+    directory the starter moves into before it runs the job (e.g.
+    ``<service>/starters.leaf``), created when missing."""
+
+    job_id: str
+    job_ad: str
+    slot_ad: str
+    execute: str
+    result_path: str
+    knobs: Mapping[str, str] = field(default_factory=dict)
+    cgroup: str | None = None
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A running starter. ``start_ticks`` (field 22 of /proc/<pid>/stat) and
+    ``boot_id`` tell it apart from a later process that reuses its pid."""
+
+    job_id: str
+    pid: int
+    start_ticks: int
+    boot_id: str
+    socket_path: str
+    result_path: str
+    log_path: str
+
+
+@dataclass(frozen=True)
+class LaunchFailed:
+    job_id: str | None
+    error: str
+
+
+@dataclass(frozen=True)
+class Ready:
+    pid: int
+    version: int
+
+
+Reply = Union[Launched, LaunchFailed, Ready]
+
+
+# --- sans-I/O encoding ----------------------------------------------------------------
+
+def _line(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+
+
+def _object(line: bytes, what: str) -> dict[str, Any]:
+    try:
+        msg = loads_json(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, CondorpyError) as exc:
+        raise RequestError(f"malformed {what}: {exc}") from None
+    if not isinstance(msg, dict):
+        raise RequestError(f"malformed {what}: not a JSON object")
+    return msg
+
+
+def _text(msg: Mapping[str, Any], key: str, what: str, *, optional: bool = False) -> Any:
+    value = msg.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise RequestError(f"{what}: {key!r} must be a string")
+    return value
+
+
+def encode_request(request: LaunchRequest) -> bytes:
+    return _line({"op": "launch", "job_id": request.job_id, "job_ad": request.job_ad,
+                  "slot_ad": request.slot_ad, "execute": request.execute,
+                  "result_path": request.result_path, "knobs": dict(request.knobs),
+                  "cgroup": request.cgroup})
+
+
+def request_job_id(line: bytes) -> str | None:
+    """The job a (possibly malformed) request is about, to name it in the reply."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    job = msg.get("job_id") if isinstance(msg, dict) else None
+    return job if isinstance(job, str) else None
+
+
+def decode_request(line: bytes) -> LaunchRequest:
+    """One request line; :class:`RequestError` saying what is wrong with it."""
+    msg = _object(line, "request")
+    if msg.get("op") != "launch":
+        raise RequestError(f"unknown request op {msg.get('op')!r} (expected 'launch')")
+    job_id = _text(msg, "job_id", "launch request")
+    what = f"launch request for job {job_id}"
+    knobs = msg.get("knobs", {})
+    if not isinstance(knobs, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in knobs.items()):
+        raise RequestError(f"{what}: 'knobs' must map knob names to text")
+    return LaunchRequest(job_id=job_id, job_ad=_text(msg, "job_ad", what),
+                         slot_ad=_text(msg, "slot_ad", what),
+                         execute=_text(msg, "execute", what),
+                         result_path=_text(msg, "result_path", what), knobs=knobs,
+                         cgroup=_text(msg, "cgroup", what, optional=True))
+
+
+def encode_reply(reply: Reply) -> bytes:
+    if isinstance(reply, Ready):
+        return _line({"event": "ready", "pid": reply.pid, "version": reply.version})
+    if isinstance(reply, LaunchFailed):
+        return _line({"ok": False, "job": reply.job_id, "error": reply.error})
+    return _line({"ok": True, "job": reply.job_id, "pid": reply.pid,
+                  "start_ticks": reply.start_ticks, "boot_id": reply.boot_id,
+                  "socket_path": reply.socket_path, "result_path": reply.result_path,
+                  "log_path": reply.log_path})
+
+
+def decode_reply(line: bytes) -> Reply:
+    """One reply line; :class:`StartdError` when it is not one the server sends."""
+    try:
+        msg = _object(line, "reply from the fork server")
+        if msg.get("event") == "ready":
+            pid, version = msg.get("pid"), msg.get("version")
+            if not isinstance(pid, int) or not isinstance(version, int):
+                raise RequestError("malformed ready message from the fork server")
+            return Ready(pid, version)
+        job = msg.get("job")
+        if job is not None and not isinstance(job, str):
+            raise RequestError("malformed reply from the fork server: bad 'job'")
+        if msg.get("ok") is False:
+            return LaunchFailed(job, _text(msg, "error", "fork server reply"))
+        if msg.get("ok") is not True or job is None:
+            raise RequestError("malformed reply from the fork server")
+        ints = [msg.get(k) for k in ("pid", "start_ticks")]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in ints):
+            raise RequestError("malformed reply from the fork server: bad pid")
+        what = "fork server reply"
+        return Launched(job, msg["pid"], msg["start_ticks"], _text(msg, "boot_id", what),
+                        _text(msg, "socket_path", what), _text(msg, "result_path", what),
+                        _text(msg, "log_path", what))
+    except RequestError as exc:
+        raise StartdError(str(exc)) from None
+
+
+class LineBuffer:
+    """Bytes in, complete lines out. A line longer than ``limit`` is dropped whole and
+    reported as ``None`` in its place, so one bad request cannot wedge the stream."""
+
+    def __init__(self, limit: int = MAX_MESSAGE) -> None:
+        self.limit = limit
+        self._data = bytearray()
+        self._skipping = False
+
+    def feed(self, data: bytes) -> list[bytes | None]:
+        self._data += data
+        out: list[bytes | None] = []
+        while True:
+            end = self._data.find(b"\n")
+            if end < 0:
+                if len(self._data) > self.limit:
+                    if not self._skipping:
+                        out.append(None)
+                    self._skipping = True
+                    self._data.clear()
+                return out
+            line = bytes(self._data[:end])
+            del self._data[:end + 1]
+            if self._skipping:
+                self._skipping = False
+                continue
+            if len(line) > self.limit:
+                out.append(None)
+            elif line.strip():
+                out.append(line)
+
+
+# --- /proc facts ------------------------------------------------------------------------
+
+def current_boot_id(proc_root: str = "/proc") -> str:
+    with open(os.path.join(proc_root, "sys/kernel/random/boot_id")) as fh:
+        return fh.read().strip()
+
+
+def _stat_fields(pid: int, proc_root: str) -> list[str] | None:
+    try:
+        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: fields resume after the last ')'.
+    return data[data.rfind(b")") + 2:].decode("ascii", "replace").split()
+
+
+def start_ticks(pid: int, proc_root: str = "/proc") -> int | None:
+    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since
+    boot; None when there is no such process."""
+    fields = _stat_fields(pid, proc_root)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def same_process(pid: int, ticks: int, boot_id: str, *, proc_root: str = "/proc") -> bool:
+    """Whether ``pid`` is still the live process launched with this start time during
+    this boot. A zombie counts as gone: it has exited and will run nothing more."""
+    try:
+        if current_boot_id(proc_root) != boot_id:
+            return False
+    except OSError:
+        return False
+    fields = _stat_fields(pid, proc_root)
+    if fields is None or len(fields) <= 19 or fields[0] in ("Z", "X"):
+        return False
+    return int(fields[19]) == ticks
+
+
+def open_pidfd(launched: Launched, *, proc_root: str = "/proc") -> int | None:
+    """A pidfd for the starter, readable once it has exited (for the startd's event
+    loop); None when it is already gone. Checked after opening, so that the descriptor
+    cannot refer to a later process that reused the pid."""
+    try:
+        fd = os.pidfd_open(launched.pid)
+    except ProcessLookupError:
+        return None
+    if not same_process(launched.pid, launched.start_ticks, launched.boot_id,
+                        proc_root=proc_root):
+        os.close(fd)
+        return None
+    return fd
+
+
+# --- the server -----------------------------------------------------------------------
+
+class _Refused(Exception):
+    """A launch that cannot go ahead; the message is for the startd."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    request: LaunchRequest
+    job_ad: ClassAd
+    job_values: dict[str, object]
+    slot_values: dict[str, object]
+    job_text: str
+    slot_text: str
+    settings: StarterSettings
+
+
+def _check_paths(req: LaunchRequest) -> None:
+    for name, path in (("execute", req.execute), ("result_path", req.result_path),
+                       ("cgroup", req.cgroup)):
+        if path is not None and not os.path.isabs(path):
+            raise _Refused(f"{name} {path!r} is not an absolute path")
+    if not os.path.isdir(req.execute):
+        raise _Refused(f"execute directory {req.execute} does not exist")
+    if not os.access(req.execute, os.W_OK | os.X_OK):
+        raise _Refused(f"execute directory {req.execute} is not writable")
+    parent = os.path.dirname(req.result_path)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise _Refused(f"result directory {parent} does not exist or is not writable")
+    if os.path.isdir(req.result_path):
+        raise _Refused(f"result path {req.result_path} is a directory")
+
+
+class _Server:
+    def __init__(self, sock: socket.socket, proc_root: str = "/proc") -> None:
+        self.sock = sock
+        self.proc_root = proc_root
+        self.boot_id = current_boot_id(proc_root)
+        self.buffer = LineBuffer()
+        self.configs: OrderedDict[tuple[tuple[str, str], ...], Config] = OrderedDict()
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # -- preparing, in the server, so that errors become replies --------------------
+
+    def _config(self, knobs: Mapping[str, str]) -> Config:
+        key = tuple(sorted(knobs.items()))
+        cfg = self.configs.get(key)
+        if cfg is None:
+            cfg = Config.from_mapping(dict(key), source="<startd knobs>",
+                                      subsystem="STARTER")
+            self.configs[key] = cfg
+            while len(self.configs) > _CONFIG_CACHE:
+                self.configs.popitem(last=False)
+        else:
+            self.configs.move_to_end(key)
+        return cfg
+
+    def prepare(self, req: LaunchRequest) -> _Prepared:
+        _check_paths(req)
+        try:
+            job_ad = ClassAd.parse_old(req.job_ad, source="the job ad")
+            slot_ad = ClassAd.parse_old(req.slot_ad, source="the slot ad")
+        except CondorpyError as exc:
+            raise _Refused(f"bad ad: {exc}") from None
+        try:
+            cfg = self._config(req.knobs)
+            settings = settings_from_knobs(
+                cfg, execute=req.execute,
+                custom_hard_mb=custom_memory_limit(cfg, "CGROUP_HARD_MEMORY_LIMIT_EXPR",
+                                                   job_ad, slot_ad),
+                custom_soft_mb=custom_memory_limit(cfg, "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
+                                                   job_ad, slot_ad))
+        except CondorpyError as exc:
+            raise _Refused(f"bad configuration: {exc}") from None
+        return _Prepared(req, job_ad, ad_values(job_ad, slot_ad), ad_values(slot_ad, job_ad),
+                         job_ad.to_old(), slot_ad.to_old(), settings)
+
+    # -- launching ----------------------------------------------------------------
+
+    def launch(self, prep: _Prepared) -> Launched:
+        req = prep.request
+        rfd, wfd = os.pipe2(os.O_CLOEXEC)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            os.close(rfd)
+            os.close(wfd)
+            raise _Refused(f"cannot fork a starter: {exc.strerror}") from None
+        if pid == 0:
+            os.close(rfd)
+            self._become_starter(prep, wfd)
+        os.close(wfd)
+        # Our own child: it stays in /proc (as a zombie at worst) until we reap it.
+        ticks = start_ticks(pid, self.proc_root)
+        report = self._read_report(rfd)
+        if report == "ready" and ticks is None:    # cannot be: only we can reap it
+            raise _Refused(f"starter {pid} is running but has no /proc entry")
+        if report != "ready" or ticks is None:
+            if not report:
+                try:
+                    os.kill(pid, signal.SIGKILL)     # hung in set-up: it ran no job yet
+                except ProcessLookupError:
+                    pass
+            os.waitpid(pid, 0)
+            raise _Refused(f"the starter could not be set up: "
+                           f"{report.removeprefix('fail ') or 'no report'}")
+        return Launched(req.job_id, pid, ticks, self.boot_id,
+                        os.path.join(req.execute, f"starter_{pid}.sock"), req.result_path,
+                        os.path.join(req.execute, f"starter_{pid}.log"))
+
+    def _read_report(self, rfd: int) -> str:
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + SETUP_TIMEOUT_S
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return ""
+                ready, _, _ = select.select([rfd], [], [], left)
+                if not ready:
+                    continue
+                data = os.read(rfd, 4096)
+                if not data:
+                    break
+                chunks.append(data)
+        finally:
+            os.close(rfd)
+        text = b"".join(chunks).decode("utf-8", "replace").strip()
+        return text or "fail it exited during set-up"
+
+    def _become_starter(self, prep: _Prepared, wfd: int) -> None:
+        """The forked child; never returns."""
+        code = _EXIT_FAILED
+        try:
+            try:
+                stage = "setsid"
+                os.setsid()
+                signal.set_wakeup_fd(-1)
+                starter = _starter(prep)
+                # Once the startd knows this pid it may vacate the job at once: from
+                # here on SIGTERM/SIGINT/SIGQUIT are the starter's soft and hard kill.
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+                    signal.signal(sig, starter.on_signal)
+                for sig in (signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
+                    signal.signal(sig, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
+                for name in _DROPPED_ENV:
+                    os.environ.pop(name, None)
+                # The socket object must not close a descriptor number that the
+                # starter reuses later, should it ever be collected here.
+                self.sock.detach()
+                stage = "log"
+                log = os.open(os.path.join(prep.request.execute,
+                                           f"starter_{os.getpid()}.log"),
+                              os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                os.closerange(3, wfd)
+                os.closerange(wfd + 1, 1 << 20)
+                if prep.request.cgroup is not None:
+                    stage = f"cgroup {prep.request.cgroup}"
+                    _enter_cgroup(prep.request.cgroup)
+                stage = "chdir"
+                os.chdir("/")
+            except OSError as exc:
+                os.write(wfd, f"fail {stage}: {exc.strerror or exc}\n".encode())
+                return
+            os.write(wfd, b"ready\n")
+            os.close(wfd)
+            code = _run_starter(prep, starter)
+        except BaseException:       # a starter must never fall back into the server loop
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    def handle(self, line: bytes | None) -> Reply:
+        if line is None:
+            return LaunchFailed(None, f"request longer than {MAX_MESSAGE} bytes")
+        job = request_job_id(line)
+        try:
+            req = decode_request(line)
+            return self.launch(self.prepare(req))
+        except RequestError as exc:
+            return LaunchFailed(job, str(exc))
+        except _Refused as exc:
+            return LaunchFailed(job, str(exc))
+        except Exception as exc:     # keep serving; the startd gets the reason
+            print(f"condorpy fork server: job {job}: internal error", file=sys.stderr)
+            traceback.print_exc()
+            return LaunchFailed(job, f"internal error in the fork server: "
+                                     f"{type(exc).__name__}: {exc}")
+
+    def serve(self) -> int:
+        signal.signal(signal.SIGCHLD, lambda _s, _f: None)   # wakes poll via the fd
+        signal.set_wakeup_fd(self.wake_w)
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        self.sock.sendall(encode_reply(Ready(os.getpid(), PROTOCOL_VERSION)))
+        while True:
+            for fd, _ in poller.poll():
+                if fd == self.wake_r:
+                    try:
+                        os.read(self.wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+                    continue
+                try:
+                    data = self.sock.recv(1 << 16)
+                except OSError:
+                    data = b""
+                if not data:
+                    # The startd is gone or done; its starters carry on without us.
+                    self.reap()
+                    return 0
+                for line in self.buffer.feed(data):
+                    reply = self.handle(line)
+                    try:
+                        self.sock.sendall(encode_reply(reply))
+                    except OSError:
+                        return 0
+            self.reap()
+
+
+def _enter_cgroup(path: str) -> None:
+    os.makedirs(path, exist_ok=True)
+    # No O_CREAT: a directory that is not a cgroup has no cgroup.procs to write to.
+    fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
+    try:
+        os.write(fd, b"0")      # "0" is the writer itself
+    finally:
+        os.close(fd)
+
+
+def _starter(prep: _Prepared) -> Starter:
+    return Starter(prep.job_values, prep.slot_values, prep.settings,
+                   job_ad_text=prep.job_text, machine_ad_text=prep.slot_text,
+                   handle_signals=True)
+
+
+def _run_starter(prep: _Prepared, starter: Starter) -> int:
+    req = prep.request
+    try:
+        outcome = starter.run()
+    except CondorpyError as exc:
+        print(f"condorpy starter: job {req.job_id}: {exc}", file=sys.stderr, flush=True)
+        return _EXIT_FAILED
+    text = final_ad_text(prep.job_ad, outcome.attributes)
+    try:
+        write_atomically(req.result_path, text)
+    except OSError as exc:
+        # The job has run: its final ad must not be lost with the file.
+        print(f"condorpy starter: job {req.job_id}: cannot write the final ad to "
+              f"{req.result_path}: {exc.strerror}; here it is:\n{text}", file=sys.stderr,
+              flush=True)
+        return _EXIT_FAILED
+    if outcome.hold is not None:
+        return _EXIT_HELD
+    return _EXIT_VACATED if outcome.vacated else _EXIT_OK
+
+
+def _warm_up() -> None:
+    """Run once what every launch runs, so that lazily built state (the ClassAd
+    parser's tables, the configuration defaults) is built here, shared by every child,
+    rather than rebuilt in each one."""
+    job = ClassAd.parse_old('Cmd = "/bin/true"\nClusterId = 1\nProcId = 0\n'
+                            'RequestCpus = 1 + 0\n', source="warm-up")
+    slot = ClassAd.parse_old('Name = "slot1@warm-up"\nCpus = 1\nMemory = 128\n',
+                             source="warm-up")
+    ad_values(job, slot)
+    ad_values(slot, job)
+    final_ad_text(job, {"ExitCode": 0, "ExitBySignal": False})
+    settings_from_knobs(Config.from_mapping({}, subsystem="STARTER"), execute="/")
+
+
+def serve_fd(fd: int) -> int:
+    """The fork server's body, on an inherited socketpair descriptor."""
+    for name in _DROPPED_ENV:
+        os.environ.pop(name, None)
+    # A Ctrl-C meant for a startd in a terminal must not kill its launcher first: the
+    # server ends when the startd closes its end.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(True)
+    server = _Server(sock)
+    _warm_up()
+    gc.collect()
+    gc.freeze()
+    return server.serve()
+
+
+# --- the startd's side ----------------------------------------------------------------
+
+class ForkServer:
+    """The startd's handle on its fork server. ``launch`` blocks for about a
+    millisecond (a fork and the child's set-up), not for the job."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], sock: socket.socket,
+                 timeout_s: float) -> None:
+        self.proc = proc
+        self.sock = sock
+        self.timeout_s = timeout_s
+        self.buffer = LineBuffer()
+        self.lines: list[bytes | None] = []
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @classmethod
+    def start(cls, *, python: str | None = None, env: Mapping[str, str] | None = None,
+              timeout_s: float = 30.0) -> ForkServer:
+        """Start the server (one Python start-up, paid once) and wait until it is
+        ready. ``env`` defaults to ours, less NOTIFY_SOCKET and INVOCATION_ID."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        environ = dict(os.environ if env is None else env)
+        for name in _DROPPED_ENV:
+            environ.pop(name, None)
+        try:
+            proc = subprocess.Popen(
+                [python or sys.executable, "-m", "condorpy.startd.forkserver",
+                 "--fd", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=environ)
+        except OSError as exc:
+            ours.close()
+            raise StartdError(f"cannot start the fork server: {exc}") from None
+        finally:
+            theirs.close()
+        server = cls(proc, ours, timeout_s)
+        try:
+            reply = server._read_reply()
+            if not isinstance(reply, Ready) or reply.version != PROTOCOL_VERSION:
+                raise StartdError(f"the fork server did not start properly: {reply}")
+        except BaseException:
+            server.close(kill=True)
+            raise
+        return server
+
+    def _read_reply(self) -> Reply:
+        deadline = time.monotonic() + self.timeout_s
+        while not self.lines:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StartdError(f"the fork server (pid {self.pid}) did not answer "
+                                  f"within {self.timeout_s:g} s")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(1 << 16)
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                raise StartdError(f"the fork server (pid {self.pid}): {exc}") from None
+            if not data:
+                raise StartdError(f"the fork server (pid {self.pid}) has exited "
+                                  f"(status {self.proc.poll()})")
+            self.lines.extend(self.buffer.feed(data))
+        line = self.lines.pop(0)
+        if line is None:
+            raise StartdError("the fork server sent an over-long reply")
+        return decode_reply(line)
+
+    def launch(self, request: LaunchRequest) -> Launched:
+        """Start a starter for the job; :class:`StarterError` naming the job when it
+        cannot be started, :class:`StartdError` when the server itself is gone."""
+        try:
+            self.sock.sendall(encode_request(request))
+        except OSError as exc:
+            raise StartdError(f"the fork server (pid {self.pid}) is gone: {exc}") from None
+        reply = self._read_reply()
+        if isinstance(reply, LaunchFailed):
+            raise StarterError(f"cannot start a starter: {reply.error}",
+                               job=reply.job_id or request.job_id)
+        if not isinstance(reply, Launched) or reply.job_id != request.job_id:
+            raise StartdError(f"the fork server answered out of turn: {reply}")
+        return reply
+
+    def close(self, *, kill: bool = False, timeout_s: float = 10.0) -> None:
+        """Close our end; the server exits, leaving its starters running."""
+        self.sock.close()
+        if kill:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> ForkServer:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m condorpy.startd.forkserver",
+                                     description="condorpy's starter launcher; started "
+                                     "by the startd, serving launches on --fd")
+    parser.add_argument("--fd", type=int, required=True,
+                        help="the inherited socketpair descriptor to serve on")
+    args = parser.parse_args(argv)
+    return serve_fd(args.fd)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
