@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import pwd
+import re
 import secrets
 import selectors
 import signal
@@ -31,7 +32,7 @@ from typing import Any, Callable
 
 from condorpy.classad import ClassAd, Error, Undefined
 from condorpy.clock import Clock, SystemClock
-from condorpy.config import Config
+from condorpy.config import Config, load_config
 from condorpy.errors import ClassAdError, CondorpyError, RequestError, StartdError
 from condorpy.machine.probe import measure_activity
 from condorpy.policy.engine import PolicyEngine
@@ -45,11 +46,10 @@ from condorpy.policy.states import State
 from condorpy.startd import control
 from condorpy.startd.core import Core, load_core
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
-from condorpy.startd.launch import SubprocessLauncher
+from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
-from condorpy.startd.starters import (LaunchRequest, Launched, Launcher, StarterLink,
-                                      boot_id, kill_quietly, same_process)
+from condorpy.startd.starters import StarterLink, kill_quietly
 
 log = logging.getLogger("condorpy.startd")
 
@@ -92,8 +92,7 @@ class ControlConn:
 
 class Startd:
     def __init__(self, config_path: str | None, *, clock: Clock | None = None,
-                 env: dict[str, str] | None = None, launcher: Launcher | None = None,
-                 foreground: bool = True) -> None:
+                 env: dict[str, str] | None = None, foreground: bool = True) -> None:
         self.config_path = config_path
         self.clock = clock or SystemClock()
         self.env = dict(os.environ if env is None else env)
@@ -107,8 +106,8 @@ class Startd:
             log.info("%s", note)
         self.store = JobStore(self.paths.spool)
         self.engine: PolicyEngine = self.core.engine(self.clock)
-        self.launcher: Launcher = launcher or SubprocessLauncher(
-            config_path or self.env.get("CONDOR_CONFIG"), self.paths.log)
+        self.starter_knobs = _starter_knobs(config_path, self.env)
+        self.launcher = ForkServer.start(env=self.env)
         self.sel = selectors.DefaultSelector()
         self.running: dict[JobId, RunningJob] = {}
         self.by_claim: dict[str, JobId] = {}
@@ -376,8 +375,15 @@ class Startd:
             # This daemon is the job's schedd and shadow too: the starter writes the
             # execution events into the job's own log.
             job_ad["StarterUserLog"] = user_log
+        try:
+            job_dir.mkdir(parents=True, exist_ok=True)
+            (job_dir / "job.ad").write_text(job_ad.to_old())
+        except OSError as exc:
+            raise StartdError(f"job {job_id}: cannot write {job_dir}: {exc.strerror}") \
+                from None
         request = LaunchRequest(str(job_id), job_ad.to_old(), slot.ad.to_old(),
-                                str(self.paths.execute), str(job_dir / "final.ad"))
+                                str(self.paths.execute), str(job_dir / "final.ad"),
+                                knobs=self.starter_knobs)
         try:
             launched = self.launcher.launch(request)
         except CondorpyError as exc:
@@ -420,10 +426,8 @@ class Startd:
         (a starter may end before the daemon connects, or close its socket before it
         writes the file); no file means the job is lost and goes back to the queue."""
         assert rj.launched is not None
-        if same_process(rj.launched.pid, rj.launched.start_ticks, rj.launched.boot_id) \
-                and not _zombie(rj.launched.pid):
+        if same_process(rj.launched.pid, rj.launched.start_ticks, rj.launched.boot_id):
             return False
-        _reap_one(rj.launched.pid)
         self._finish(rj, _read_result(Path(rj.launched.result_path)))
         return True
 
@@ -557,8 +561,9 @@ class Startd:
         now = self.clock.time()
         for srec in self.store.starters():
             rec = self.store.job(srec.job_id)
-            launched = Launched(srec.pid, srec.process_start, srec.boot_id,
-                                srec.socket_path, str(Path(srec.execute_dir) / "final.ad"))
+            launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
+                                srec.socket_path, str(Path(srec.execute_dir) / "final.ad"),
+                                "")
             alive = same_process(srec.pid, srec.process_start, srec.boot_id)
             claim_id = next((c.claim_id for c in self.store.claims()
                              if c.job_id == srec.job_id), None) or \
@@ -905,6 +910,7 @@ class Startd:
         self.cfg = new
         self.core = Core(new, self.core.inventory)
         self.engine.reconfigure(from_cfg)
+        self.starter_knobs = _starter_knobs(self.config_path, self.env)
         for name in sorted(changed):
             log.info("reconfig: %s changed", name)
         log.info("reconfig: %d knob(s) changed; slot layout changes take effect at the "
@@ -928,6 +934,7 @@ class Startd:
                 self.paths.socket.unlink()
             except OSError:
                 pass
+        # The fork server goes; the starters it launched run on.
         self.launcher.close()
         self.store.close()
         log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
@@ -957,26 +964,32 @@ def _read_result(path: Path) -> dict[str, Any] | None:
     return out
 
 
+# The knobs a starter reads (condorpy/starter/knobs.py), sent with every launch so the
+# fork server needs no configuration of its own.
+_STARTER_KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
+                  "CONDORPY_CGROUP_PIDS_MAX", "CONDORPY_CGROUP_CPU_MAX", "USE_PID_NAMESPACES",
+                  "STARTER_ALLOW_RUNAS_OWNER", "CONDORPY_ALLOW_ROOT_JOBS", "BASE_CGROUP",
+                  "CONDORPY_USE_CGROUPS", "KILLING_TIMEOUT", "STARTER_UPDATE_INTERVAL",
+                  "FULL_HOSTNAME", "CGROUP_HARD_MEMORY_LIMIT_EXPR",
+                  "CGROUP_SOFT_MEMORY_LIMIT_EXPR", "UID_DOMAIN", "FILESYSTEM_DOMAIN")
+
+
+def _starter_knobs(config_path: str | None, env: dict[str, str]) -> dict[str, str]:
+    cfg = load_config(config_path, env=env, subsystem="STARTER")
+    names = [n for n in cfg.names() if re.fullmatch(r"SLOT\d+_USER", n, re.I)]
+    out = {}
+    for name in (*_STARTER_KNOBS, *names):
+        value = cfg.get(name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
 def _sent_ad(job_dir: Path) -> ClassAd | None:
     try:
         return ClassAd.parse_old((job_dir / "job.ad").read_text(), source="job.ad")
     except (OSError, UnicodeDecodeError, ClassAdError):
         return None
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2:][:1] == "Z"
-
-
-def _reap_one(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _reap() -> None:

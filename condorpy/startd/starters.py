@@ -1,10 +1,9 @@
-"""The daemon's handles on its starters: launching one, talking to it over its control
-socket, and recognising it again after a restart.
+"""The daemon's link to a running starter's control socket.
 
-A starter is a separate process in its own session (see :mod:`condorpy.starter`), so
-the daemon learns of its job's end from the starter's socket (``done`` with the final
-ad) or, when the daemon was away, from the result file the starter leaves beside its
-sandbox; never from ``waitpid``.
+Starters are launched by the fork server (:mod:`condorpy.startd.forkserver`) as
+processes of their own session, so the daemon learns of a job's end from the
+starter's socket (``done`` with the final ad) or, when the daemon was away, from the
+result file the starter leaves; never from ``waitpid``.
 """
 
 from __future__ import annotations
@@ -12,64 +11,10 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from condorpy.errors import StartdError
 from condorpy.starter.protocol import Connection, encode
-
-
-@dataclass(frozen=True)
-class LaunchRequest:
-    job_id: str
-    job_ad: str                    # old-format text
-    slot_ad: str                   # old-format text
-    execute: str                   # the EXECUTE directory
-    result_path: str               # where the starter writes the final ad
-    knobs: dict[str, str] = field(default_factory=dict)   # STARTER configuration
-
-
-@dataclass(frozen=True)
-class Launched:
-    pid: int
-    start_ticks: int               # /proc/<pid>/stat starttime: a reused pid differs
-    boot_id: str
-    socket_path: str
-    result_path: str
-
-
-class Launcher(Protocol):
-    def launch(self, request: LaunchRequest) -> Launched: ...
-    def close(self) -> None: ...
-
-
-def boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """Field 22 of /proc/<pid>/stat (clock ticks after boot); None when gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # comm (field 2) may hold spaces and parentheses: count from the last ')'
-    rest = stat[stat.rfind(")") + 2:].split()
-    try:
-        return int(rest[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def same_process(pid: int, start_ticks: int, boot: str) -> bool:
-    """Whether ``pid`` is still the process recorded with that start time and boot."""
-    if boot and boot != boot_id():
-        return False
-    return process_start_ticks(pid) == start_ticks
 
 
 class StarterLink:

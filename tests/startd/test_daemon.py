@@ -153,11 +153,12 @@ def test_bad_requests_and_permissions(daemon: Daemon, tmp_path: Path) -> None:
             break
         os.chmod(parent, os.stat(parent).st_mode | stat.S_IXOTH)
     nobody = 65534
-    res = daemon.cli("vacate", user=nobody, check=False)
-    assert res.returncode == 1 and "permission denied" in res.stderr
-    res = daemon.cli("rm", "1.0", user=nobody, check=False)
-    assert res.returncode == 1 and "permission denied" in res.stderr
-    assert daemon.cli("q", user=nobody).returncode == 0
+    vacate = _call_as(nobody, daemon, "vacate", {})
+    assert vacate["ok"] is False and "permission denied" in vacate["error"]
+    rm = _call_as(nobody, daemon, "rm", {"ids": ["1.0"]})
+    assert rm["ok"] is False and "permission denied" in rm["error"]
+    assert _call_as(nobody, daemon, "q", {})["ok"] is True
+    assert daemon.statuses()["1.0"] in (1, 2)      # untouched
     res = daemon.cli("submit", str(tmp_path / "nope.sub"), check=False)
     assert res.returncode == 1 and "nope.sub" in res.stderr and "Traceback" not in res.stderr
     (work / "bad.sub").write_text("universe = grid\nexecutable = /bin/true\nqueue\n")
@@ -177,3 +178,36 @@ def test_bad_configuration_at_start_up(tmp_path: Path) -> None:
     res = d.cli("startd", "-f", check=False)
     assert res.returncode == 1
     assert f"NUM_SLOTS = many at {d.config}" in res.stderr
+
+
+def _call_as(uid: int, d: Daemon, command: str, args: dict[str, object]) -> dict[str, object]:
+    """One request from a process of another user (the daemon sees its credentials)."""
+    import json
+    import socket
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgid(uid)
+            os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(d.socket))
+            s.sendall(json.dumps({"command": command, "args": args}).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            os.write(w, data)
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    reply: dict[str, object] = json.loads(data)
+    return reply
