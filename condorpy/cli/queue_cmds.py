@@ -12,7 +12,7 @@ from condorpy.clock import SystemClock
 from condorpy.config import load_config
 from condorpy.slots.status_format import (render_autoformat, render_json, render_long,
                                           render_table)
-from condorpy.startd.client import call
+from condorpy.startd.client import DaemonUnreachable, call
 from condorpy.startd.paths import client_socket
 from condorpy.startd.query import Query, parse_query
 from condorpy.startd.queue_format import (ScheddLabel, render_history, render_queue,
@@ -99,7 +99,11 @@ def who_main(argv: list[str]) -> int:
 def live_status(config: str | None, long: bool, af: list[str] | None, constraint: Any,
                 json_out: bool) -> int:
     """`condorpy status` without --offline: the running daemon's slot ads."""
-    got = _fetch(config, "status", {})
+    try:
+        got = _fetch(config, "status", {})
+    except DaemonUnreachable as exc:
+        raise DaemonUnreachable(f"{exc}; `condorpy status --offline` shows the ads this "
+                                f"machine would advertise") from None
     ads = _ads(got["ads"], "the daemon's slots")
     if constraint is not None:
         ads = [ad for ad in ads if constraint.evaluate(my=ad) is True]

@@ -143,9 +143,14 @@ def test_impossible_layout_is_one_line(tmp_path: Path,
                    "for 12 (SLOT_TYPE_1: 1 x 12) but the machine has 10\n")
 
 
-def test_needs_offline(capsys: pytest.CaptureFixture[str]) -> None:
-    assert condorpy_main(["status"]) == 2
-    assert "--offline" in capsys.readouterr().err
+def test_live_status_without_a_daemon(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "c"
+    cfg.write_text(f"LOCAL_DIR = {tmp_path}\nLOCK = {tmp_path}\n")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert condorpy_main(["status", "-config", str(cfg)]) == 1
+    err = capsys.readouterr().err
+    assert "not running" in err and "--offline" in err and len(err.strip().splitlines()) == 1
 
 
 def test_inventory_from_environment(tmp_path: Path, capsys: pytest.CaptureFixture[str],
