@@ -211,3 +211,73 @@ def _call_as(uid: int, d: Daemon, command: str, args: dict[str, object]) -> dict
     os.waitpid(pid, 0)
     reply: dict[str, object] = json.loads(data)
     return reply
+
+
+DESKTOP = """use POLICY : Desktop
+CONSOLE_DEVICES = {tty}
+STARTD_HAS_BAD_UTMP = false
+# The machine running the tests is busy: judge the owner by the keyboard alone.
+START = KeyboardIdle > 60
+SUSPEND = KeyboardIdle < 60
+CONTINUE = KeyboardIdle > 120
+PREEMPT = False
+"""
+
+
+def test_desktop_policy_suspends_on_a_keystroke_and_resumes(tmp_path: Path) -> None:
+    """A real idle measurement: the atime of a terminal device the configuration names
+    as the console, which is what a keystroke on it changes."""
+    import time
+    master, slave = os.openpty()
+    tty = os.ttyname(slave)
+    try:
+        then = time.time() - 3600
+        os.utime(tty, (then, then))
+        d = Daemon(tmp_path, extra=DESKTOP.format(tty=tty.removeprefix("/dev/")))
+        d.start()
+        try:
+            work = _jobs_dir(tmp_path)
+            submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                      "log = job.log\nqueue\n", work)
+            wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
+            os.write(master, b"x")            # someone types
+            os.read(slave, 1)
+            os.utime(tty, None)
+            t0 = time.monotonic()
+            wait_for(lambda: counts(d).get(7) == 1, 10, d.output)
+            assert time.monotonic() - t0 < 5
+            assert "Suspended" in d.cli("status").stdout
+            away = time.time() - 600
+            os.utime(tty, (away, away))         # and goes away again
+            wait_for(lambda: counts(d).get(2) == 1, 10, d.output)
+            import htcondor2
+            kinds = [e.type.name for e in
+                     htcondor2.JobEventLog(str(work / "job.log")).events(stop_after=0)]
+            assert "JOB_SUSPENDED" in kinds and "JOB_UNSUSPENDED" in kinds
+            d.cli("rm", "-all")
+            wait_for(lambda: counts(d).get(3) == 1, 30, d.output)
+        finally:
+            d.stop()
+            d.kill_leftovers()
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_off_ends_the_jobs_and_the_daemon(tmp_path: Path) -> None:
+    d = Daemon(tmp_path)
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\nqueue 2\n",
+               work)
+        wait_for(lambda: counts(d).get(2) == 2, 30, d.output)
+        d.cli("off", "-fast")
+        assert d.proc is not None
+        d.proc.wait(30)
+        assert d.proc.returncode == 0
+        # evicted by the shutdown, back in the queue for the next start
+        assert counts(d).get(1) == 2
+    finally:
+        d.stop()
+        d.kill_leftovers()
