@@ -316,7 +316,7 @@ class Compiler:
         if spine is not None:
             return self._c_spine(*spine)
         if op in _CMP_OPS:
-            fused = self._cmp_ite_is(node)
+            fused = self._cmp_ite_is(node) or self._cmp_arith(node)
             if fused is not None:
                 return fused, False
         lf, lc_ = self.compile(node.left)
@@ -379,6 +379,29 @@ class Compiler:
         ef, ek = self.compile(args[2])
         return _cmp_ite_is(node.op, c, la, self.compile(attr_node)[0], k, negate, tf, ef,
                            tk, ek)
+
+    def _cmp_arith(self, node: Binary) -> Fn | None:
+        """``a OP b CMP number`` with a, b unscoped attributes and OP one of + - *
+        (Desktop's ``(LoadAvg - CondorLoadAvg) <= 0.3``) as one closure: what _arith's
+        arith_aa and then _compare's cmp_num return."""
+        left, right = node.left, node.right
+        while type(left) is Paren:
+            left = left.inner  # type: ignore[attr-defined]
+        while type(right) is Paren:
+            right = right.inner  # type: ignore[attr-defined]
+        if type(right) is not Literal or type(left) is not Binary \
+                or left.op not in ("+", "-", "*"):  # type: ignore[attr-defined]
+            return None
+        c = right.value  # type: ignore[attr-defined]
+        if type(c) is not int and type(c) is not float:
+            return None
+        la = _attr_name(left.left)  # type: ignore[attr-defined]
+        ra = _attr_name(left.right)  # type: ignore[attr-defined]
+        if la is None or ra is None:
+            return None
+        return _cmp_arith_aa(node.op, c, left.op, la, ra,  # type: ignore[attr-defined]
+                             self.compile(left.left)[0],  # type: ignore[attr-defined]
+                             self.compile(left.right)[0])  # type: ignore[attr-defined]
 
     def _leaf(self, node: Node) -> "_Leaf | None":
         """How to test ``node`` inline when it compares an attribute (unscoped or
@@ -646,6 +669,50 @@ def _cmp_ite_is(op: str, c: Any, la: str, lf: Fn, k: Any, negate: bool, tf: Fn, 
             return pyop(float(v), float(c))
         return slow(v, c)
     return cmp_ite
+
+
+def _cmp_arith_aa(op: str, c: Any, aop: str, la: str, ra: str, lf: Fn, rf: Fn) -> Fn:
+    """_arith's arith_aa for ``la aop ra`` followed by _compare's cmp_num against the
+    number ``c``."""
+    pyop = _PYOPS[op]
+    slow = ops.BINARY[op]
+    apy = _PYOPS[aop]
+    aslow = ops.BINARY[aop]
+    tc = type(c)
+    lo, hi = INT_MIN, INT_MAX
+    inf = float("inf")
+
+    def cmp_arith(s: Any, tg: Any, st: EvalState) -> Any:
+        if s is not None:
+            consts = s._consts
+            a = consts.get(la, _MISS)
+            if a is _MISS:
+                a = lf(s, tg, st)
+            b = consts.get(ra, _MISS)
+            if b is _MISS:
+                b = rf(s, tg, st)
+        else:
+            a = lf(s, tg, st)
+            b = rf(s, tg, st)
+        ta = type(a)
+        tb = type(b)
+        if ta is int and tb is int:
+            v = apy(a, b)
+            if not lo <= v <= hi:
+                v = aslow(a, b)
+        elif (ta is float or ta is int) and (tb is float or tb is int):
+            v = apy(a, b)
+            if v == inf:
+                v = Error
+        else:
+            v = aslow(a, b)
+        tv = type(v)
+        if tv is tc:
+            return pyop(v, c)
+        if tv is int or tv is float:
+            return pyop(float(v), float(c))
+        return slow(v, c)
+    return cmp_arith
 
 
 def _and(lf: Fn, rf: Fn) -> Fn:
