@@ -23,8 +23,10 @@ from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, 
 from condorpy.classad.functions.registry import CallContext, FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
+from condorpy.classad.parser import parse_node
 from condorpy.classad.scope import Scope
-from condorpy.classad.values import Error, RelTime, Undefined
+from condorpy.classad.values import Error, RelTime, Undefined, Value
+from condorpy.errors import ClassAdSyntaxError
 
 if TYPE_CHECKING:
     from condorpy.classad.expr import Expr
@@ -48,6 +50,7 @@ _MISS: Any = object()
 # this has a value there; beyond it condorpy gives ``error``. It also keeps Python's
 # stack (one frame per hop of a plain chain) well inside the interpreter's limit.
 MAX_ATTR_DEPTH = 399
+_TEXTS_MAX = 1024  # (Compiler.compile_text)
 
 
 # Per-evaluation bookkeeping, a two-slot list because it is created on every
@@ -198,6 +201,26 @@ class Compiler:
                  make_record: Callable[[tuple[tuple[str, Node], ...], Any], Any]) -> None:
         self.functions = functions
         self.make_record = make_record
+        # eval()'s texts, compiled: (closure, constant or NOCONST) by text. Bounded:
+        # cleared when full.
+        self._texts: dict[str, tuple[Fn, Any]] = {}
+
+    def new_record(self, fields: dict[str, Value]) -> Any:
+        """A record holding plain values (what a ``makes_records`` function gets)."""
+        return self.make_record(tuple((k, Literal(v)) for k, v in fields.items()), None)
+
+    def compile_text(self, text: str) -> tuple[Fn, Any] | None:
+        """compile() of the expression ``text``, None where it does not parse."""
+        done = self._texts.get(text)
+        if done is None:
+            try:
+                done = self.compile(parse_node(text))
+            except (ClassAdSyntaxError, RecursionError):
+                return None
+            if len(self._texts) >= _TEXTS_MAX:
+                self._texts.clear()
+            self._texts[text] = done
+        return done
 
     def compile(self, node: Node) -> tuple[Fn, Any]:
         """(closure, constant value or NOCONST)."""
@@ -473,16 +496,32 @@ class Compiler:
             return _if_then_else(fns, tk, ek), foldable
         if spec.lazy:
             nodes = node.args
+            compiler = self
 
             def lazy(s: Any, tg: Any, st: EvalState) -> Any:
                 try:
-                    return impl(LazyCall(fns, nodes, s, tg, st))
+                    return impl(LazyCall(fns, nodes, s, tg, st, compiler))
                 except RecursionError:
                     return Error
                 except Exception:  # an implementation bug must not reach the user
                     return Error
             return lazy, False
         const = all(c is not NOCONST for _, c in compiled)
+        if spec.makes_records:
+            new_record = self.new_record
+            needs_ctx = spec.needs_ctx
+
+            def call_records(s: Any, tg: Any, st: EvalState) -> Any:
+                args = [f(s, tg, st) for f in fns]
+                try:
+                    if needs_ctx:
+                        return impl(new_record, state_ctx(st), *args)
+                    return impl(new_record, *args)
+                except RecursionError:
+                    return Error
+                except Exception:
+                    return Error
+            return call_records, const and spec.pure
         if spec.needs_ctx:
             def call_ctx(s: Any, tg: Any, st: EvalState) -> Any:
                 args = [f(s, tg, st) for f in fns]
@@ -1013,15 +1052,16 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = 
 class LazyCall:
     """What a lazy function receives: its argument trees, and a way to evaluate them."""
 
-    __slots__ = ("fns", "nodes", "scope", "target", "state")
+    __slots__ = ("fns", "nodes", "scope", "target", "state", "compiler")
 
     def __init__(self, fns: tuple[Fn, ...], nodes: tuple[Node, ...], scope: Any,
-                 target: Any, state: EvalState) -> None:
+                 target: Any, state: EvalState, compiler: Compiler) -> None:
         self.fns = fns
         self.nodes = nodes
         self.scope = scope
         self.target = target
         self.state = state
+        self.compiler = compiler  # the one that compiled the call
 
     def __len__(self) -> int:
         return len(self.fns)
@@ -1038,3 +1078,14 @@ class LazyCall:
 
     def evaluate_here(self, expr: "Expr") -> Any:
         return expr.eval_in(self.scope, self.target, self.state)
+
+    def evaluate_text(self, text: str) -> Any:
+        """The expression ``text`` evaluated where the call is (eval()); error where it
+        does not parse."""
+        done = self.compiler.compile_text(text)
+        if done is None:
+            return Error
+        fn, const = done
+        if const is not NOCONST:
+            return const
+        return fn(self.scope, self.target, self.state)

@@ -189,3 +189,13 @@ def test_evaluation_never_raises_on_generated_expressions() -> None:
         except Exception:
             continue
         e.evaluate(my, tg)
+
+
+def test_eval_compiles_each_text_once_in_a_bounded_table() -> None:
+    from condorpy.classad import compiler, expr
+    my = ClassAd({"x": 2})
+    for i in range(compiler._TEXTS_MAX + 5):
+        assert ev(f'eval("x + {i}")', my) == 2 + i
+    table = expr._compiler()._texts
+    assert 0 < len(table) <= compiler._TEXTS_MAX
+    assert ev('eval("x + 3")', my) == 5 and ev('eval("x +")', my) is Error
