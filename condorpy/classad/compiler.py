@@ -325,6 +325,9 @@ class Compiler:
     def _c_Binary(self, node: Binary) -> tuple[Fn, bool]:
         op = node.op
         if op == "&&" or op == "||":
+            fused = self._and_leaf_or(node) if op == "&&" else None
+            if fused is not None:
+                return fused, False
             # a && b && c is (a && b) && c: one closure walks the whole chain
             chain = [self.compile(n) for n in _chain(node, op)]
             fns = [f for f, _ in chain]
@@ -402,6 +405,27 @@ class Compiler:
         ef, ek = self.compile(args[2])
         return _cmp_ite_is(node.op, c, la, self.compile(attr_node)[0], k, negate, tf, ef,
                            tk, ek)
+
+    def _and_leaf_or(self, node: Binary) -> Fn | None:
+        """``leaf && (b || c)`` (Desktop's START) as one closure: _and_leaf with the
+        closure _or would make run inline. Decided from the tree's shape alone so that
+        nothing is compiled twice."""
+        operands = _chain(node, "&&")
+        if len(operands) != 2:
+            return None
+        right = operands[1]
+        while type(right) is Paren:
+            right = right.inner  # type: ignore[attr-defined]
+        if type(right) is not Binary or right.op != "||":  # type: ignore[attr-defined]
+            return None
+        ors = _chain(right, "||")
+        if len(ors) != 2:
+            return None
+        leaf = self._leaf(operands[0])
+        if leaf is None or leaf[1]:
+            return None
+        return _and_leaf_or(leaf, self.compile(operands[0])[0], self.compile(ors[0])[0],
+                            self.compile(ors[1])[0])
 
     def _cmp_arith(self, node: Binary) -> Fn | None:
         """``a OP b CMP number`` with a, b unscoped attributes and OP one of + - *
@@ -654,6 +678,52 @@ def _and_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
             return slow(True, lambda: b)
         return slow(a, lambda: rf(s, tg, st))
     return and_leaf
+
+
+def _and_leaf_or(leaf: _Leaf, lf: Fn, of1: Fn, of2: Fn) -> Fn:
+    """_and_leaf whose right operand is ``of1 || of2``, evaluated here as _or's closure
+    would."""
+    slow_and = ops.logical_and
+    slow_or = ops.logical_or
+    la, _, pyop, k, tk = leaf
+    low = tk is str
+
+    def or_(s: Any, tg: Any, st: EvalState) -> Any:
+        a = of1(s, tg, st)
+        if a is True:
+            return True
+        if a is False:
+            b = of2(s, tg, st)
+            if b is True or b is False:
+                return b
+            return slow_or(False, lambda: b)
+        return slow_or(a, lambda: of2(s, tg, st))
+
+    def and_leaf_or(s: Any, tg: Any, st: EvalState) -> Any:
+        a: Any = _MISS if s is None else s._consts.get(la, _MISS)
+        if type(a) is tk:
+            a = pyop(_lower(a), k) if low else pyop(a, k)
+        else:
+            a = lf(s, tg, st)
+        if a is False:
+            return False
+        if a is not True:
+            return slow_and(a, lambda: or_(s, tg, st))
+        # b = or_(s, tg, st), inline
+        b = of1(s, tg, st)
+        if b is True:
+            return True
+        if b is False:
+            c = of2(s, tg, st)
+            if c is True or c is False:
+                return c
+            b = slow_or(False, lambda: c)
+        else:
+            b = slow_or(b, lambda: of2(s, tg, st))
+        if b is True or b is False:
+            return b
+        return slow_and(True, lambda: b)
+    return and_leaf_or
 
 
 def _or_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
