@@ -58,8 +58,9 @@ _NUMBER = NUMBER_RE.fullmatch
 
 _FLOOR = (-1, None, None, None)
 # what an operator-place token does: a binary operator's precedence (2 and up), else
-# _CLOSE for ")", _SEP for ",", ":" and the end, _QMARK for "?"
-_CLOSE, _SEP, _QMARK, _OTHER = 0, -1, -2, -3
+# _CLOSE for ")", _SEP for ",", ":" and the end, _QMARK for "?" (any other piece is
+# not in the table)
+_CLOSE, _SEP, _QMARK = 0, -1, -2
 _AFTER_OPERAND = dict(_BIN, **{")": _CLOSE, ",": _SEP, ":": _SEP, _END: _SEP, "?": _QMARK})
 
 # What a piece read where an operand is expected stands for: a node, or _MARK for the
@@ -318,9 +319,9 @@ def _expand(toks: list[str], i: int) -> list[str]:
 
 
 def _operand(t: str) -> Any:
-    """The node of a piece read where an operand is expected and first met in this
-    parse: a name, a number or MY.x / TARGET.x; None for a piece to split up into its
-    tokens; _GIVE_UP where the text is the Parser's."""
+    """The node of a piece read where an operand is expected and not in the memo: a
+    name, a number or MY.x / TARGET.x; None for a piece to split up into its tokens;
+    _GIVE_UP where the text is the Parser's."""
     if t.isidentifier():
         if t[0] in _KW_FIRST:
             low = t.lower()
@@ -360,15 +361,6 @@ def _operand(t: str) -> Any:
     n = new_node(Literal)
     n.value = v
     return n
-
-
-def _scoped_piece(t: str) -> AttrRef | None:
-    """MY.x or TARGET.x written as one piece, else None."""
-    a, dot, b = t.partition(".")
-    if dot and a.isidentifier() and b.isidentifier() and a.lower() in _SCOPES \
-            and b.lower() not in _KEYWORDS:
-        return new_attr(b, a)
-    return None
 
 
 def time_literal(call: Call) -> Node | None:
