@@ -58,10 +58,11 @@ _NUMBER = NUMBER_RE.fullmatch
 
 _FLOOR = (-1, None, None, None)
 # what an operator-place token does: a binary operator's precedence (2 and up), else
-# _CLOSE for ")", _SEP for ",", ":" and the end, _QMARK for "?" (any other piece is
-# not in the table)
-_CLOSE, _SEP, _QMARK = 0, -1, -2
-_AFTER_OPERAND = dict(_BIN, **{")": _CLOSE, ",": _SEP, ":": _SEP, _END: _SEP, "?": _QMARK})
+# _CLOSE for ")", _SEP for ",", ":" and the end, _QMARK for "?", _CALL for "(" (after a
+# function's name), _DOT for "." (after MY or TARGET); _OTHER: any piece not in the table
+_CLOSE, _SEP, _QMARK, _CALL, _DOT, _OTHER = 0, -1, -2, -3, -4, -5
+_AFTER_OPERAND = dict(_BIN, **{")": _CLOSE, ",": _SEP, ":": _SEP, _END: _SEP, "?": _QMARK,
+                               "(": _CALL, ".": _DOT})
 
 # What a piece read where an operand is expected stands for: a node, or _MARK for the
 # pieces that are not operands themselves ("(", a prefix operator, a string, ")" of
@@ -111,7 +112,12 @@ def quick_parse(text: str) -> Node | None:
         try:
             cur = memo[t]
         except KeyError:
-            cur = _operand(t)
+            if t.isidentifier() and t.lower() not in _KEYWORDS:
+                cur = new(AttrRef)  # a name never read before (_operand, inline)
+                cur.name = t
+                cur.scope = ""
+            else:
+                cur = _operand(t)
             if cur is None:  # several tokens in one piece ("x>=5")
                 if expanded:
                     return None
@@ -151,8 +157,12 @@ def quick_parse(text: str) -> Node | None:
             try:
                 p = table[t]
             except KeyError:
-                if t == "(" and type(cur) is AttrRef and not cur.scope:
-                    # (an unscoped AttrRef here is always the bare name just read)
+                p = _OTHER
+            if p < _QMARK:
+                # (an unscoped AttrRef here is always the bare name just read)
+                if p == _CALL:
+                    if type(cur) is not AttrRef or cur.scope:
+                        return None  # "(x)(", "MY.f(": the Parser's
                     # the name is a function's: f(x) ("f()" is read as an operand)
                     stack = (0, cur.name, [], stack)
                     top = 0
@@ -160,8 +170,10 @@ def quick_parse(text: str) -> Node | None:
                     if nest > QUICK_MAX_STACK:
                         return None
                     break
-                if t == "." and type(cur) is AttrRef and not cur.scope \
-                        and cur.name.lower() in _SCOPES:
+                if p == _DOT:
+                    if type(cur) is not AttrRef or cur.scope \
+                            or cur.name.lower() not in _SCOPES:
+                        return None  # a selection: the Parser's
                     # MY.x or TARGET.x (a piece such as "MY.x<1" is split up first)
                     t = toks[i]
                     i += 1
@@ -331,31 +343,29 @@ def _operand(t: str) -> Any:
         n.name = t
         n.scope = ""
         return n
+    c = t[0]
+    if c in _NAME_START:
+        # MY.x or TARGET.x written as one piece
+        a, dot, b = t.partition(".")
+        if dot and a.lower() in _SCOPES and b.isidentifier() and b.lower() not in _KEYWORDS:
+            n = new_node(AttrRef)
+            n.name = b
+            n.scope = a
+            return n
+        return None
     v: int | float | None
     if t.isdigit():
-        if len(t) < 19 and (t[0] != "0" or len(t) == 1):
+        if len(t) < 19 and (c != "0" or len(t) == 1):
             v = int(t)
         else:
             v = number_value(t, False)  # 007 is 7, 08 is wrong, huge is 0
     elif t[-1] != "." and t.replace(".", "", 1).isdigit():
         v = float(t)  # 1.5, .5 (ASCII digits: quick_split's text is ASCII)
+    elif (c in _DIGITS or c == "-" or c == ".") and _NUMBER(t):
+        # written together, "-5" is a negative number
+        v = number_value(t[1:], True) if c == "-" else number_value(t, False)
     else:
-        c = t[0]
-        if (c in _DIGITS or c == "-" or c == ".") and _NUMBER(t):
-            # written together, "-5" is a negative number
-            v = number_value(t[1:], True) if c == "-" else number_value(t, False)
-        elif c in _NAME_START:
-            a, dot, b = t.partition(".")
-            # MY.x or TARGET.x written as one piece
-            if dot and a.lower() in _SCOPES and b.isidentifier() \
-                    and b.lower() not in _KEYWORDS:
-                n = new_node(AttrRef)
-                n.name = b
-                n.scope = a
-                return n
-            return None
-        else:
-            return None
+        return None
     if v is None:
         return _GIVE_UP
     n = new_node(Literal)
