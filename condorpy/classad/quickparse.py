@@ -109,6 +109,8 @@ def quick_parse(text: str) -> Node | None:
     cur: Any  # a Node (built here field by field: see ast.new_node)
     new = new_node
     un = _UNARY_PREC
+    # the module's constants the loop tests on every token, as locals (cheaper to read)
+    mark, smark, qmark, is_ = _MARK, STRING_MARK, _QMARK, _IS
     while True:
         # --- an operand is expected
         t = toks[i]
@@ -134,8 +136,8 @@ def quick_parse(text: str) -> Node | None:
                 memo.clear()
                 memo.update(_MEMO_START)
             memo[t] = cur
-        if cur is _MARK:
-            if t == STRING_MARK:
+        if cur is mark:
+            if t == smark:
                 cur = new(Literal)
                 cur.value = bodies[k]
                 k += 1
@@ -161,7 +163,7 @@ def quick_parse(text: str) -> Node | None:
                 p = table[t]
             except KeyError:
                 p = _OTHER
-            if p < _QMARK:
+            if p < qmark:
                 # (an unscoped AttrRef here is always the bare name just read)
                 if p == _CALL:
                     if type(cur) is not AttrRef or cur.scope:
@@ -204,7 +206,7 @@ def quick_parse(text: str) -> Node | None:
                     i -= 1
                     continue
             if p > 1:  # a binary operator
-                if p >= _IS:
+                if p >= is_:
                     t = "is" if p == _IS else "isnt"
                     p = 7
                 while top >= p:
