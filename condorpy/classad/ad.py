@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Self
 
+from condorpy.classad import adtext
 from condorpy.classad.ast import Literal, Node
 from condorpy.classad.compiler import NOCONST, Compiler, EvalState
 from condorpy.classad.expr import Expr, install_compiler, parse_expr, value_to_node
@@ -36,7 +37,7 @@ class ClassAd(Scope):
 
     @classmethod
     def _from_items(cls, items: tuple[tuple[str, Node], ...], parent: Scope | None
-                    ) -> "ClassAd":
+                    ) -> Self:
         ad = cls()
         for name, node in items:
             ad._set(name, Expr.from_node(node))
@@ -53,38 +54,31 @@ class ClassAd(Scope):
         return ad
 
     @classmethod
-    def parse_old(cls, text: str, source: str | None = None) -> "ClassAd":
-        from condorpy.classad.formats import parse_old
-        return parse_old(text, source)
+    def parse_old(cls, text: str, source: str | None = None) -> Self:
+        return adtext.parse_old(cls, text, source)
 
     @classmethod
-    def parse_old_many(cls, text: str, source: str | None = None) -> list["ClassAd"]:
-        from condorpy.classad.formats import parse_old_many
-        return parse_old_many(text, source)
+    def parse_old_many(cls, text: str, source: str | None = None) -> list[Self]:
+        return adtext.parse_old_many(cls, text, source)
 
     @classmethod
-    def parse_new(cls, text: str, source: str | None = None) -> "ClassAd":
-        from condorpy.classad.formats import parse_new
-        return parse_new(text, source)
+    def parse_new(cls, text: str, source: str | None = None) -> Self:
+        return adtext.parse_new(cls, text, source)
 
     @classmethod
-    def from_json(cls, text: str, source: str | None = None) -> "ClassAd":
-        from condorpy.classad.formats import from_json
-        return from_json(text, source)
+    def from_json(cls, text: str, source: str | None = None) -> Self:
+        return adtext.from_json(cls, text, source)
 
     # --- writing --------------------------------------------------------------------
 
     def to_old(self) -> str:
-        from condorpy.classad.formats import to_old
-        return to_old(self)
+        return adtext.to_old(self)
 
     def to_new(self) -> str:
-        from condorpy.classad.formats import to_new
-        return to_new(self)
+        return adtext.to_new(self)
 
     def to_json(self) -> str:
-        from condorpy.classad.formats import to_json
-        return to_json(self)
+        return adtext.to_json(self)
 
     # --- mapping interface ------------------------------------------------------------
 

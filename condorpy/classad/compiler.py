@@ -23,8 +23,10 @@ from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, 
 from condorpy.classad.functions.registry import CallContext, FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
+from condorpy.classad.parser import parse_node
 from condorpy.classad.scope import Scope
-from condorpy.classad.values import Error, RelTime, Undefined
+from condorpy.classad.values import Error, RelTime, Undefined, Value
+from condorpy.errors import ClassAdSyntaxError
 
 if TYPE_CHECKING:
     from condorpy.classad.expr import Expr
@@ -48,6 +50,7 @@ _MISS: Any = object()
 # this has a value there; beyond it condorpy gives ``error``. It also keeps Python's
 # stack (one frame per hop of a plain chain) well inside the interpreter's limit.
 MAX_ATTR_DEPTH = 399
+_TEXTS_MAX = 1024  # (Compiler.compile_text)
 
 
 # Per-evaluation bookkeeping, a two-slot list because it is created on every
@@ -198,6 +201,26 @@ class Compiler:
                  make_record: Callable[[tuple[tuple[str, Node], ...], Any], Any]) -> None:
         self.functions = functions
         self.make_record = make_record
+        # eval()'s texts, compiled: (closure, constant or NOCONST) by text. Bounded:
+        # cleared when full.
+        self._texts: dict[str, tuple[Fn, Any]] = {}
+
+    def new_record(self, fields: dict[str, Value]) -> Any:
+        """A record holding plain values (what a ``makes_records`` function gets)."""
+        return self.make_record(tuple((k, Literal(v)) for k, v in fields.items()), None)
+
+    def compile_text(self, text: str) -> tuple[Fn, Any] | None:
+        """compile() of the expression ``text``, None where it does not parse."""
+        done = self._texts.get(text)
+        if done is None:
+            try:
+                done = self.compile(parse_node(text))
+            except (ClassAdSyntaxError, RecursionError):
+                return None
+            if len(self._texts) >= _TEXTS_MAX:
+                self._texts.clear()
+            self._texts[text] = done
+        return done
 
     def compile(self, node: Node) -> tuple[Fn, Any]:
         """(closure, constant value or NOCONST)."""
@@ -302,6 +325,9 @@ class Compiler:
     def _c_Binary(self, node: Binary) -> tuple[Fn, bool]:
         op = node.op
         if op == "&&" or op == "||":
+            fused = self._and_leaf_or(node) if op == "&&" else None
+            if fused is not None:
+                return fused, False
             # a && b && c is (a && b) && c: one closure walks the whole chain
             chain = [self.compile(n) for n in _chain(node, op)]
             fns = [f for f, _ in chain]
@@ -316,7 +342,7 @@ class Compiler:
         if spine is not None:
             return self._c_spine(*spine)
         if op in _CMP_OPS:
-            fused = self._cmp_ite_is(node)
+            fused = self._cmp_ite_is(node) or self._cmp_arith(node)
             if fused is not None:
                 return fused, False
         lf, lc_ = self.compile(node.left)
@@ -379,6 +405,50 @@ class Compiler:
         ef, ek = self.compile(args[2])
         return _cmp_ite_is(node.op, c, la, self.compile(attr_node)[0], k, negate, tf, ef,
                            tk, ek)
+
+    def _and_leaf_or(self, node: Binary) -> Fn | None:
+        """``leaf && (b || c)`` (Desktop's START) as one closure: _and_leaf with the
+        closure _or would make run inline. Decided from the tree's shape alone so that
+        nothing is compiled twice."""
+        operands = _chain(node, "&&")
+        if len(operands) != 2:
+            return None
+        right = operands[1]
+        while type(right) is Paren:
+            right = right.inner  # type: ignore[attr-defined]
+        if type(right) is not Binary or right.op != "||":  # type: ignore[attr-defined]
+            return None
+        ors = _chain(right, "||")
+        if len(ors) != 2:
+            return None
+        leaf = self._leaf(operands[0])
+        if leaf is None or leaf[1]:
+            return None
+        return _and_leaf_or(leaf, self.compile(operands[0])[0], self.compile(ors[0])[0],
+                            self.compile(ors[1])[0])
+
+    def _cmp_arith(self, node: Binary) -> Fn | None:
+        """``a OP b CMP number`` with a, b unscoped attributes and OP one of + - *
+        (Desktop's ``(LoadAvg - CondorLoadAvg) <= 0.3``) as one closure: what _arith's
+        arith_aa and then _compare's cmp_num return."""
+        left, right = node.left, node.right
+        while type(left) is Paren:
+            left = left.inner  # type: ignore[attr-defined]
+        while type(right) is Paren:
+            right = right.inner  # type: ignore[attr-defined]
+        if type(right) is not Literal or type(left) is not Binary \
+                or left.op not in ("+", "-", "*"):  # type: ignore[attr-defined]
+            return None
+        c = right.value  # type: ignore[attr-defined]
+        if type(c) is not int and type(c) is not float:
+            return None
+        la = _attr_name(left.left)  # type: ignore[attr-defined]
+        ra = _attr_name(left.right)  # type: ignore[attr-defined]
+        if la is None or ra is None:
+            return None
+        return _cmp_arith_aa(node.op, c, left.op, la, ra,  # type: ignore[attr-defined]
+                             self.compile(left.left)[0],  # type: ignore[attr-defined]
+                             self.compile(left.right)[0])  # type: ignore[attr-defined]
 
     def _leaf(self, node: Node) -> "_Leaf | None":
         """How to test ``node`` inline when it compares an attribute (unscoped or
@@ -450,16 +520,32 @@ class Compiler:
             return _if_then_else(fns, tk, ek), foldable
         if spec.lazy:
             nodes = node.args
+            compiler = self
 
             def lazy(s: Any, tg: Any, st: EvalState) -> Any:
                 try:
-                    return impl(LazyCall(fns, nodes, s, tg, st))
+                    return impl(LazyCall(fns, nodes, s, tg, st, compiler))
                 except RecursionError:
                     return Error
                 except Exception:  # an implementation bug must not reach the user
                     return Error
             return lazy, False
         const = all(c is not NOCONST for _, c in compiled)
+        if spec.makes_records:
+            new_record = self.new_record
+            needs_ctx = spec.needs_ctx
+
+            def call_records(s: Any, tg: Any, st: EvalState) -> Any:
+                args = [f(s, tg, st) for f in fns]
+                try:
+                    if needs_ctx:
+                        return impl(new_record, state_ctx(st), *args)
+                    return impl(new_record, *args)
+                except RecursionError:
+                    return Error
+                except Exception:
+                    return Error
+            return call_records, const and spec.pure
         if spec.needs_ctx:
             def call_ctx(s: Any, tg: Any, st: EvalState) -> Any:
                 args = [f(s, tg, st) for f in fns]
@@ -594,6 +680,52 @@ def _and_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
     return and_leaf
 
 
+def _and_leaf_or(leaf: _Leaf, lf: Fn, of1: Fn, of2: Fn) -> Fn:
+    """_and_leaf whose right operand is ``of1 || of2``, evaluated here as _or's closure
+    would."""
+    slow_and = ops.logical_and
+    slow_or = ops.logical_or
+    la, _, pyop, k, tk = leaf
+    low = tk is str
+
+    def or_(s: Any, tg: Any, st: EvalState) -> Any:
+        a = of1(s, tg, st)
+        if a is True:
+            return True
+        if a is False:
+            b = of2(s, tg, st)
+            if b is True or b is False:
+                return b
+            return slow_or(False, lambda: b)
+        return slow_or(a, lambda: of2(s, tg, st))
+
+    def and_leaf_or(s: Any, tg: Any, st: EvalState) -> Any:
+        a: Any = _MISS if s is None else s._consts.get(la, _MISS)
+        if type(a) is tk:
+            a = pyop(_lower(a), k) if low else pyop(a, k)
+        else:
+            a = lf(s, tg, st)
+        if a is False:
+            return False
+        if a is not True:
+            return slow_and(a, lambda: or_(s, tg, st))
+        # b = or_(s, tg, st), inline
+        b = of1(s, tg, st)
+        if b is True:
+            return True
+        if b is False:
+            c = of2(s, tg, st)
+            if c is True or c is False:
+                return c
+            b = slow_or(False, lambda: c)
+        else:
+            b = slow_or(b, lambda: of2(s, tg, st))
+        if b is True or b is False:
+            return b
+        return slow_and(True, lambda: b)
+    return and_leaf_or
+
+
 def _or_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
     """_or with the left operand tested as in _and_leaf."""
     slow = ops.logical_or
@@ -646,6 +778,50 @@ def _cmp_ite_is(op: str, c: Any, la: str, lf: Fn, k: Any, negate: bool, tf: Fn, 
             return pyop(float(v), float(c))
         return slow(v, c)
     return cmp_ite
+
+
+def _cmp_arith_aa(op: str, c: Any, aop: str, la: str, ra: str, lf: Fn, rf: Fn) -> Fn:
+    """_arith's arith_aa for ``la aop ra`` followed by _compare's cmp_num against the
+    number ``c``."""
+    pyop = _PYOPS[op]
+    slow = ops.BINARY[op]
+    apy = _PYOPS[aop]
+    aslow = ops.BINARY[aop]
+    tc = type(c)
+    lo, hi = INT_MIN, INT_MAX
+    inf = float("inf")
+
+    def cmp_arith(s: Any, tg: Any, st: EvalState) -> Any:
+        if s is not None:
+            consts = s._consts
+            a = consts.get(la, _MISS)
+            if a is _MISS:
+                a = lf(s, tg, st)
+            b = consts.get(ra, _MISS)
+            if b is _MISS:
+                b = rf(s, tg, st)
+        else:
+            a = lf(s, tg, st)
+            b = rf(s, tg, st)
+        ta = type(a)
+        tb = type(b)
+        if ta is int and tb is int:
+            v = apy(a, b)
+            if not lo <= v <= hi:
+                v = aslow(a, b)
+        elif (ta is float or ta is int) and (tb is float or tb is int):
+            v = apy(a, b)
+            if v == inf:
+                v = Error
+        else:
+            v = aslow(a, b)
+        tv = type(v)
+        if tv is tc:
+            return pyop(v, c)
+        if tv is int or tv is float:
+            return pyop(float(v), float(c))
+        return slow(v, c)
+    return cmp_arith
 
 
 def _and(lf: Fn, rf: Fn) -> Fn:
@@ -946,15 +1122,16 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = 
 class LazyCall:
     """What a lazy function receives: its argument trees, and a way to evaluate them."""
 
-    __slots__ = ("fns", "nodes", "scope", "target", "state")
+    __slots__ = ("fns", "nodes", "scope", "target", "state", "compiler")
 
     def __init__(self, fns: tuple[Fn, ...], nodes: tuple[Node, ...], scope: Any,
-                 target: Any, state: EvalState) -> None:
+                 target: Any, state: EvalState, compiler: Compiler) -> None:
         self.fns = fns
         self.nodes = nodes
         self.scope = scope
         self.target = target
         self.state = state
+        self.compiler = compiler  # the one that compiled the call
 
     def __len__(self) -> int:
         return len(self.fns)
@@ -971,3 +1148,14 @@ class LazyCall:
 
     def evaluate_here(self, expr: "Expr") -> Any:
         return expr.eval_in(self.scope, self.target, self.state)
+
+    def evaluate_text(self, text: str) -> Any:
+        """The expression ``text`` evaluated where the call is (eval()); error where it
+        does not parse."""
+        done = self.compiler.compile_text(text)
+        if done is None:
+            return Error
+        fn, const = done
+        if const is not NOCONST:
+            return const
+        return fn(self.scope, self.target, self.state)

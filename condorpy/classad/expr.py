@@ -40,10 +40,12 @@ _COMPILER: Compiler | None = None
 
 
 class Expr:
-    """A parsed ClassAd expression. Immutable; compiled on first evaluation, then cheap."""
+    """A parsed ClassAd expression. Immutable; compiled on first evaluation, then cheap.
+
+    Not meant to be subclassed: an uncompiled Expr is an _Uncompiled until its first use."""
 
     __slots__ = ("node", "_fn", "const")
-    _fn: Fn  # the compiled expression; until the first use, unset (see __getattr__)
+    _fn: Fn  # the compiled expression; until the first use, unset (see _Uncompiled)
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -56,14 +58,7 @@ class Expr:
             # would make every Expr a reference cycle, which only the cyclic garbage
             # collector frees: that made parsing a fifth slower.)
             self.const = NOCONST
-
-    if not TYPE_CHECKING:  # (to the type checker _fn is always there)
-        def __getattr__(self, name):
-            # called only for an unset slot: compile on first use
-            if name != "_fn":
-                raise AttributeError(name)
-            self.compile()
-            return self._fn
+            self.__class__ = _Uncompiled
 
     def compile(self) -> None:
         """Compile now (evaluation does it on first use)."""
@@ -73,6 +68,7 @@ class Expr:
             fn, const = _compiler().compile(self.node)
             self._fn = fn
             self.const = const
+            self.__class__ = Expr
 
     @classmethod
     def from_node(cls, node: Node) -> "Expr":
@@ -133,6 +129,23 @@ class Expr:
 
     def __hash__(self) -> int:
         return hash(self.node)
+
+
+class _Uncompiled(Expr):
+    """An Expr before its first use: reading its unset _fn compiles it, and it becomes a
+    plain Expr. A class of its own because a __getattr__ makes every attribute read of
+    its class's instances slower (CPython cannot specialise them), and a compiled Expr's
+    const and _fn are read on every evaluation."""
+
+    __slots__ = ()
+
+    if not TYPE_CHECKING:  # (to the type checker _fn is always there)
+        def __getattr__(self, name):
+            # called only for an unset slot
+            if name != "_fn":
+                raise AttributeError(name)
+            self.compile()
+            return self._fn
 
 
 # Parsed expressions by text. Expressions are immutable, so handing out the same Expr

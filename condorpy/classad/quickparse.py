@@ -11,12 +11,20 @@ hold it to the grammar (``grammar.lark``) like the Parser.
 
 Length costs nothing here but time: a flat chain of 20,000 operators is one pass of the
 loop with a short stack. Only nesting makes the stack grow, and past QUICK_MAX_STACK
-entries the text is left to the Parser, which owns the nesting limit and its message.
+nesting entries the text is left to the Parser, which owns the nesting limit and its
+message.
+
+The loop is written for CPython's costs, where a call (even of a built-in) costs several
+plain operations: tokens are read by index, the operator table by subscript (a piece
+missing from it, rare, costs an exception), and the stack is a linked list of tuples
+(packing and unpacking one is no call), so an operator costs no call but the one that
+makes its node, and an operand one lookup in the memo. (The memo is read with get: a
+name met for the first time would cost an exception, and first-time names are common
+enough for that to cost more than the call saves.)
 """
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
 from condorpy.classad.ast import (AttrRef, Binary, Call, Literal, Node, Paren, new_attr,
@@ -26,10 +34,10 @@ from condorpy.classad.lexer import (NUMBER_RE, STRING_MARK, number_value, quick_
                                     split_piece)
 from condorpy.classad.values import Error, Undefined
 
-# A stack deeper than this means nesting (parentheses, calls, prefix operators,
-# conditionals): the text is left to the Parser, which refuses what nests past its
-# limit (parser.MAX_DEPTH, above this; each stack entry is at least one level, and each
-# level adds at most one binary operator per precedence level, fewer than 16).
+# More nesting entries on the stack than this (parentheses, calls, prefix operators,
+# conditionals) and the text is left to the Parser, which refuses what nests past its
+# limit (parser.MAX_DEPTH, above this: each nesting entry is one of its levels).
+# Binary operators do not count: each nesting level holds at most one per precedence.
 QUICK_MAX_STACK = 64
 
 _KEYWORDS = frozenset({"true", "false", "undefined", "error", "is", "isnt"})
@@ -40,23 +48,39 @@ _KW_NODES = {"true": Literal(True), "false": Literal(False), "undefined": Litera
 _SCOPES = frozenset({"my", "target"})
 _DIGITS = frozenset("0123456789")
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_UNARY = frozenset({"-", "+", "!", "~"})
-# binary operators' precedence (higher binds tighter), as ast.BINARY_PREC
+# binary operators' precedence (higher binds tighter), as ast.BINARY_PREC; =?= and =!=
+# get codes of their own so that only they pay for being renamed to is / isnt
+_IS, _ISNT = 70, 71
 _BIN = {"||": 2, "&&": 3, "|": 4, "^": 5, "&": 6,
-        "==": 7, "!=": 7, "=?=": 7, "=!=": 7, "is": 7, "isnt": 7,
+        "==": 7, "!=": 7, "=?=": _IS, "=!=": _ISNT, "is": 7, "isnt": 7,
         "<": 8, "<=": 8, ">": 8, ">=": 8, "<<": 9, ">>": 9, ">>>": 9,
         "+": 10, "-": 10, "*": 11, "/": 11, "%": 11}
-_CANON = {"=?=": "is", "=!=": "isnt"}
 _UNARY_PREC = 12  # above every binary operator: a prefix operator takes its operand alone
 _END = "\n"  # after the last piece (no piece holds a space)
 _NUMBER = NUMBER_RE.fullmatch
 
-_OPEN = (0, "(", None)
-_FLOOR = (-1, None, None)
+_FLOOR = (-1, None, None, None)
 # what an operator-place token does: a binary operator's precedence (2 and up), else
-# _CLOSE for ")", _SEP for ",", ":" and the end, _QMARK for "?"
-_CLOSE, _SEP, _QMARK, _OTHER = 0, -1, -2, -3
-_AFTER_OPERAND = dict(_BIN, **{")": _CLOSE, ",": _SEP, ":": _SEP, _END: _SEP, "?": _QMARK})
+# _CLOSE for ")", _SEP for ",", ":" and the end, _QMARK for "?", _CALL for "(" (after a
+# function's name), _DOT for "." (after MY or TARGET); _OTHER: any piece not in the table
+_CLOSE, _SEP, _QMARK, _CALL, _DOT, _OTHER = 0, -1, -2, -3, -4, -5
+_AFTER_OPERAND = dict(_BIN, **{")": _CLOSE, ",": _SEP, ":": _SEP, _END: _SEP, "?": _QMARK,
+                               "(": _CALL, ".": _DOT})
+
+# What a piece read where an operand is expected stands for: a node, or _MARK for the
+# pieces that are not operands themselves ("(", a prefix operator, a string, ")" of
+# "f()"). A piece that is a name, a number or MY.x means the same node wherever it
+# stands and nodes are immutable, so one node serves every parse: configuration and
+# ads repeat the same names and numbers endlessly. Bounded: cleared when full. (What it
+# holds never changes a tree, so a parse that finds it cleared under it just makes its
+# nodes again, or leaves the text to the Parser.)
+_MARK: Any = object()
+_MEMO_START: dict[str, Any] = {"(": _MARK, STRING_MARK: _MARK, ")": _MARK, "-": _MARK,
+                               "+": _MARK, "!": _MARK, "~": _MARK, **_KW_NODES}
+_MEMO: dict[str, Any] = dict(_MEMO_START)
+_MEMO_MAX = 8192
+_GIVE_UP: Any = object()  # _operand's answer for a piece that makes the text the Parser's
+_TIME_CALLS = frozenset({"abstime", "reltime"})
 
 
 def quick_parse(text: str) -> Node | None:
@@ -66,113 +90,147 @@ def quick_parse(text: str) -> Node | None:
         return None
     toks, bodies = split
     toks.append(_END)
-    base = iter(toks)
-    nxt = base.__next__
-    # the tokens of pieces split up and not read yet (see _resplit), before `base`
-    split_rest: Any = iter(())
-    body = iter(bodies).__next__
-    # Pending operators as (precedence, operator, what it holds), top's precedence in
-    # `top`, the operand read last in `cur`:
-    #   binary operator      (its precedence, op, left operand)
-    #   prefix operator      (_UNARY_PREC, op, None)
-    #   "?" / ":"            (1, "?", condition) / (1, ":", (condition, then))
-    #   "(" / a call         (0, "(", None) / (0, name, arguments so far)
-    #   the floor            (-1, None, None)
-    stack: list[tuple[int, Any, Any]] = [_FLOOR]
+    i = 0  # the next piece
+    k = 0  # the next string body
+    expanded = False  # whether the pieces left have been split into tokens (_expand)
+    memo = _MEMO
+    known = memo.get
+    table = _AFTER_OPERAND
+    # Pending operators, a linked list (what it holds, the entry below), top's
+    # precedence in `top`, the operand read last in `cur`:
+    #   binary operator      (its precedence, op, left operand, below)
+    #   prefix operator      (_UNARY_PREC, op, None, below)
+    #   "?" / ":"            (1, "?", condition, below) / (1, ":", (condition, then), below)
+    #   "(" / a call         (0, "(", None, below) / (0, name, arguments so far, below)
+    #   the floor            (-1, None, None, None)
+    stack: Any = _FLOOR
     top = -1
+    nest = 0  # nesting entries on the stack (all but binary operators and the floor)
     cur: Any  # a Node (built here field by field: see ast.new_node)
-    name: Any = None  # the attribute reference just read, if it was a bare name
-    v: int | float | None
-    after = _AFTER_OPERAND.get
     new = new_node
     un = _UNARY_PREC
+    # the module's constants the loop tests on every token, as locals (cheaper to read)
+    mark, smark, qmark, is_ = _MARK, STRING_MARK, _QMARK, _IS
     while True:
         # --- an operand is expected
-        t = nxt()
-        if t == "(":
-            stack.append(_OPEN)
-            top = 0
-            if len(stack) > QUICK_MAX_STACK:
-                return None
-            continue
-        if t.isidentifier():
-            if t[0] in _KW_FIRST and t.lower() in _KEYWORDS:
-                kw = _KW_NODES.get(t.lower())
-                if kw is None:
-                    return None  # is, isnt
-                cur = kw
-            else:
-                cur = name = new(AttrRef)
+        t = toks[i]
+        i += 1
+        cur = known(t)
+        if cur is None:
+            if t.isidentifier() and t.lower() not in _KEYWORDS:
+                cur = new(AttrRef)  # a name never read before (_operand, inline)
                 cur.name = t
                 cur.scope = ""
-        elif t == STRING_MARK:
-            cur = new(Literal)
-            cur.value = body()
-        elif t.isdigit():
-            if len(t) < 19 and (t[0] != "0" or len(t) == 1):
-                v = int(t)
             else:
-                v = number_value(t, False)  # 007 is 7, 08 is wrong, huge is 0
-                if v is None:
+                cur = _operand(t)
+            if cur is None:  # several tokens in one piece ("x>=5")
+                if expanded:
                     return None
-            cur = new(Literal)
-            cur.value = v
-        else:
-            c = t[0]
-            if t in _UNARY:
-                stack.append((un, t, None))
-                top = un
-                if len(stack) > QUICK_MAX_STACK:
-                    return None
+                toks = _expand(toks, i - 1)
+                expanded = True
+                i -= 1
                 continue
-            if (c in _DIGITS or c == "-" or c == ".") and _NUMBER(t):
-                # written together, "-5" is a negative number
-                v = number_value(t[1:], True) if c == "-" else number_value(t, False)
-                if v is None:
-                    return None
+            if cur is _GIVE_UP:
+                return None
+            if len(memo) >= _MEMO_MAX:
+                memo.clear()
+                memo.update(_MEMO_START)
+            memo[t] = cur
+        if cur is mark:
+            if t == smark:
                 cur = new(Literal)
-                cur.value = v
-            elif c in _NAME_START and (scoped := _scoped_piece(t)) is not None:
-                cur = scoped
-            elif t == ")" and top == 0 and stack[-1][2] == []:
-                cur = new_call(stack.pop()[1], ())  # f()
-                top = stack[-1][0]
-            else:
-                parts = split_piece(t) if len(t) > 1 else None
-                if parts is None or len(parts) == 1:
+                cur.value = bodies[k]
+                k += 1
+            elif t == ")":
+                if top != 0 or stack[2] != []:
                     return None
-                # read parts next; the rest of an earlier split stays after them, and
-                # `base` is never copied (long text with many such pieces stays linear)
-                split_rest = iter(parts + list(split_rest))
-                nxt = chain(split_rest, base).__next__
+                cur = new_call(stack[1], ())  # f()
+                stack = stack[3]
+                top = stack[0]
+                nest -= 1
+            else:  # "(" or a prefix operator
+                stack = (0, "(", None, stack) if t == "(" else (un, t, None, stack)
+                top = stack[0]
+                nest += 1
+                if nest > QUICK_MAX_STACK:
+                    return None
                 continue
         # --- an operator is expected
         while True:
-            t = nxt()
-            p = after(t, _OTHER)
+            t = toks[i]
+            i += 1
+            try:
+                p = table[t]
+            except KeyError:
+                p = _OTHER
+            if p < qmark:
+                # (an unscoped AttrRef here is always the bare name just read)
+                if p == _CALL:
+                    if type(cur) is not AttrRef or cur.scope:
+                        return None  # "(x)(", "MY.f(": the Parser's
+                    # the name is a function's: f(x) ("f()" is read as an operand)
+                    stack = (0, cur.name, [], stack)
+                    top = 0
+                    nest += 1
+                    if nest > QUICK_MAX_STACK:
+                        return None
+                    break
+                if p == _DOT:
+                    if type(cur) is not AttrRef or cur.scope \
+                            or cur.name.lower() not in _SCOPES:
+                        return None  # a selection: the Parser's
+                    # MY.x or TARGET.x (a piece such as "MY.x<1" is split up first)
+                    t = toks[i]
+                    i += 1
+                    if not t.isidentifier() or t.lower() in _KEYWORDS:
+                        return None
+                    cur = new_attr(t, cur.name)
+                    continue
+                low = t.lower()
+                if low == "is" or low == "isnt":
+                    t = low
+                    p = 7
+                elif t[0] == "-" and len(t) > 1 and _NUMBER(t):
+                    # "a -5" is a minus, then the number 5 (read next, in this piece)
+                    i -= 1
+                    toks[i] = t[1:]
+                    t = "-"
+                    p = 10
+                else:
+                    # a piece of several tokens ("==5"); other selections, "[", "{",
+                    # ";", "=" and errors are the Parser's
+                    if expanded:
+                        return None
+                    toks = _expand(toks, i - 1)
+                    expanded = True
+                    i -= 1
+                    continue
             if p > 1:  # a binary operator
-                if p == 7:
-                    t = _CANON.get(t, t)
+                if p >= is_:
+                    t = "is" if p == _IS else "isnt"
+                    p = 7
                 while top >= p:
-                    q, o, left = stack.pop()
+                    q, o, left, stack = stack
                     if q == un:
                         cur = new_unary(o, cur)
+                        nest -= 1
                     else:
                         b = new(Binary)
                         b.op = o
                         b.left = left
                         b.right = cur
                         cur = b
-                    top = stack[-1][0]
-                stack.append((p, t, cur))
+                    top = stack[0]
+                stack = (p, t, cur, stack)
                 top = p
                 break
             if p == _CLOSE:
                 while top > 0:
-                    q, o, left = stack.pop()
+                    q, o, left, stack = stack
                     if q > 1:
                         if q == un:
                             cur = new_unary(o, cur)
+                            nest -= 1
                         else:
                             b = new(Binary)
                             b.op = o
@@ -181,22 +239,26 @@ def quick_parse(text: str) -> Node | None:
                             cur = b
                     elif o == ":":
                         cur = new_cond(left[0], left[1], cur)
+                        nest -= 1
                     else:
                         return None  # a "?" without its ":"
-                    top = stack[-1][0]
+                    top = stack[0]
                 if top != 0:
                     return None
-                q, o, left = stack.pop()
-                top = stack[-1][0]
+                q, o, left, stack = stack
+                top = stack[0]
+                nest -= 1
                 if left is None:
                     node = new(Paren)
                     node.inner = cur
                     cur = node
                 else:
                     left.append(cur)
-                    cur = new_call(o, tuple(left))
-                    low = o.lower()
-                    if low == "abstime" or low == "reltime":
+                    node = new(Call)
+                    node.name = o
+                    node.args = tuple(left)
+                    cur = node
+                    if o[0] in "aArR" and o.lower() in _TIME_CALLS:
                         lit = time_literal(cur)
                         if lit is None:
                             return None
@@ -204,23 +266,25 @@ def quick_parse(text: str) -> Node | None:
                 continue
             if p == _SEP:  # ",", ":" or the end: finish back to the call, "?" or floor
                 while top > 0:
-                    q, o, left = stack.pop()
+                    q, o, left, below = stack
                     if q > 1:
                         if q == un:
                             cur = new_unary(o, cur)
+                            nest -= 1
                         else:
                             cur = new_binary(o, left, cur)
                     elif o == ":":
                         cur = new_cond(left[0], left[1], cur)
+                        nest -= 1
                     elif t == ":":  # the "?" this ":" belongs to
-                        stack.append((1, ":", (left, cur)))
-                        top = 1
+                        stack = (1, ":", (left, cur), below)
                         break
                     else:
                         return None  # a "?" without its ":"
-                    top = stack[-1][0]
+                    stack = below
+                    top = stack[0]
                 if t == ",":
-                    args = stack[-1][2]
+                    args = stack[2]
                     if top != 0 or args is None:
                         return None  # a comma outside a call's parentheses
                     args.append(cur)
@@ -236,50 +300,82 @@ def quick_parse(text: str) -> Node | None:
                 return tree
             if p == _QMARK:
                 while top >= 2:  # conditionals nest to the right
-                    q, o, left = stack.pop()
-                    cur = new_unary(o, cur) if q == un else new_binary(o, left, cur)
-                    top = stack[-1][0]
-                stack.append((1, "?", cur))
+                    q, o, left, stack = stack
+                    if q == un:
+                        cur = new_unary(o, cur)
+                        nest -= 1
+                    else:
+                        cur = new_binary(o, left, cur)
+                    top = stack[0]
+                stack = (1, "?", cur, stack)
                 top = 1
-                if len(stack) > QUICK_MAX_STACK:
+                nest += 1
+                if nest > QUICK_MAX_STACK:
                     return None  # conditionals nested to the right
                 break
-            if t == "(" and cur is name:
-                # the name just read is a function's: f(x) ("f()" is read as an operand)
-                stack.append((0, name.name, []))
-                top = 0
-                if len(stack) > QUICK_MAX_STACK:
-                    return None
-                break
-            if t == "." and cur is name and name.name.lower() in _SCOPES:
-                # MY.x or TARGET.x (a piece such as "MY.x<1" is split up first)
-                t = nxt()
-                if not t.isidentifier() or t.lower() in _KEYWORDS:
-                    return None
-                cur = new_attr(t, name.name)
-                continue
-            c = t[0]
-            if (c == "i" or c == "I") and t.lower() in ("is", "isnt"):
-                parts = [t.lower()]
-            elif c == "-" and len(t) > 1 and _NUMBER(t):
-                parts = ["-", t[1:]]  # "a -5" is a minus, then the number 5
-            else:
-                # a piece of several tokens ("==5"); other selections, "[", "{", ";",
-                # "=" and errors are the Parser's
-                parts = split_piece(t) if len(t) > 1 else None  # type: ignore[assignment]
-                if parts is None or len(parts) == 1:
-                    return None
-            split_rest = iter(parts + list(split_rest))
-            nxt = chain(split_rest, base).__next__
+            return None  # "(" or "[" after an operand that is not a name, ...
 
 
-def _scoped_piece(t: str) -> AttrRef | None:
-    """MY.x or TARGET.x written as one piece, else None."""
-    a, dot, b = t.partition(".")
-    if dot and a.isidentifier() and b.isidentifier() and a.lower() in _SCOPES \
-            and b.lower() not in _KEYWORDS:
-        return new_attr(b, a)
-    return None
+def _expand(toks: list[str], i: int) -> list[str]:
+    """The pieces with those from ``i`` on split into their tokens (where split_piece
+    can): a piece of several tokens ("x>=5", "==-1") met at ``i``. Done once for the rest
+    of the text, so that text with many such pieces stays linear."""
+    out = toks[:i]
+    table = _AFTER_OPERAND
+    memo = _MEMO
+    for t in toks[i:]:
+        if t in table or t in memo or t.isidentifier():
+            out.append(t)
+            continue
+        parts = split_piece(t) if len(t) > 1 else None
+        if parts is None:
+            out.append(t)  # not tokens: quick_parse gives up when it gets there
+        else:
+            out.extend(parts)
+    return out
+
+
+def _operand(t: str) -> Any:
+    """The node of a piece read where an operand is expected and not in the memo: a
+    name, a number or MY.x / TARGET.x; None for a piece to split up into its tokens;
+    _GIVE_UP where the text is the Parser's."""
+    if t.isidentifier():
+        if t[0] in _KW_FIRST:
+            low = t.lower()
+            if low in _KEYWORDS:
+                return _KW_NODES.get(low, _GIVE_UP)  # is, isnt: not an operand
+        n = new_node(AttrRef)
+        n.name = t
+        n.scope = ""
+        return n
+    c = t[0]
+    if c in _NAME_START:
+        # MY.x or TARGET.x written as one piece
+        a, dot, b = t.partition(".")
+        if dot and a.lower() in _SCOPES and b.isidentifier() and b.lower() not in _KEYWORDS:
+            n = new_node(AttrRef)
+            n.name = b
+            n.scope = a
+            return n
+        return None
+    v: int | float | None
+    if t.isdigit():
+        if len(t) < 19 and (c != "0" or len(t) == 1):
+            v = int(t)
+        else:
+            v = number_value(t, False)  # 007 is 7, 08 is wrong, huge is 0
+    elif t[-1] != "." and t.replace(".", "", 1).isdigit():
+        v = float(t)  # 1.5, .5 (ASCII digits: quick_split's text is ASCII)
+    elif (c in _DIGITS or c == "-" or c == ".") and _NUMBER(t):
+        # written together, "-5" is a negative number
+        v = number_value(t[1:], True) if c == "-" else number_value(t, False)
+    else:
+        return None
+    if v is None:
+        return _GIVE_UP
+    n = new_node(Literal)
+    n.value = v
+    return n
 
 
 def time_literal(call: Call) -> Node | None:

@@ -189,3 +189,40 @@ def test_evaluation_never_raises_on_generated_expressions() -> None:
         except Exception:
             continue
         e.evaluate(my, tg)
+
+
+def test_eval_compiles_each_text_once_in_a_bounded_table() -> None:
+    from condorpy.classad import compiler, expr
+    my = ClassAd({"x": 2})
+    for i in range(compiler._TEXTS_MAX + 5):
+        assert ev(f'eval("x + {i}")', my) == 2 + i
+    table = expr._compiler()._texts
+    assert 0 < len(table) <= compiler._TEXTS_MAX
+    assert ev('eval("x + 3")', my) == 5 and ev('eval("x +")', my) is Error
+
+
+def test_fused_and_or_closure_keeps_three_valued_logic() -> None:
+    # "leaf && (a || b)" and "(a - b) <= k" compile to fused closures; every mix of
+    # values must give what the operators give one at a time
+    from condorpy.classad import ops
+    values = ["true", "false", "undefined", "error", "1", "0", '"s"', "2.5"]
+    for x in ["2", "0", "undefined", '"s"', "1 + 1"]:
+        for a in values:
+            for b in values:
+                my = ClassAd()
+                my.set_expr("x", x)
+                my.set_expr("a", a)
+                my.set_expr("b", b)
+                got = ev("x > 1 && (a || b)", my)
+                xv, av, bv = (my.evaluate(n) for n in "xab")
+                want = ops.logical_and(ops.BINARY[">"](xv, 1),
+                                       lambda: ops.logical_or(av, lambda: bv))
+                assert repr(got) == repr(want), (x, a, b)
+    for a in ["3", "1.5", "undefined", '"s"', "true", "9223372036854775807"]:
+        for b in ["1", "0.5", "error", "-1"]:
+            my = ClassAd()
+            my.set_expr("a", a)
+            my.set_expr("b", b)
+            av, bv = my.evaluate("a"), my.evaluate("b")
+            want = ops.BINARY["<="](ops.BINARY["-"](av, bv), 2)
+            assert repr(ev("(a - b) <= 2", my)) == repr(want), (a, b)

@@ -96,3 +96,24 @@ def test_long_flat_chains_take_the_quick_path() -> None:
         quick = quick_parse(text)
         assert quick is not None
         assert quick == Parser(text).expr()
+
+
+def test_the_node_memo_is_bounded_and_never_changes_a_tree() -> None:
+    from condorpy.classad import quickparse
+    text = 'Owner == "alice" && TARGET.Memory >= 1024 && -5 < x -5'
+    want = repr(Parser(text).expr())
+    for i in range(quickparse._MEMO_MAX + 10):  # fills the memo past its bound
+        quick_parse(f"name{i} + {i}")
+    assert len(quickparse._MEMO) <= quickparse._MEMO_MAX
+    assert repr(quick_parse(text)) == want
+    quickparse._MEMO.clear()  # as another thread clearing it mid-parse would leave it
+    assert quick_parse(text) is None or repr(quick_parse(text)) == want
+    quickparse._MEMO.update(quickparse._MEMO_START)
+    assert repr(quick_parse(text)) == want
+
+
+def test_glued_pieces_are_split_once_and_read_alike() -> None:
+    text = " && ".join(f"x{i}>={i}" for i in range(2000)) + " && y==-1 && z -1 > 0"
+    quick = quick_parse(text)
+    assert quick is not None
+    assert quick == Parser(text).expr()

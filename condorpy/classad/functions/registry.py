@@ -6,6 +6,9 @@ Two kinds of function exist:
   (see :mod:`condorpy.classad.values`), and return a value. Most functions are strict.
   A function marked ``needs_ctx`` receives a :class:`CallContext` as its first argument
   (the clock, the random source, the user map): there is no global state.
+  A function marked ``makes_records`` receives, before everything else, a function that
+  makes a record (a ClassAd: a class defined above this library) from a dict of plain
+  values.
 * lazy functions receive a :class:`LazyCall` and decide themselves what to evaluate
   (``ifThenElse``, ``eval``, ``unparse``, ``unresolved``, ``evalInEachContext``,
   ``countMatches``, ``debug``). They are implemented by the evaluator's module.
@@ -53,6 +56,7 @@ class FunctionSpec:
     # pure: same arguments give the same result, so calls with constant arguments may be
     # folded at compile time (False for time(), random(), userHome(), ...).
     pure: bool = True
+    makes_records: bool = False
 
 
 class FunctionTable:
@@ -62,10 +66,11 @@ class FunctionTable:
         self._specs: dict[str, FunctionSpec] = {}
 
     def strict(self, name: str, min_args: int = 0, max_args: int | None = 0, *,
-               needs_ctx: bool = False, pure: bool = True
+               needs_ctx: bool = False, pure: bool = True, makes_records: bool = False
                ) -> Callable[[Callable[..., Value]], Callable[..., Value]]:
         def register(fn: Callable[..., Value]) -> Callable[..., Value]:
-            self._add(FunctionSpec(name, fn, min_args, max_args, False, needs_ctx, pure))
+            self._add(FunctionSpec(name, fn, min_args, max_args, False, needs_ctx, pure,
+                                   makes_records))
             return fn
         return register
 

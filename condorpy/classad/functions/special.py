@@ -10,7 +10,6 @@ from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.ops import to_bool
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
-from condorpy.errors import ClassAdSyntaxError
 
 TABLE = FunctionTable()
 
@@ -25,14 +24,6 @@ def if_then_else(call: Any) -> Any:
     return c
 
 
-def _parse(text: str) -> Any:
-    from condorpy.classad.expr import parse_expr
-    try:
-        return parse_expr(text)
-    except ClassAdSyntaxError:
-        return None
-
-
 @TABLE.lazy("eval", 1, 1)
 def eval_(call: Any) -> Any:
     """Parse a string and evaluate it where eval() was called."""
@@ -41,10 +32,7 @@ def eval_(call: Any) -> Any:
         return Error  # as the reference does
     if type(v) is not str:
         return v
-    e = _parse(v)
-    if e is None:
-        return Error
-    return call.evaluate_here(e)
+    return call.evaluate_text(v)
 
 
 def _attr_expr(call: Any) -> Any:

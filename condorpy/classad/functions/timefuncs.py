@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 import time as _time
+from typing import Callable
 
 from condorpy.classad.functions.registry import CallContext, FunctionTable
 from condorpy.classad.functions.types import (
-    make_record, real_to_int, strtod_prefix, wrap_int32,
+    real_to_int, strtod_prefix, wrap_int32,
 )
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined, Value
 
@@ -302,8 +303,9 @@ def _split_reltime(secs: float) -> dict[str, Value]:
             "Minutes": parts[2], "Seconds": float(parts[3])}
 
 
-@TABLE.strict("splitTime", 1, 1, needs_ctx=True, pure=False)
-def split_time(ctx: CallContext, v: Value) -> Value:
+@TABLE.strict("splitTime", 1, 1, needs_ctx=True, pure=False, makes_records=True)
+def split_time(make_record: Callable[[dict[str, Value]], Value], ctx: CallContext,
+               v: Value) -> Value:
     t = type(v)
     if v is Undefined:
         return Undefined

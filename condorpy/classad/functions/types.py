@@ -35,13 +35,6 @@ def record_size(v: Any) -> int:
     return len(v)
 
 
-def make_record(fields: dict[str, Value]) -> Any:
-    """A ClassAd record holding ``fields`` (splitTime's result)."""
-    # imported here: the ClassAd package loads this module while it initialises
-    from condorpy.classad import ClassAd
-    return ClassAd(fields)
-
-
 def wrap_int32(n: int) -> int:
     """C's conversion of a 64-bit integer to a 32-bit ``int``."""
     n &= 0xFFFFFFFF

@@ -6,6 +6,7 @@ import datetime
 import math
 from typing import Any
 
+from condorpy.classad import ClassAd
 from condorpy.classad.functions import (
     envargs, lists, math as cmath, misc, regex, stringlists, strings, timefuncs, types,
     versions,
@@ -85,7 +86,9 @@ def mine(name: str, args: list[Any], ctx: CallContext | None = None) -> Any:
     if len(args) < spec.min_args or (spec.max_args is not None and len(args) > spec.max_args):
         return Error
     if spec.needs_ctx:
-        return spec.impl(ctx or CallContext(), *args)
+        args = [ctx or CallContext(), *args]
+    if spec.makes_records:
+        args = [ClassAd, *args]  # what the compiler hands such a function
     return spec.impl(*args)
 
 

@@ -7,6 +7,7 @@ import os
 import pwd
 import random
 
+from condorpy.classad import ClassAd
 from condorpy.classad.functions import lists, math, misc, strings, timefuncs, types
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
@@ -34,7 +35,9 @@ def test_local_zone_from_context_drives_broken_down_times() -> None:
     east = fixed(34200)
     assert timefuncs.get_hours(east, AbsTime(0, 0)) == 9
     assert timefuncs.get_minutes(east, AbsTime(0, 0)) == 30
-    split = timefuncs.split_time(east, 0)
+    # splitTime is handed what makes its record (the compiler hands it ClassAd's)
+    split = timefuncs.split_time(ClassAd, east, 0)
+    assert isinstance(split, ClassAd)
     assert split.evaluate("Offset") == 34200
     assert split.evaluate("Hours") == 9
     assert timefuncs.abs_time(east, 0) == AbsTime(0, 34200)
