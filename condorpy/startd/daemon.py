@@ -50,6 +50,7 @@ from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
+from condorpy.slots.model import Refusal
 
 log = logging.getLogger("condorpy.startd")
 
@@ -123,6 +124,8 @@ class Startd:
         self._sig_r, self._sig_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._pending_signals: list[int] = []
         self._listen: socket.socket | None = None
+        self.cycle_times: list[float] = []      # seconds per policy cycle, the last 100
+        self.idle_jobs: dict[JobId, JobRecord] | None = None
 
     # ------------------------------------------------------------------ start-up
     def start(self) -> None:
@@ -173,7 +176,7 @@ class Startd:
         due = min(self.next_cycle, self.next_probe)
         for rj in self.running.values():
             if rj.link is None and rj.launched is not None:
-                due = min(due, now + 0.01)
+                due = min(due, now + 0.002)
             if rj.hard_kill_at is not None:
                 due = min(due, rj.hard_kill_at)
         if self.need_match:
@@ -250,7 +253,10 @@ class Startd:
 
     def _cycle(self) -> None:
         t0 = self.clock.monotonic()
-        self._apply(self.engine.cycle(self.clock.time()))
+        outputs = self.engine.cycle(self.clock.time())
+        self.cycle_times.append(self.clock.monotonic() - t0)
+        del self.cycle_times[:-100]
+        self._apply(outputs)
         self.next_cycle = t0 + max(1, self.engine.poll_interval())
         self.need_match = True
 
@@ -271,11 +277,11 @@ class Startd:
             self._launch(a.claim, a.slot)
         elif isinstance(a, Suspend) and rj is not None:
             self._tell(rj, "suspend")
-            self.store.set_status(rj.job_id, JobStatus.SUSPENDED)
+            self._set_status(rj.job_id, JobStatus.SUSPENDED)
         elif isinstance(a, Continue) and rj is not None:
             self._tell(rj, "continue")
             if self.store.job(rj.job_id) is not None:
-                self.store.set_status(rj.job_id, JobStatus.RUNNING)
+                self._set_status(rj.job_id, JobStatus.RUNNING)
         elif isinstance(a, SoftKill) and rj is not None:
             rj.evicted = rj.after is None
             self._tell(rj, "soft_kill")
@@ -308,26 +314,43 @@ class Startd:
         self.need_match = False
         if self.engine.machine.draining or self.engine.machine.shutting_down:
             return
-        idle = [r for r in self.store.jobs() if r.status is JobStatus.IDLE
-                and r.job_id not in self.running]
+        idle = [r for r in self._idle().values() if r.job_id not in self.running]
         idle.sort(key=lambda r: (-_number(r.ad.evaluate("JobPrio"), 0), r.job_id))
         started = 0
         for rec in idle:
             if started >= _MATCH_BATCH:
                 self.need_match = True
                 break
+            if not self._free_slots():
+                break
             if self._try_start(rec):
                 started += 1
-            elif not self._free_slots():
-                break
+                self._idle().pop(rec.job_id, None)
+
+    def _idle(self) -> dict[JobId, JobRecord]:
+        """The idle jobs, read from the store once and then kept by every change the
+        daemon makes (it is the store's only writer)."""
+        if self.idle_jobs is None:
+            self.idle_jobs = {r.job_id: r for r in self.store.jobs()
+                              if r.status is JobStatus.IDLE}
+        return self.idle_jobs
+
+    def _set_status(self, job_id: JobId, status: JobStatus, **why: Any) -> None:
+        rec = self.store.set_status(job_id, status, **why)
+        if status is JobStatus.IDLE:
+            self._idle()[job_id] = rec
+            self.need_match = True
+        else:
+            self._idle().pop(job_id, None)
 
     def _free_slots(self) -> list[str]:
         out = []
         for s in self.engine.slots.values():
-            if s.deleted or s.kind == "dynamic":
+            if s.deleted or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
                 continue
-            if s.state is State.UNCLAIMED:
-                out.append(s.name)
+            if s.kind == "partitionable" and s.resources.get("Cpus", 0) <= 0:
+                continue        # nothing left to carve a job from
+            out.append(s.name)
         return out
 
     def _try_start(self, rec: JobRecord) -> bool:
@@ -338,15 +361,21 @@ class Startd:
             req = rec.ad.evaluate("Requirements", slot.ad)
             if req is not True:
                 continue
+            # A partitionable slot that cannot carve this job is not asked: no claim,
+            # nothing written.
+            if slot.kind == "partitionable" and \
+                    isinstance(self.engine.layout.sized(slot.layer, rec.ad, slot.ad), Refusal):
+                continue
             rank = _number(rec.ad.evaluate("Rank", slot.ad), 0.0)
             candidates.append((-rank, slot.slot_id, name))
         for _, _, name in sorted(candidates):
             claim_id = f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
-            self.store.record_claim(claim_id, name, "requested", rec.job_id)
             out = self.engine.request_claim(now, claim_id, rec.ad, name)
             self._apply(out)
             if not self.engine.has_claim(claim_id):
                 continue
+            # The claim is on disk before the job is started on it.
+            self.store.record_claim(claim_id, self._slot_of(claim_id), "claimed", rec.job_id)
             self.by_claim[claim_id] = rec.job_id
             self.running[rec.job_id] = RunningJob(rec.job_id, claim_id, name)
             self._apply(self.engine.activate(now, claim_id))
@@ -370,6 +399,7 @@ class Startd:
         slot = self.engine.slots[slot_name]
         job_dir = self.paths.spool / "jobs" / str(job_id)
         job_ad = rec.ad.copy()
+        job_ad["CondorpyActivatedAt"] = self.clock.time()   # for latency measurements
         user_log = job_ad.evaluate("UserLog")
         if isinstance(user_log, str) and job_ad.lookup("StarterUserLog") is None:
             # This daemon is the job's schedd and shadow too: the starter writes the
@@ -392,6 +422,7 @@ class Startd:
             return
         rj.launched = launched
         rj.connect_by = self.clock.monotonic() + _CONNECT_TIMEOUT_S
+        self._connect(rj)
         self.store.start_job(job_id, StarterRecord(
             job_id, launched.pid, launched.boot_id, launched.start_ticks,
             launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
@@ -402,17 +433,8 @@ class Startd:
         for rj in list(self.running.values()):
             if rj.link is not None or rj.launched is None:
                 continue
-            if not rj.socket_gone:
-                link = StarterLink(rj.launched.socket_path)
-                try:
-                    ok = link.connect()
-                except CondorpyError as exc:
-                    log.warning("job %s: %s", rj.job_id, exc)
-                    ok = False
-                if ok:
-                    rj.link = link
-                    self.sel.register(link.fileno(), selectors.EVENT_READ, ("starter", rj))
-                    continue
+            if not rj.socket_gone and self._connect(rj):
+                continue
             if self._result_ready(rj):
                 continue
             if not rj.socket_gone and now > rj.connect_by:
@@ -420,6 +442,19 @@ class Startd:
                           rj.launched.pid, rj.launched.socket_path)
                 kill_quietly(rj.launched.pid, signal.SIGKILL)
                 self._finish(rj, None)
+
+    def _connect(self, rj: RunningJob) -> bool:
+        assert rj.launched is not None
+        link = StarterLink(rj.launched.socket_path)
+        try:
+            ok = link.connect()
+        except CondorpyError as exc:
+            log.warning("job %s: %s", rj.job_id, exc)
+            return False
+        if ok:
+            rj.link = link
+            self.sel.register(link.fileno(), selectors.EVENT_READ, ("starter", rj))
+        return ok
 
     def _result_ready(self, rj: RunningJob) -> bool:
         """Once the starter process is gone, its result file tells how the job ended
@@ -450,12 +485,8 @@ class Startd:
         if event in ("hello", "state"):
             if isinstance(msg.get("job_pid"), int):
                 rj.job_pid = msg["job_pid"]
-            state = str(msg.get("state", ""))
-            if state == "running" and rj.state != "running":
-                rj.state = "running"
-                if self.store.job(rj.job_id) is not None and \
-                        self.store.job(rj.job_id).status is JobStatus.IDLE:  # type: ignore[union-attr]
-                    self.store.set_status(rj.job_id, JobStatus.RUNNING)
+            # start_job made the job Running when its starter was launched
+            rj.state = str(msg.get("state", rj.state))
         elif event == "usage":
             usage = msg.get("usage") or {}
             cpu = _number(usage.get("RemoteUserCpu"), 0.0) + _number(usage.get("RemoteSysCpu"), 0.0)
@@ -466,7 +497,7 @@ class Startd:
             rj.cpu = (cpu, mono)
             attrs = {k: v for k, v in usage.items() if isinstance(v, (int, float, str))
                      and k.lower() not in _QUEUE_OWNED}
-            if attrs and self.store.job(rj.job_id) is not None:
+            if attrs:
                 self.store.update(rj.job_id, attrs)
         elif event == "done":
             ad = msg.get("ad") if isinstance(msg.get("ad"), dict) else {}
@@ -510,18 +541,15 @@ class Startd:
                 wall = _number(rec.ad.evaluate("RemoteWallClockTime"), 0.0)
                 attrs["RemoteWallClockTime"] = wall + max(0, now_i - started)
                 attrs["LastRemoteWallClockTime"] = float(max(0, now_i - started))
-            if status is JobStatus.COMPLETED:
-                attrs["CompletionDate"] = now_i
-            if attrs:
-                self.store.update(rj.job_id, attrs)
+            new = self.store.end_job(rj.job_id, attrs, status, reason=reason or None,
+                                     code=code or None, claim_id=rj.claim_id)
             if status is JobStatus.IDLE:
-                self.store.set_status(rj.job_id, status)
-            else:
-                self.store.set_status(rj.job_id, status, reason=reason or None,
-                                      code=code or None)
-        if rec is not None and rj.after is not None:
-            self._log_stop(rec.ad, status, reason, code)
-        self.store.forget_starter(rj.job_id)
+                self._idle()[rj.job_id] = new
+                self.need_match = True
+            if rj.after is not None:
+                self._log_stop(rec.ad, status, reason, code)
+        else:
+            self.store.forget_starter(rj.job_id)
         log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
                  f" ({reason})" if reason else "")
         now = self.clock.time()
@@ -532,7 +560,6 @@ class Startd:
         if self.engine.has_claim(rj.claim_id):
             self._apply(self.engine.release(now, rj.claim_id))
         self.by_claim.pop(rj.claim_id, None)
-        self.store.release_claim(rj.claim_id)
         self.need_match = True
 
     def _outcome(self, rj: RunningJob, rec: JobRecord | None, attrs: dict[str, Any],
@@ -604,7 +631,7 @@ class Startd:
         for rec in self.store.jobs():
             if rec.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and \
                     rec.job_id not in self.running:
-                self.store.set_status(rec.job_id, JobStatus.IDLE)
+                self._set_status(rec.job_id, JobStatus.IDLE)
 
     def _slot_of(self, claim_id: str) -> str:
         for s in self.engine.slots.values():
@@ -685,7 +712,9 @@ class Startd:
 
     # Read-only commands ------------------------------------------------------
     def _cmd_ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"pid": os.getpid(), "since": self.started_at, "user": peer.user}
+        return {"pid": os.getpid(), "since": self.started_at, "user": peer.user,
+                "slots": len(self.engine.slots), "running": len(self.running),
+                "cycle_seconds": list(self.cycle_times)}
 
     def _cmd_q(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return {"schedd": self._schedd_name(), "address": str(self.paths.socket),
@@ -757,6 +786,8 @@ class Startd:
         log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
         for rec in self.store.jobs(f"ClusterId == {cluster_id}"):
             self._log_event(rec.ad, lambda ul: ul.submitted(self._schedd_name()))
+            if rec.status is JobStatus.IDLE and self.idle_jobs is not None:
+                self.idle_jobs[rec.job_id] = rec
         self.need_match = True
         return {"cluster": cluster_id, "count": len(ads)}
 
@@ -803,7 +834,7 @@ class Startd:
         for rec in self._select(args, peer):
             if rec.status is not JobStatus.HELD:
                 continue
-            self.store.set_status(rec.job_id, JobStatus.IDLE)
+            self._set_status(rec.job_id, JobStatus.IDLE)
             reason = str(args.get("reason") or f"via condorpy release (by user {peer.user})")
             self._log_event(rec.ad, lambda ul: ul.released(reason))
             done.append(str(rec.job_id))
@@ -848,7 +879,7 @@ class Startd:
     def _stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int) -> None:
         rj = self.running.get(rec.job_id)
         if rj is None:
-            self.store.set_status(rec.job_id, status, reason=reason, code=code or None)
+            self._set_status(rec.job_id, status, reason=reason, code=code or None)
             self._log_stop(rec.ad, status, reason, code)
             return
         rj.after, rj.after_reason, rj.after_code = status, reason, code

@@ -446,33 +446,58 @@ class JobStore:
         job moves to the history with its final ad. Returns the new record."""
         now = self._now()
         with self._transaction() as db:
+            return self._change_status(db, job_id, self._load(db, job_id), status, reason,
+                                       code, subcode, now)
+
+    def _change_status(self, db: sqlite3.Connection, job_id: JobId, rec: JobRecord,
+                       status: JobStatus, reason: str | None, code: int | None,
+                       subcode: int | None, now: int) -> JobRecord:
+        ad = rec.ad
+        if rec.status != status:
+            ad["LastJobStatus"] = int(rec.status)
+            ad["EnteredCurrentStatus"] = now
+        ad["JobStatus"] = int(status)
+        if status == JobStatus.HELD:
+            ad["HoldReason"] = reason or "held"
+            ad["HoldReasonCode"] = code if code is not None else 0
+            ad["HoldReasonSubCode"] = subcode if subcode is not None else 0
+            ad["NumHolds"] = _int(ad.get("NumHolds")) + 1
+        elif rec.status == JobStatus.HELD:
+            for name in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
+                if name in ad:
+                    del ad[name]
+            if reason:
+                ad["ReleaseReason"] = reason
+        if status == JobStatus.REMOVED:
+            ad["RemoveReason"] = reason or "removed"
+        if status == JobStatus.COMPLETED:
+            ad["CompletionDate"] = now
+        if status in _FINAL:
+            db.execute("UPDATE claims SET cluster=NULL, proc=NULL, state='idle', "
+                       "updated=? WHERE cluster=? AND proc=?",
+                       (now, job_id.cluster, job_id.proc))
+        self._store(db, job_id, ad)
+        return JobRecord(job_id, status, _int(ad.get("EnteredCurrentStatus")), ad)
+
+    def end_job(self, job_id: JobId, attrs: Mapping[str, Any], status: JobStatus, *,
+                reason: str | None = None, code: int | None = None,
+                claim_id: str | None = None) -> JobRecord:
+        """Everything a job's end changes, in one transaction: what its starter reported,
+        its new status, its starter record and its claim dropped. A daemon restarted
+        at any moment therefore sees the end recorded exactly once or not at all."""
+        if any(k.lower() in ("jobstatus", "clusterid", "procid") for k in attrs):
+            raise QueueError("JobStatus, ClusterId and ProcId are not changed by end_job()")
+        now = self._now()
+        with self._transaction() as db:
             rec = self._load(db, job_id)
-            ad = rec.ad
-            if rec.status != status:
-                ad["LastJobStatus"] = int(rec.status)
-                ad["EnteredCurrentStatus"] = now
-            ad["JobStatus"] = int(status)
-            if status == JobStatus.HELD:
-                ad["HoldReason"] = reason or "held"
-                ad["HoldReasonCode"] = code if code is not None else 0
-                ad["HoldReasonSubCode"] = subcode if subcode is not None else 0
-                ad["NumHolds"] = _int(ad.get("NumHolds")) + 1
-            elif rec.status == JobStatus.HELD:
-                for name in ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"):
-                    if name in ad:
-                        del ad[name]
-                if reason:
-                    ad["ReleaseReason"] = reason
-            if status == JobStatus.REMOVED:
-                ad["RemoveReason"] = reason or "removed"
-            if status == JobStatus.COMPLETED:
-                ad["CompletionDate"] = now
-            if status in _FINAL:
-                db.execute("UPDATE claims SET cluster=NULL, proc=NULL, state='idle', "
-                           "updated=? WHERE cluster=? AND proc=?",
-                           (now, job_id.cluster, job_id.proc))
-            self._store(db, job_id, ad)
-            return JobRecord(job_id, status, _int(ad.get("EnteredCurrentStatus")), ad)
+            for name, value in attrs.items():
+                rec.ad[name] = value
+            out = self._change_status(db, job_id, rec, status, reason, code, None, now)
+            db.execute("DELETE FROM starters WHERE cluster=? AND proc=?",
+                       (job_id.cluster, job_id.proc))
+            if claim_id is not None:
+                db.execute("DELETE FROM claims WHERE claim_id=?", (claim_id,))
+            return out
 
     def start_job(self, job_id: JobId, starter: StarterRecord, *, claim_id: str | None = None,
                   remote_host: str | None = None) -> JobRecord:

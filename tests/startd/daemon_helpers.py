@@ -37,6 +37,7 @@ class Daemon:
 
     def __init__(self, base: Path, extra: str = "", cpus: int = 2) -> None:
         self.base = base
+        base.mkdir(parents=True, exist_ok=True)
         self.state = base / "state"
         self.config = base / "condor_config"
         self.config.write_text(BASE_CONFIG.format(state=self.state, cpus=cpus) + extra)

@@ -1,0 +1,250 @@
+"""The daemon on this machine: throughput, latency, owner response, a policy cycle
+under 1024 running jobs, memory per starter, and the idle daemon's cost.
+
+    .venv/bin/python benchmarks/startd_bench.py [--jobs 500] [--busy 1024] [--idle 60]
+
+Each figure is printed next to its reference: a bare fork+exec of the same job
+measured in this run, and HTCondor 23.9's personal pool on this machine as measured
+for the issue (about 37 s for 40 /bin/true jobs; it is not re-run here). Nothing is
+asserted: these are measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from condorpy.classad import ClassAd  # noqa: E402
+from condorpy.config import load_config  # noqa: E402
+from condorpy.startd.submit import parse_submit  # noqa: E402
+from tests.startd.daemon_helpers import Daemon, counts, wait_for  # noqa: E402
+
+HTCONDOR_JOBS_PER_S = 40 / 37.0
+
+
+def _submit_in_process(d: Daemon, text: str, work: Path) -> float:
+    """Submit as `condorpy submit` does, timing from the request (no CLI start-up)."""
+    t0 = time.time()
+    cluster = d.call("new_cluster")
+    cfg = load_config(str(d.config))
+    ads = parse_submit(text, "bench.sub", cluster_id=int(cluster), owner="root",
+                       submit_dir=str(work), qdate=int(t0),
+                       uid_domain=cfg.get("UID_DOMAIN") or "localhost",
+                       filesystem_domain=cfg.get("FILESYSTEM_DOMAIN"))
+    d.call("submit", cluster=int(cluster), ads=[a.to_old() for a in ads])
+    return t0
+
+
+def _floor(n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            os.execv("/bin/true", ["/bin/true"])
+        os.waitpid(pid, 0)
+    return n / (time.perf_counter() - t0)
+
+
+def throughput(base: Path, n: int) -> None:
+    d = Daemon(base / "tp", cpus=os.cpu_count() or 2)
+    d.start()
+    try:
+        work = base / "tp" / "work"
+        work.mkdir()
+        t0 = _submit_in_process(d, f"executable = /bin/true\nrequest_memory = 16\n"
+                                   f"request_disk = 10\nqueue {n}\n", work)
+        wait_for(lambda: counts(d).get(4) == n, 3600, d.output)
+        rate = n / (time.time() - t0)
+    finally:
+        d.stop()
+        d.kill_leftovers()
+    floor = _floor(n)
+    print(f"throughput, {n} /bin/true jobs on a {os.cpu_count()}-core partitionable slot: "
+          f"{rate:.1f} jobs/s; bare fork+exec {floor:.0f} jobs/s (ratio {rate / floor:.3f}); "
+          f"HTCondor 23.9 personal pool {HTCONDOR_JOBS_PER_S:.2f} jobs/s "
+          f"(ratio {rate / HTCONDOR_JOBS_PER_S:.0f}x); goal 50 jobs/s")
+
+
+def latency(base: Path, n: int = 40) -> None:
+    d = Daemon(base / "lat", cpus=2)
+    d.start()
+    from_submit, from_activation = [], []
+    try:
+        work = base / "lat" / "work"
+        work.mkdir()
+        for i in range(n):
+            t0 = _submit_in_process(d, f"executable = /bin/date\narguments = +%s.%N\n"
+                                       f"output = t.{i}\nrequest_memory = 16\n"
+                                       f"request_disk = 10\nqueue\n", work)
+            out = work / f"t.{i}"
+            wait_for(lambda: out.exists() and out.stat().st_size > 0, 60, d.output)
+            first = float(out.read_text())
+            job_ad = ClassAd.parse_old((d.state / "spool" / "jobs" / f"{i + 1}.0" /
+                                        "job.ad").read_text())
+            activated = float(job_ad.evaluate("CondorpyActivatedAt"))
+            from_submit.append((first - t0) * 1000)
+            from_activation.append((first - activated) * 1000)
+    finally:
+        d.stop()
+        d.kill_leftovers()
+    for label, xs in (("submission", from_submit), ("activation", from_activation)):
+        xs.sort()
+        print(f"latency from {label} to the job's first instruction ({n} jobs): "
+              f"p50 {statistics.median(xs):.1f} ms, p99 {xs[int(0.99 * (len(xs) - 1))]:.1f} ms"
+              + ("; goal p50 under 20 ms" if label == "activation" else ""))
+
+
+def keystroke(base: Path, tries: int = 5) -> None:
+    master, slave = os.openpty()
+    tty = os.ttyname(slave)
+    then = time.time() - 3600
+    os.utime(tty, (then, then))
+    d = Daemon(base / "key", cpus=2, extra=(
+        f"use POLICY : Desktop\nCONSOLE_DEVICES = {tty.removeprefix('/dev/')}\n"
+        "START = KeyboardIdle > 60\nSUSPEND = KeyboardIdle < 60\n"
+        "CONTINUE = KeyboardIdle > 120\nPREEMPT = False\n"))
+    d.start()
+    delays = []
+    try:
+        work = base / "key" / "work"
+        work.mkdir()
+        _submit_in_process(d, "executable = /bin/sleep\narguments = 600\n"
+                              "request_memory = 16\nqueue\n", work)
+        wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
+        job_pid = None
+        wait_for(lambda: "JobPid" in d.cli("who").stdout or True, 5)
+        for _ in range(50):
+            who = d.call("who")
+            ads = [ClassAd.parse_old(t) for t in who["ads"]]
+            pids = [a.evaluate("JobPid") for a in ads if isinstance(a.evaluate("JobPid"), int)]
+            if pids:
+                job_pid = pids[0]
+                break
+            time.sleep(0.1)
+        for _ in range(tries):
+            time.sleep(2.5)                 # past the probe's last reading
+            t0 = time.monotonic()
+            os.utime(tty, None)             # a keystroke on the console
+            wait_for(lambda: _stopped(job_pid), 30)
+            delays.append((time.monotonic() - t0) * 1000)
+            away = time.time() - 600
+            os.utime(tty, (away, away))
+            wait_for(lambda: not _stopped(job_pid), 30)
+    finally:
+        d.stop()
+        d.kill_leftovers()
+        os.close(master)
+        os.close(slave)
+    print(f"keystroke to job suspension ({tries} tries): median {statistics.median(delays):.0f} ms, "
+          f"max {max(delays):.0f} ms; HTCondor up to POLLING_INTERVAL (5000 ms); goal under "
+          f"1000 ms")
+
+
+def _stopped(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] == "T"
+
+
+def busy_cycle(base: Path, n: int) -> None:
+    d = Daemon(base / "busy", cpus=n, extra=f"MEMORY = {n * 64}\nuse POLICY : Desktop\n"
+               "START = True\nSUSPEND = False\nPREEMPT = False\nWANT_SUSPEND = False\n"
+               "SLOTS_CONNECTED_TO_KEYBOARD = 0\n")
+    d.start()
+    try:
+        work = base / "busy" / "work"
+        work.mkdir()
+        _submit_in_process(d, f"executable = /bin/sleep\narguments = 3600\n"
+                              f"request_memory = 16\nrequest_disk = 10\nqueue {n}\n", work)
+        t0 = time.time()
+        wait_for(lambda: d.call("ping")["running"] == n, 1800, d.output)
+        started = time.time() - t0
+        time.sleep(8)
+        cycles = [c * 1000 for c in d.call("ping")["cycle_seconds"][-5:]]
+        pids = []
+        with d.db() as db:
+            pids = [r[0] for r in db.execute("SELECT pid FROM starters LIMIT 20")]
+        unique = [_unique_kb(p) for p in pids]
+        unique = [u for u in unique if u is not None]
+    finally:
+        d.call("rm", constraint="true")
+        d.stop()
+        d.kill_leftovers()
+    print(f"{n} real sleeping jobs started in {started:.1f} s")
+    print(f"one policy cycle with {n} busy d-slots running real jobs: median "
+          f"{statistics.median(cycles):.1f} ms over {len(cycles)} cycles; goal 20 ms")
+    if unique:
+        print(f"unique memory per starter (Private_Clean + Private_Dirty, {len(unique)} "
+              f"starters): median {statistics.median(unique) / 1024:.1f} MB; goal under 8 MB")
+
+
+def _unique_kb(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return None
+    total = 0
+    for line in text.splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:")):
+            total += int(line.split()[1])
+    return total
+
+
+def idle(base: Path, seconds: int) -> None:
+    d = Daemon(base / "idle", cpus=2)
+    d.start()
+    try:
+        assert d.proc is not None
+        pid = d.proc.pid
+        ticks = os.sysconf("SC_CLK_TCK")
+
+        def cpu() -> float:
+            f = Path(f"/proc/{pid}/stat").read_text()
+            rest = f[f.rfind(")") + 2:].split()
+            return (int(rest[11]) + int(rest[12])) / ticks
+
+        time.sleep(3)
+        c0, t0 = cpu(), time.monotonic()
+        time.sleep(seconds)
+        used = (cpu() - c0) / (time.monotonic() - t0) * 100
+        rss = next(int(x.split()[1]) for x in Path(f"/proc/{pid}/status").read_text()
+                   .splitlines() if x.startswith("VmRSS:"))
+    finally:
+        d.stop()
+    print(f"idle daemon over {seconds} s: {used:.2f}% of a core (goal under 0.5%), "
+          f"RSS {rss / 1024:.1f} MB (goal under 60 MB)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=500)
+    ap.add_argument("--busy", type=int, default=1024)
+    ap.add_argument("--idle", type=int, default=60)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="startd-bench-") as tmp:
+        base = Path(tmp)
+        os.chmod(base, 0o755)
+        throughput(base, args.jobs)
+        latency(base)
+        keystroke(base)
+        idle(base, args.idle)
+        busy_cycle(base, args.busy)
+    _ = (signal, subprocess)
+
+
+if __name__ == "__main__":
+    main()
