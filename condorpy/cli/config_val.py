@@ -9,6 +9,8 @@ import sys
 from condorpy.config import Config, load_config
 from condorpy.errors import ConfigError
 from condorpy.machine.facts import probed_facts
+from condorpy.startd.client import call
+from condorpy.startd.paths import client_socket
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,8 +29,28 @@ def _parser() -> argparse.ArgumentParser:
                    help="subsystem for prefixed names such as STARTD.X (default STARTD)")
     p.add_argument("-local-name", "--local-name", dest="localname", default=None,
                    help="local name for prefixed names such as NAME.X")
+    p.add_argument("-startd", "--startd", action="store_true",
+                   help="ask the running daemon for the values it runs with")
     p.add_argument("names", nargs="*", metavar="NAME")
     return p
+
+
+def _from_daemon(args: argparse.Namespace) -> int:
+    """condor_config_val -startd: the values the running daemon uses (after its last
+    reconfig), which may differ from the files now."""
+    cfg = load_config(args.config)
+    got = call(client_socket(cfg), "config_val", {"names": args.names})
+    status = 0
+    for name in args.names:
+        item = got.get(name) or {}
+        if item.get("value") is None:
+            print(f"Not defined: {name}", file=sys.stderr)
+            status = 1
+            continue
+        print(item["value"])
+        if args.verbose:
+            print(f" # at: {item.get('where') or '<Default>'}")
+    return status
 
 
 def _value(cfg: Config, name: str, raw: bool) -> str | None:
@@ -53,6 +75,8 @@ def _provenance(cfg: Config, name: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.startd:
+        return _from_daemon(args)
     if args.dump:
         try:
             re.compile(args.dump, re.I)

@@ -281,3 +281,101 @@ def test_off_ends_the_jobs_and_the_daemon(tmp_path: Path) -> None:
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def test_two_hundred_short_jobs_on_a_two_core_partitionable_slot(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, cpus=2)
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sh\narguments = \"-c 'echo $(Process); "
+                  "exit $(Process)'\"\noutput = o.$(Process)\nrequest_memory = 16\n"
+                  "request_disk = 10\nqueue 200\n", work)
+        wait_for(lambda: counts(d).get(4) == 200, 300, d.output)
+        codes = {ClassAd.parse_new(a).evaluate("ProcId"): ClassAd.parse_new(a).evaluate("ExitCode")
+                 for a in d.history_ads()}
+        assert len(codes) == 200
+        assert all((work / f"o.{p}").read_text() == f"{p}\n" for p in range(200))
+        assert all(codes[p] == p for p in range(200))
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_every_queue_form_through_the_daemon(daemon: Daemon, tmp_path: Path) -> None:
+    work = _jobs_dir(tmp_path)
+    (work / "items.txt").write_text("red 1\nblue 2\n")
+    (work / "a.dat").write_text("")
+    (work / "b.dat").write_text("")
+    text = ("executable = /bin/echo\nrequest_memory = 16\nrequest_disk = 10\n"
+            "arguments = n$(Process)\noutput = plain.$(Process)\nqueue 2\n"
+            "arguments = $(fruit)\noutput = in.$(fruit)\nqueue fruit in (apple, pear)\n"
+            "arguments = $(color) $(n)\noutput = from.$(color)\n"
+            "queue color, n from items.txt\n"
+            "arguments = $(f)\noutput = $(f).out\nqueue f matching *.dat\n")
+    out = submit(daemon, text, work)
+    assert out.splitlines()[-1] == "8 job(s) submitted to cluster 1."
+    wait_for(lambda: counts(daemon).get(4) == 8, 60, daemon.output)
+    assert (work / "plain.1").read_text() == "n1\n"
+    assert (work / "in.pear").read_text() == "pear\n"
+    assert (work / "from.blue").read_text() == "blue 2\n"
+    assert (work / "b.dat.out").read_text() == "b.dat\n"
+
+
+@pytest.mark.parametrize("how", ["graceful", "quick"])
+def test_drain_kinds(how: str, tmp_path: Path) -> None:
+    d = Daemon(tmp_path, extra="MAXJOBRETIREMENTTIME = 3600\n")
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sleep\narguments = 3\nrequest_memory = 16\nqueue 3\n",
+               work)
+        wait_for(lambda: counts(d).get(2) == 2, 30, d.output)
+        d.cli("drain", f"-{how}")
+        if how == "graceful":
+            # the running jobs retire (finish), the idle one is not started
+            wait_for(lambda: counts(d).get(4) == 2, 30, d.output)
+            assert counts(d).get(1) == 1
+        else:
+            # quick: no retirement, the jobs are evicted back to the queue
+            wait_for(lambda: counts(d).get(1) == 3, 30, d.output)
+        assert "Drained" in d.cli("status").stdout
+        d.cli("drain", "-cancel")
+        wait_for(lambda: counts(d).get(4) == 3, 60, d.output)
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+@pytest.mark.parametrize("how", ["graceful", "peaceful"])
+def test_off_kinds_let_jobs_finish(how: str, tmp_path: Path) -> None:
+    d = Daemon(tmp_path, extra="MAXJOBRETIREMENTTIME = 3600\n")
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sleep\narguments = 3\nrequest_memory = 16\nqueue 2\n",
+               work)
+        wait_for(lambda: counts(d).get(2) == 2, 30, d.output)
+        d.cli("off", f"-{how}")
+        assert d.proc is not None
+        d.proc.wait(60)
+        assert counts(d).get(4) == 2          # they finished before the daemon left
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_reconfig_applies_a_changed_knob(daemon: Daemon) -> None:
+    assert daemon.cli("config-val", "-startd", "START").stdout.strip() == "True"
+    with open(daemon.config, "a") as fh:
+        fh.write("START = Owner == \"nobody-here\"\n")
+    out = daemon.cli("reconfig").stdout
+    assert "START" in out
+    assert daemon.cli("config-val", "-startd", "START").stdout.strip() == \
+        'Owner == "nobody-here"'
+    assert 'Owner == "nobody-here"' in daemon.cli("status", "-l").stdout
+    with open(daemon.config, "a") as fh:
+        fh.write("POLLING_INTERVAL = soon\n")
+    res = daemon.cli("reconfig", check=False)
+    assert res.returncode == 1 and "POLLING_INTERVAL = soon" in res.stderr
+    assert daemon.call("ping")["pid"] > 0      # still running on the old configuration
