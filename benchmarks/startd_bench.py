@@ -161,9 +161,11 @@ def _stopped(pid: int | None) -> bool:
 
 
 def busy_cycle(base: Path, n: int) -> None:
-    d = Daemon(base / "busy", cpus=n, extra=f"MEMORY = {n * 64}\nuse POLICY : Desktop\n"
+    d = Daemon(base / "busy", cpus=n, extra=f"MEMORY = {n * 256}\nuse POLICY : Desktop\n"
                "START = True\nSUSPEND = False\nPREEMPT = False\nWANT_SUSPEND = False\n"
-               "SLOTS_CONNECTED_TO_KEYBOARD = 0\n")
+               "SLOTS_CONNECTED_TO_KEYBOARD = 0\n"
+               # HTCondor's default; without cgroups each usage sample scans /proc
+               "STARTER_UPDATE_INTERVAL = 300\n")
     d.start()
     try:
         work = base / "busy" / "work"
@@ -173,8 +175,8 @@ def busy_cycle(base: Path, n: int) -> None:
         t0 = time.time()
         wait_for(lambda: d.call("ping")["running"] == n, 1800, d.output)
         started = time.time() - t0
-        time.sleep(8)
-        cycles = [c * 1000 for c in d.call("ping")["cycle_seconds"][-5:]]
+        time.sleep(12)
+        cycles = [c * 1000 for c in d.call("ping")["cycle_seconds"][-8:]]
         pids = []
         with d.db() as db:
             pids = [r[0] for r in db.execute("SELECT pid FROM starters LIMIT 20")]

@@ -117,6 +117,7 @@ class Startd:
         self.exit_code = 0
         self.need_match = True
         self.next_cycle = 0.0
+        self.last_cycle = 0.0
         self.next_probe = 0.0
         self.last_keyboard: Any = None
         self.uid = os.geteuid()
@@ -195,6 +196,10 @@ class Startd:
         self._guard("kills", lambda: self._hard_kills(now))
         if now >= self.next_probe:
             self._guard("probe", self._probe)
+        # A claim made since the last cycle shortens the interval at once
+        # (UPDATE_INTERVAL while unclaimed, POLLING_INTERVAL while claimed).
+        self.next_cycle = min(self.next_cycle,
+                              self.last_cycle + max(1, self.engine.poll_interval()))
         if now >= self.next_cycle:
             self._guard("policy cycle", self._cycle)
         if self.need_match and self.stopping is None:
@@ -257,6 +262,7 @@ class Startd:
         self.cycle_times.append(self.clock.monotonic() - t0)
         del self.cycle_times[:-100]
         self._apply(outputs)
+        self.last_cycle = t0
         self.next_cycle = t0 + max(1, self.engine.poll_interval())
         self.need_match = True
 

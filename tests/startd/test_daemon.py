@@ -379,3 +379,16 @@ def test_reconfig_applies_a_changed_knob(daemon: Daemon) -> None:
     res = daemon.cli("reconfig", check=False)
     assert res.returncode == 1 and "POLLING_INTERVAL = soon" in res.stderr
     assert daemon.call("ping")["pid"] > 0      # still running on the old configuration
+
+
+def test_policy_is_evaluated_every_polling_interval_once_claimed(daemon: Daemon,
+                                                                 tmp_path: Path) -> None:
+    import time
+    work = _jobs_dir(tmp_path)
+    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                   "request_disk = 10\nqueue\n", work)
+    wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
+    before = len(daemon.call("ping")["cycle_seconds"])
+    time.sleep(3.5)                      # POLLING_INTERVAL = 1 in the test configuration
+    assert len(daemon.call("ping")["cycle_seconds"]) >= before + 2
+    daemon.cli("rm", "-all")
