@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,10 +21,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from condorpy.classad import ClassAd  # noqa: E402
 from condorpy.config import load_config  # noqa: E402
 from condorpy.startd.submit import parse_submit  # noqa: E402
+from starter_bench import bare_true  # noqa: E402  (the same floor as the starter's)
 from tests.startd.daemon_helpers import Daemon, counts, wait_for  # noqa: E402
 
 HTCONDOR_JOBS_PER_S = 40 / 37.0
@@ -45,16 +45,6 @@ def _submit_in_process(d: Daemon, text: str, work: Path) -> float:
     return t0
 
 
-def _floor(n: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(n):
-        pid = os.fork()
-        if pid == 0:
-            os.execv("/bin/true", ["/bin/true"])
-        os.waitpid(pid, 0)
-    return n / (time.perf_counter() - t0)
-
-
 def throughput(base: Path, n: int) -> None:
     d = Daemon(base / "tp", cpus=os.cpu_count() or 2)
     d.start()
@@ -68,7 +58,7 @@ def throughput(base: Path, n: int) -> None:
     finally:
         d.stop()
         d.kill_leftovers()
-    floor = _floor(n)
+    floor = bare_true(n)
     print(f"throughput, {n} /bin/true jobs on a {os.cpu_count()}-core partitionable slot: "
           f"{rate:.1f} jobs/s; bare fork+exec {floor:.0f} jobs/s (ratio {rate / floor:.3f}); "
           f"HTCondor 23.9 personal pool {HTCONDOR_JOBS_PER_S:.2f} jobs/s "
@@ -245,7 +235,6 @@ def main() -> None:
         keystroke(base)
         idle(base, args.idle)
         busy_cycle(base, args.busy)
-    _ = (signal, subprocess)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ for end-to-end tests: real starters, real jobs, the real control socket."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -151,5 +150,3 @@ def counts(d: Daemon) -> dict[int, int]:
         out[s] = out.get(s, 0) + 1
     return out
 
-
-_ = json
