@@ -45,6 +45,9 @@ from condorpy.policy.records import (Action, ClaimAccepted, ClaimEnded, ClaimRef
 from condorpy.policy.states import State
 from condorpy.startd import control
 from condorpy.startd.core import Core, load_core
+from condorpy.startd.children import ChildRunner
+from condorpy.startd.cron import StartdCron
+from condorpy.startd.hooks import JobHooks
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
@@ -127,6 +130,10 @@ class Startd:
         self._listen: socket.socket | None = None
         self.cycle_times: list[float] = []      # seconds per policy cycle, the last 100
         self.idle_jobs: dict[JobId, JobRecord] | None = None
+        # Job hooks, startd cron and benchmarks (hooks.py, cron.py): children of the loop.
+        self.children = ChildRunner(self.sel, self.clock)
+        self.hooks = JobHooks(self)
+        self.cron = StartdCron(self, self.hooks.stats)
 
     # ------------------------------------------------------------------ start-up
     def start(self) -> None:
@@ -137,6 +144,7 @@ class Startd:
             signal.signal(sig, self._on_signal)
         signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
         self.sel.register(self._sig_r, selectors.EVENT_READ, ("signal", None))
+        self.cron.configure()
         self._cycle()
         log.info("condorpy startd started: %d slots, control socket %s, state in %s",
                  len(self.engine.slots), self.paths.socket, self.paths.spool)
@@ -180,6 +188,9 @@ class Startd:
                 due = min(due, now + 0.002)
             if rj.hard_kill_at is not None:
                 due = min(due, rj.hard_kill_at)
+        for extra in (self.children.next_due(), self.hooks.next_due(), self.cron.next_due()):
+            if extra is not None:
+                due = min(due, extra)
         if self.need_match:
             due = now
         return max(0.0, due - now)
@@ -196,6 +207,9 @@ class Startd:
         self._guard("kills", lambda: self._hard_kills(now))
         if now >= self.next_probe:
             self._guard("probe", self._probe)
+        self._guard("hook children", self.children.step)
+        self._guard("startd cron", lambda: self.cron.step(now))
+        self._guard("fetch work", lambda: self.hooks.step(now))
         # A claim made since the last cycle shortens the interval at once
         # (UPDATE_INTERVAL while unclaimed, POLLING_INTERVAL while claimed).
         self.next_cycle = min(self.next_cycle,
@@ -212,6 +226,8 @@ class Startd:
             self._control_io(obj, mask)
         elif kind == "starter":
             self._starter_io(obj)
+        elif kind == "child":
+            self.children.on_event(obj, mask)
         elif kind == "signal":
             try:
                 os.read(self._sig_r, 512)
@@ -236,7 +252,7 @@ class Startd:
             elif sig == signal.SIGHUP:
                 self.reconfig()
             elif sig == signal.SIGCHLD:
-                _reap()
+                self.children.reap_all()
 
     # ------------------------------------------------------------------ policy
     def _probe(self) -> None:
@@ -258,6 +274,7 @@ class Startd:
 
     def _cycle(self) -> None:
         t0 = self.clock.monotonic()
+        self.cron.publish()
         outputs = self.engine.cycle(self.clock.time())
         self.cycle_times.append(self.clock.monotonic() - t0)
         del self.cycle_times[:-100]
@@ -302,8 +319,7 @@ class Startd:
         elif isinstance(a, ClaimRefused):
             self.store.release_claim(a.claim)
         elif isinstance(a, RunBenchmarks):
-            # No benchmark programs yet: report them done so the slot can be claimed.
-            self._apply(self.engine.benchmarks_done(self.clock.time(), a.slot))
+            self.cron.bench.request(a.slot)
         elif isinstance(a, (StartBackfill, KillBackfill)):
             self._apply(self.engine.backfill_exited(self.clock.time(), a.slot))
         elif isinstance(a, Exit):
@@ -385,7 +401,8 @@ class Startd:
             self.by_claim[claim_id] = rec.job_id
             self.running[rec.job_id] = RunningJob(rec.job_id, claim_id, name)
             self._apply(self.engine.activate(now, claim_id))
-            if rec.job_id in self.running and self.running[rec.job_id].launched is None:
+            if rec.job_id in self.running and self.running[rec.job_id].launched is None \
+                    and self.running[rec.job_id].state != "preparing":
                 # not activated: give the claim back and leave the job idle
                 self.running.pop(rec.job_id, None)
                 self._apply(self.engine.release(now, claim_id))
@@ -402,6 +419,8 @@ class Startd:
             return
         rj = self.running.setdefault(job_id, RunningJob(job_id, claim_id, slot_name))
         rj.slot = slot_name
+        if self.hooks.prepare(rj, rec, claim_id, slot_name):
+            return          # launched once PREPARE_JOB has said go
         slot = self.engine.slots[slot_name]
         job_dir = self.paths.spool / "jobs" / str(job_id)
         job_ad = rec.ad.copy()
@@ -505,6 +524,7 @@ class Startd:
                      and k.lower() not in _QUEUE_OWNED}
             if attrs:
                 self.store.update(rj.job_id, attrs)
+            self.hooks.usage(rj, usage)
         elif event == "done":
             ad = msg.get("ad") if isinstance(msg.get("ad"), dict) else {}
             self._finish(rj, ad)
@@ -539,7 +559,8 @@ class Startd:
         attrs = {k: v for k, v in (final or {}).items()
                  if isinstance(v, (bool, int, float, str)) and k.lower() not in _QUEUE_OWNED
                  and (sent is None or sent.evaluate(k) != v or sent.lookup(k) is None)}
-        status, reason, code = self._outcome(rj, rec, attrs, final is not None)
+        status, reason, code = self.hooks.outcome(
+            rj, rec, *self._outcome(rj, rec, attrs, final is not None))
         if rec is not None:
             started = rec.ad.evaluate("JobCurrentStartDate")
             now_i = int(self.clock.time())
@@ -558,6 +579,7 @@ class Startd:
             self.store.forget_starter(rj.job_id)
         log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
                  f" ({reason})" if reason else "")
+        self._guard("job hooks", lambda: self.hooks.job_ended(rj, rec, status, attrs))
         now = self.clock.time()
         if self.engine.has_claim(rj.claim_id):
             code_ = attrs.get("ExitCode")
@@ -948,6 +970,8 @@ class Startd:
         self.core = Core(new, self.core.inventory)
         self.engine.reconfigure(from_cfg)
         self.starter_knobs = _starter_knobs(self.config_path, self.env)
+        self.hooks.reconfig()
+        self.cron.configure(reconfig=True)
         for name in sorted(changed):
             log.info("reconfig: %s changed", name)
         log.info("reconfig: %d knob(s) changed; slot layout changes take effect at the "
@@ -971,6 +995,9 @@ class Startd:
                 self.paths.socket.unlink()
             except OSError:
                 pass
+        # No hook or cron job outlives the daemon.
+        self.cron.close()
+        self.children.close()
         # The fork server goes; the starters it launched run on.
         self.launcher.close()
         self.store.close()
@@ -1027,16 +1054,6 @@ def _sent_ad(job_dir: Path) -> ClassAd | None:
         return ClassAd.parse_old((job_dir / "job.ad").read_text(), source="job.ad")
     except (OSError, UnicodeDecodeError, ClassAdError):
         return None
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def _setup_logging(paths: StatePaths, foreground: bool) -> None:
