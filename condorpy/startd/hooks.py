@@ -89,6 +89,7 @@ class JobHooks:
         self.slots: dict[str, _SlotFetch] = {}
         self.jobs: dict[JobId, _JobHooks] = {}
         self.prepared: set[JobId] = set()
+        self._subcodes: dict[JobId, int] = {}    # HoldReasonSubCode of a prepare hold
         self._bad_paths: set[str] = set()
         self.starter_cfg: Config = self._starter_cfg()
 
@@ -349,6 +350,7 @@ class JobHooks:
         problem = result.problem()
         if problem is not None:
             sub = result.exit_code if result.exit_code is not None else 0
+            self._subcodes[job_id] = sub
             d._finish(rj, {"HoldReason": f"{_kw_of(self, job_id)}_HOOK_PREPARE_JOB {problem}",
                            "HoldReasonCode": HOLD_PREPARE_FAILED, "HoldReasonSubCode": sub})
             return
@@ -360,6 +362,7 @@ class JobHooks:
         if out is not None:
             verdict, code, msg = hook_status(out)
             if verdict is HookVerdict.HOLD:
+                self._subcodes[job_id] = code
                 d._finish(rj, {"HoldReason": msg or f"HookStatusCode {code}",
                                "HoldReasonCode": HOLD_PREPARE_FAILED,
                                "HoldReasonSubCode": code})
@@ -428,9 +431,12 @@ class JobHooks:
         it left, and a fetch at once on the slot it came from."""
         self.prepared.discard(rj.job_id)
         self.jobs.pop(rj.job_id, None)
+        sub = self._subcodes.pop(rj.job_id, None)
         if rec is None:
             return
         d = self.d
+        if sub is not None and status is JobStatus.HELD:
+            d.store.update(rj.job_id, {"HoldReasonSubCode": sub})
         ad = rec.ad.copy()
         for k, v in attrs.items():
             ad[k] = v

@@ -40,7 +40,7 @@ text = sys.stdin.read()
 job = text.split("-----")[0]
 name = [l.split("=", 1)[1].strip().strip('"') for l in job.splitlines()
         if l.lower().startswith("jobname")]
-claim = "ClaimId" in text.split("-----")[-1]
+claim = 'ClaimId = "' in text.split("-----")[-1]
 with open({log!r}, "a") as f:
     f.write("%s %s %s %s\\n" % ({kind!r}, (sys.argv[1:] or ["-"])[0],
                                 name[0] if name else "?", "claim" if claim else "noclaim"))
@@ -140,7 +140,7 @@ def test_rejected_by_policy_then_evicted(hooks: Hooks, tmp_path: Path,
     stop.append(d)
     wait_for(lambda: "reply reject j0 noclaim" in hooks.lines(), 30, d.output)
     # A job the slot accepts, then a vacate: EVICT_CLAIM with the claim, JOB_EXIT evict.
-    _job(hooks.queue, 1, cmd="/bin/sleep", args="300")
+    _job(hooks.queue, 1, args="-c 'sleep 300'")
     wait_for(lambda: "reply accept j1 claim" in hooks.lines(), 30, d.output)
     wait_for(lambda: any(a.get("State") == "Claimed" and a.get("Activity") == "Busy"
                          for a in _slot_ads(d)), 30, d.output)
@@ -151,7 +151,7 @@ def test_rejected_by_policy_then_evicted(hooks: Hooks, tmp_path: Path,
     wait_for(lambda: "exit evict j1 noclaim" in hooks.lines(), 30, d.output)
     # Evicted fetched work is not rerun from the local queue.
     time.sleep(1.5)
-    assert d.statuses() == {"2.0": 3}
+    assert d.statuses() == {"1.0": 3}    # the rejected job was never stored
     assert hooks.lines().count("reply accept j1 claim") == 1
 
 
