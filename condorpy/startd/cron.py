@@ -253,9 +253,9 @@ class StartdCron:
             log.warning("STARTD_CRON job %s (%s) %s%s", spec.name, spec.executable, problem,
                         _excerpt(" stderr: ", result.stderr))
         if result.error is None and not result.timed_out and not result.overflow:
-            if spec.mode is not CronMode.WAIT_FOR_EXIT:
-                parser.feed(result.stdout)
-            got = parser.close()
+            got = parser.feed(result.stdout) if spec.mode is not CronMode.WAIT_FOR_EXIT \
+                else []
+            got += parser.close()
             if got:
                 self._take(spec, got)
             if problem is None:
@@ -391,8 +391,7 @@ class Benchmarks:
             log.warning("benchmark %s (%s) %s%s", spec.name, spec.executable, problem,
                         _excerpt(" stderr: ", result.stderr))
             return
-        parser.feed(result.stdout)
-        for cad in parser.close():
+        for cad in parser.feed(result.stdout) + parser.close():
             self.results.update(values(cad.ad))
         for bad in parser.bad[:5]:
             log.warning("benchmark %s: ignored %s", spec.name, bad)
