@@ -168,7 +168,9 @@ class JobHooks:
         def finished(result: ChildResult) -> None:
             self.stats.count(name, result)
             problem = result.problem()
-            if problem is not None:
+            if result.error is not None:
+                log.warning("hook %s: %s", name, result.error)
+            elif problem is not None:
                 log.warning("hook %s (%s, pid %d) %s%s", name, path, result.pid, problem,
                             _excerpt(" stderr: ", result.stderr))
             elif result.stderr.strip():

@@ -144,6 +144,11 @@ def test_rejected_by_policy_then_evicted(hooks: Hooks, tmp_path: Path,
     wait_for(lambda: "reply accept j1 claim" in hooks.lines(), 30, d.output)
     wait_for(lambda: any(a.get("State") == "Claimed" and a.get("Activity") == "Busy"
                          for a in _slot_ads(d)), 30, d.output)
+    # The fetched job is on record like a local one: `who` and `q` show it.
+    who = [ClassAd.parse_old(t) for t in d.call("who")["ads"]]
+    assert [a.evaluate("JobId") for a in who if a.evaluate("JobId") is not None] == ["1.0"]
+    running = ClassAd.parse_old(d.call("q")["ads"][0])
+    assert running.evaluate("HookKeyword") == "TEST" and running.evaluate("JobStatus") == 2
     time.sleep(0.5)
     d.cli("vacate")
     wait_for(lambda: "evict - j1 claim" in hooks.lines(), 30,
@@ -230,3 +235,74 @@ def test_prepare_job_hook_holds_with_its_status(hooks: Hooks, tmp_path: Path,
     # As HTCondor's starter: a job that never started gets no JOB_EXIT.
     time.sleep(0.5)
     assert not [ln for ln in hooks.lines() if ln.startswith("exit") and "j1" in ln]
+
+
+# A starter hook (sh: it runs as the job's user) that records its argument, the job's
+# name, its own uid and, for UPDATE_JOB_INFO, whether the job's pid came with the ad,
+# for JOB_EXIT the exit code.
+STARTER_RECORD = """\
+#!/bin/sh
+ad=$(cat)
+name=$(printf '%s\\n' "$ad" | sed -n 's/^JobName = "\\(.*\\)"$/\\1/p')
+if [ {kind} = update ]; then
+    if printf '%s\\n' "$ad" | grep -q '^JobPid = '; then extra=" pid"; else extra=" nopid"; fi
+else
+    extra=" code=$(printf '%s\\n' "$ad" | sed -n 's/^ExitCode = //p')"
+fi
+echo "{kind} ${{1:--}} $name uid=$(id -u)$extra" >> {log}
+"""
+
+
+def test_starter_hooks_for_local_jobs(tmp_path: Path, stop: list[Daemon]) -> None:
+    import tempfile
+    # Hooks run as the job's user: they and their log must be reachable by nobody.
+    shared = Path(tempfile.mkdtemp(prefix="condorpy-hooks-", dir="/tmp"))
+    shared.chmod(0o777)
+    try:
+        log = shared / "log"
+        log.touch()
+        log.chmod(0o666)
+        for kind in ("update", "exit"):
+            _script(shared / f"{kind}.py", STARTER_RECORD.format(
+                py=sys.executable, kind=kind, log=str(log)))
+        d = _daemon(tmp_path, f"STARTER_JOB_HOOK_KEYWORD = LOC\n"
+                              f"LOC_HOOK_UPDATE_JOB_INFO = {shared / 'update.py'}\n"
+                              f"LOC_HOOK_JOB_EXIT = {shared / 'exit.py'}\n"
+                              "STARTER_INITIAL_UPDATE_INTERVAL = 1\n", cpus=4)
+        stop.append(d)
+        work = tmp_path / "work"
+        work.mkdir()
+        (work / "j.sub").write_text(
+            "executable = /bin/sh\narguments = \"-c 'exit 3'\"\n+JobName = \"done\"\n"
+            "request_memory = 16\nqueue\n"
+            "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+            "+JobName = \"rm\"\nqueue\n+JobName = \"hold\"\nqueue\n")
+        d.cli("submit", "j.sub", cwd=work)
+        from tests.startd.test_daemon import _call_as
+        for p in (tmp_path, *tmp_path.parents):      # nobody reaches the socket
+            if p == Path("/tmp"):
+                break
+            p.chmod(p.stat().st_mode | 0o005)
+        for p in (d.state, d.state / "lock"):
+            p.chmod(p.stat().st_mode | 0o005)
+        got = _call_as(65534, d, "submit", {"ads": [
+            'Cmd = "/bin/true"\nIwd = "/tmp"\nRequestMemory = 16\nRequestCpus = 1\n'
+            'RequestDisk = 10\nRequirements = true\nJobName = "nobody"\n']})
+        assert got["ok"] is True, got
+
+        def lines() -> list[str]:
+            return log.read_text().splitlines()
+        wait_for(lambda: "exit exit done uid=0 code=3" in lines(), 30,
+                 lambda: f"{lines()}\n{d.output()}")
+        wait_for(lambda: "exit exit nobody uid=65534 code=0" in lines(), 30,
+                 lambda: f"{lines()}\n{d.output()}")
+        # The sleeping jobs report through UPDATE_JOB_INFO, then leave by rm and hold.
+        wait_for(lambda: {"update - rm uid=0 pid", "update - hold uid=0 pid"} <= set(lines()),
+                 30, lambda: f"{lines()}\n{d.output()}")
+        d.cli("rm", "1.1")
+        d.cli("hold", "1.2")
+        wait_for(lambda: {"exit remove rm uid=0 code=", "exit hold hold uid=0 code="}
+                 <= set(lines()), 30, lambda: f"{lines()}\n{d.output()}")
+    finally:
+        import shutil
+        shutil.rmtree(shared, ignore_errors=True)
