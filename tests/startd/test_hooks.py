@@ -146,7 +146,7 @@ def test_rejected_by_policy_then_evicted(hooks: Hooks, tmp_path: Path,
                          for a in _slot_ads(d)), 30, d.output)
     # The fetched job is on record like a local one: `who` and `q` show it.
     who = [ClassAd.parse_old(t) for t in d.call("who")["ads"]]
-    assert [a.evaluate("JobId") for a in who if a.evaluate("JobId") is not None] == ["1.0"]
+    assert [a.evaluate("JobId") for a in who if isinstance(a.evaluate("JobId"), str)] == ["1.0"]
     running = ClassAd.parse_old(d.call("q")["ads"][0])
     assert running.evaluate("HookKeyword") == "TEST" and running.evaluate("JobStatus") == 2
     time.sleep(0.5)
