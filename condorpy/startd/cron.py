@@ -213,7 +213,10 @@ class StartdCron:
         return sum(j.spec.job_load for j in self.jobs.values() if j.child is not None)
 
     def running(self) -> bool:
-        return any(j.child is not None for j in self.jobs.values())
+        """Whether a cron job runs that benchmarks must wait for (a continuous one
+        never ends, so it does not count)."""
+        return any(j.child is not None and j.spec.mode is not CronMode.WAIT_FOR_EXIT
+                   for j in self.jobs.values())
 
     def _condition(self, spec: CronSpec) -> bool:
         if spec.condition is None:

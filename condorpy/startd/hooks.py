@@ -91,6 +91,8 @@ class JobHooks:
         self.prepared: set[JobId] = set()
         self._subcodes: dict[JobId, int] = {}    # HoldReasonSubCode of a prepare hold
         self._bad_paths: set[str] = set()
+        self._paths: dict[tuple[int, str, str], str | None] = {}
+        self._keywords: dict[int, str | None] = {}
         self.starter_cfg: Config = self._starter_cfg()
 
     def _starter_cfg(self) -> Config:
@@ -102,12 +104,19 @@ class JobHooks:
 
     def reconfig(self) -> None:
         self._bad_paths.clear()
+        self._paths.clear()
+        self._keywords.clear()
         self.starter_cfg = self._starter_cfg()
         for st in self.slots.values():
             st.next_at = 0.0
 
     # ------------------------------------------------------------ configuration
     def slot_keyword(self, slot_id: int) -> str | None:
+        if slot_id not in self._keywords:
+            self._keywords[slot_id] = self._slot_keyword(slot_id)
+        return self._keywords[slot_id]
+
+    def _slot_keyword(self, slot_id: int) -> str | None:
         cfg = self.d.cfg
         kw = cfg.get(f"SLOT{slot_id}_JOB_HOOK_KEYWORD") or cfg.get("STARTD_JOB_HOOK_KEYWORD")
         return kw.strip() if kw and kw.strip() else None
@@ -123,6 +132,13 @@ class JobHooks:
         return kw.strip() if kw and kw.strip() else None
 
     def path(self, cfg: Config, keyword: str, kind: str) -> str | None:
+        """The hook's path, checked once per configuration (as HTCondor caches it)."""
+        key = (id(cfg), keyword, kind)
+        if key not in self._paths:
+            self._paths[key] = self._check_path(cfg, keyword, kind)
+        return self._paths[key]
+
+    def _check_path(self, cfg: Config, keyword: str, kind: str) -> str | None:
         knob = f"{keyword}_HOOK_{kind}"
         value = cfg.get(knob)
         if not value:
@@ -319,8 +335,9 @@ class JobHooks:
 
     # ------------------------------------------------------------ starter hooks
     def prepare(self, rj: RunningJob, rec: JobRecord, claim_id: str, slot_name: str) -> bool:
-        """Run PREPARE_JOB before the job's starter is launched; True while it runs
-        (the daemon launches once it has said go)."""
+        """Run PREPARE_JOB_BEFORE_TRANSFER then PREPARE_JOB (those defined) before the
+        job's starter is launched; True while they run (the daemon launches once they
+        have said go)."""
         if rec.job_id in self.prepared:
             self.prepared.discard(rec.job_id)
             return False
@@ -328,18 +345,27 @@ class JobHooks:
         if kw is None:
             return False
         self.jobs[rec.job_id] = _JobHooks(kw)
-        user = _owner(rec.ad, self.d.uid)
+        kinds = [k for k in ("PREPARE_JOB_BEFORE_TRANSFER", "PREPARE_JOB")
+                 if self.path(self.starter_cfg, kw, k) is not None]
+        return self._prepare_next(rj, rec, claim_id, slot_name, kw, kinds)
+
+    def _prepare_next(self, rj: RunningJob, rec: JobRecord, claim_id: str, slot_name: str,
+                      kw: str, kinds: list[str]) -> bool:
+        if not kinds:
+            return False
+        kind, rest = kinds[0], kinds[1:]
         cwd = rec.ad.evaluate("Iwd")
-        started = self._run(self.starter_cfg, kw, "PREPARE_JOB", [], hook_stdin(rec.ad),
-                            lambda r: self._prepared(rec.job_id, claim_id, slot_name, r),
-                            user=user, cwd=cwd if isinstance(cwd, str) and
-                            os.path.isdir(cwd) else None)
+        started = self._run(self.starter_cfg, kw, kind, [], hook_stdin(rec.ad),
+                            lambda r: self._prepared(rec.job_id, claim_id, slot_name, r,
+                                                     kind, rest),
+                            user=_owner(rec.ad, self.d.uid),
+                            cwd=cwd if isinstance(cwd, str) and os.path.isdir(cwd) else None)
         if started:
             rj.state = "preparing"
         return started
 
     def _prepared(self, job_id: JobId, claim_id: str, slot_name: str,
-                  result: ChildResult) -> None:
+                  result: ChildResult, kind: str, rest: list[str]) -> None:
         d = self.d
         rj = d.running.get(job_id)
         if rj is None or rj.claim_id != claim_id:
@@ -353,11 +379,11 @@ class JobHooks:
         if problem is not None:
             sub = result.exit_code if result.exit_code is not None else 0
             self._subcodes[job_id] = sub
-            d._finish(rj, {"HoldReason": f"{_kw_of(self, job_id)}_HOOK_PREPARE_JOB {problem}",
+            d._finish(rj, {"HoldReason": f"{_kw_of(self, job_id)}_HOOK_{kind} {problem}",
                            "HoldReasonCode": HOLD_PREPARE_FAILED, "HoldReasonSubCode": sub})
             return
         try:
-            out = parse_reply_ad(result.stdout, f"PREPARE_JOB for job {job_id}")
+            out = parse_reply_ad(result.stdout, f"{kind} for job {job_id}")
         except HookError as exc:
             d._finish(rj, {"HoldReason": str(exc), "HoldReasonCode": HOLD_PREPARE_FAILED})
             return
@@ -370,7 +396,7 @@ class JobHooks:
                                "HoldReasonSubCode": code})
                 return
             if verdict is HookVerdict.REQUEUE:
-                log.info("job %s: PREPARE_JOB sends it back (%d: %s)", job_id, code, msg)
+                log.info("job %s: %s sends it back (%d: %s)", job_id, kind, code, msg)
                 rj.evicted = True
                 d._finish(rj, None)
                 return
@@ -379,6 +405,10 @@ class JobHooks:
             attrs = {k: v for k, v in attrs.items() if isinstance(v, (bool, int, float, str))}
             if attrs:
                 d.store.update(job_id, attrs)
+        rec = d.store.job(job_id)
+        if rest and rec is not None and \
+                self._prepare_next(rj, rec, claim_id, slot_name, _kw_of(self, job_id), rest):
+            return
         rj.state = "starting"
         self.prepared.add(job_id)
         d._launch(claim_id, slot_name)

@@ -218,16 +218,20 @@ def test_prepare_job_hook_holds_with_its_status(hooks: Hooks, tmp_path: Path,
                    f"#!{sys.executable}\nimport sys\nad = sys.stdin.read()\n"
                    "if 'j1' in ad:\n"
                    "    print('HookStatusCode = 190'); print('HookStatusMessage = \"Really bad\"')\n"
-                   "else:\n    print('Prepared = \"yes\"')\n")
+                   "else:\n    print('Prepared = \"yes\"')\n"
+                   "print('SawBefore = %s' % ('Before = 1' in ad))\n")
+    before = _script(hooks.base / "before.sh", "#!/bin/sh\ncat >/dev/null\necho Before = 1\n")
     _job(hooks.queue, 0)
     _job(hooks.queue, 1)
-    d = _daemon(tmp_path, hooks.config() + f"TEST_HOOK_PREPARE_JOB = {prep}\n")
+    d = _daemon(tmp_path, hooks.config() + f"TEST_HOOK_PREPARE_JOB = {prep}\n"
+                f"TEST_HOOK_PREPARE_JOB_BEFORE_TRANSFER = {before}\n")
     stop.append(d)
     wait_for(lambda: sorted(d.statuses().values()) == [4, 5], 30,
              lambda: f"{d.statuses()}\n{d.output()}")
     ads = {a.evaluate("JobName"): a for a in
            (ClassAd.parse_new(t) for t in d.history_ads())}
     assert ads["j0"].evaluate("Prepared") == "yes"
+    assert ads["j0"].evaluate("SawBefore") is True       # BEFORE_TRANSFER ran first
     held = ClassAd.parse_old(d.call("q")["ads"][0])
     assert held.evaluate("HoldReasonCode") == 19
     assert held.evaluate("HoldReasonSubCode") == 190
