@@ -174,3 +174,25 @@ def test_benchmarks_publish_mips_and_kflops(daemons: list[Daemon], tmp_path: Pat
     assert ad["LastBenchmark"] > 0
     assert "Benchmarking" in d.output()
     wait_for(lambda: _ads(d)["slot1"]["Activity"] == "Idle", 30, d.output)
+
+
+def test_gpus_monitor_template_routes_each_gpu_to_its_slot(daemons: list[Daemon],
+                                                           tmp_path: Path) -> None:
+    # What condor_gpu_monitor prints: one ad per device, merged by AssignedGPUs.
+    monitor = _script(tmp_path / "gpu_monitor.sh", "#!/bin/sh\n"
+                      "for i in 0 1; do\n"
+                      "  echo \"SlotMergeConstraint = StringListMember(\\\"CUDA$i\\\", "
+                      "AssignedGPUs)\"\n"
+                      "  echo \"UptimeGPUsSeconds = $((i + 5)).5\"\n"
+                      "  echo \"UptimeGPUsMemoryPeakUsage = $((i * 100 + 100))\"\n"
+                      "  echo \"- GPUsSlot$i\"\n"
+                      "done\nexec sleep 600\n")
+    d = _start(daemons, tmp_path, "MACHINE_RESOURCE_GPUs = CUDA0, CUDA1\n"
+                                  "use FEATURE : StaticSlots\n"
+                                  f"GPU_MONITOR = {monitor}\nuse FEATURE : GPUsMonitor\n")
+    wait_for(lambda: _ads(d).get("slot2", {}).get("UptimeGPUsSeconds") == 6.5, 30, d.output)
+    ads = _ads(d)
+    assert ads["slot1"]["UptimeGPUsSeconds"] == 5.5
+    assert ads["slot1"]["UptimeGPUsMemoryPeakUsage"] == 100
+    assert ads["slot2"]["UptimeGPUsMemoryPeakUsage"] == 200
+    assert "SlotMergeConstraint" not in ads["slot1"]
