@@ -323,8 +323,9 @@ class ChildRunner:
                 (child.exited_at or 0.0) + _PIPES_GRACE_S
             if at is not None:
                 due = at if due is None else min(due, at)
-        if self.children:
-            # Exits are noticed on SIGCHLD; a slow tick covers a lost signal.
+        if any(c.deadline is not None for c in self.children.values()):
+            # Exits are noticed on SIGCHLD; a slow tick covers a lost one while a short
+            # child runs (a continuous cron job does not keep the daemon awake).
             tick = self.clock.monotonic() + 0.5
             due = tick if due is None else min(due, tick)
         return due

@@ -281,16 +281,19 @@ class StartdCron:
     def publish(self) -> None:
         """Merge every cron ad into the slot ads it routes to (through the engine's
         measurements, so each cycle and each new d-slot keeps them)."""
+        if not self.ads and not self._applied_all and not self._applied_slot:
+            return
         engine = self.d.engine
         now = self.d.clock.time()
         for_all: dict[str, Any] = {}
         per_slot: dict[str, dict[str, Any]] = {}
-        slots = {s.name: s.ad for s in engine.slots.values() if not s.deleted}
+        slots: dict[str, ClassAd] = {}
+        if self._applied_slot or any(_routed(cad.ad) or spec.slots is not None
+                                     for cad, spec in self.ads.values()):
+            slots = {s.name: s.ad for s in engine.slots.values() if not s.deleted}
         for cad, spec in self.ads.values():
             vals = values(cad.ad)
-            routed = any(cad.ad.lookup(a) is not None for a in
-                         ("SlotMergeConstraint", "SlotName", "Name", "SlotTypeId", "SlotId"))
-            if not routed and spec.slots is None:
+            if not _routed(cad.ad) and spec.slots is None:
                 for_all.update(vals)
                 continue
             for name in route(cad.ad, slots, spec.slots):
@@ -323,6 +326,11 @@ class StartdCron:
 
 
 _NONE: Any = object()
+
+
+def _routed(ad: ClassAd) -> bool:
+    return any(ad.lookup(a) is not None for a in
+               ("SlotMergeConstraint", "SlotName", "Name", "SlotTypeId", "SlotId"))
 
 
 class Benchmarks:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import pwd
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -93,6 +94,7 @@ class JobHooks:
         self._bad_paths: set[str] = set()
         self._paths: dict[tuple[int, str, str], str | None] = {}
         self._keywords: dict[int, str | None] = {}
+        self._enabled: bool | None = None       # any slot has a hook keyword
         self.starter_cfg: Config = self._starter_cfg()
 
     def _starter_cfg(self) -> Config:
@@ -106,6 +108,7 @@ class JobHooks:
         self._bad_paths.clear()
         self._paths.clear()
         self._keywords.clear()
+        self._enabled = None
         self.starter_cfg = self._starter_cfg()
         for st in self.slots.values():
             st.next_at = 0.0
@@ -204,7 +207,12 @@ class JobHooks:
     def step(self, now: float) -> None:
         """Run FETCH_WORK for every slot that is due (HTCondor's tryFetchWork)."""
         d = self.d
-        if d.stopping is not None or d.engine.machine.draining or \
+        if self._enabled is None:
+            cfg = d.cfg
+            self._enabled = bool(cfg.get("STARTD_JOB_HOOK_KEYWORD")) or any(
+                re.fullmatch(r"SLOT\d+_JOB_HOOK_KEYWORD", n, re.I) and cfg.get(n)
+                for n in cfg.names())
+        if not self._enabled or d.stopping is not None or d.engine.machine.draining or \
                 d.engine.machine.shutting_down:
             return
         for slot in list(d.engine.slots.values()):
