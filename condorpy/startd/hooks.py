@@ -313,8 +313,13 @@ class JobHooks:
             log.info("%s: fetched work refused by the slot's policy", slot_name)
             self._reply(keyword, False, ad, slot.ad, None)
             return False
+        # A schedd's job ad handed on carries its own status and ids: here the job is
+        # new to this daemon's store (which keeps an integer ProcId as it is).
+        ad["JobStatus"] = 1
+        proc = ad.get("ProcId")
         cluster = d.store.submit([ad])
-        job_id = JobId(cluster, 0)
+        job_id = JobId(cluster, proc if isinstance(proc, int) and
+                       not isinstance(proc, bool) else 0)
         claimed = d._slot_of(claim_id)
         d.store.record_claim(claim_id, claimed, "claimed", job_id)
         d.by_claim[claim_id] = job_id

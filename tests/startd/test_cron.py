@@ -196,3 +196,24 @@ def test_gpus_monitor_template_routes_each_gpu_to_its_slot(daemons: list[Daemon]
     assert ads["slot1"]["UptimeGPUsMemoryPeakUsage"] == 100
     assert ads["slot2"]["UptimeGPUsMemoryPeakUsage"] == 200
     assert "SlotMergeConstraint" not in ads["slot1"]
+
+
+def test_continuous_job_gets_sighup_at_reconfig(daemons: list[Daemon], tmp_path: Path) -> None:
+    exe = _script(tmp_path / "hup.py", f"""#!{sys.executable}
+import signal, sys, time
+hups = 0
+def on_hup(*_):
+    global hups
+    hups += 1
+signal.signal(signal.SIGHUP, on_hup)
+while True:
+    print("Hups = %d" % hups)
+    print("-")
+    sys.stdout.flush()
+    time.sleep(0.1)
+""")
+    d = _start(daemons, tmp_path, f"use FEATURE : StartdCronContinuous(hup, {exe})\n"
+                                  "STARTD_CRON_hup_RECONFIG = true\n")
+    wait_for(lambda: _ads(d)["slot1"].get("Hups") == 0, 30, d.output)
+    d.cli("reconfig")
+    wait_for(lambda: _ads(d)["slot1"].get("Hups") == 1, 30, d.output)

@@ -114,8 +114,10 @@ def stop() -> Iterator[list[Daemon]]:
 
 def test_fetched_jobs_run_through_a_partitionable_slot(hooks: Hooks, tmp_path: Path,
                                                        stop: list[Daemon]) -> None:
-    for n in range(6):
+    for n in range(5):
         _job(hooks.queue, n)
+    # A job ad as a schedd would hand it on, with its own ids and status.
+    _job(hooks.queue, 5, extra="ClusterId = 99\nProcId = 7\nJobStatus = 2\n")
     d = _daemon(tmp_path, hooks.config())
     stop.append(d)
     want = {f"exit exit j{n} noclaim" for n in range(6)}
@@ -131,6 +133,7 @@ def test_fetched_jobs_run_through_a_partitionable_slot(hooks: Hooks, tmp_path: P
     assert sorted(a.evaluate("JobName") for a in ads) == [f"j{n}" for n in range(6)]
     assert {a.evaluate("HookKeyword") for a in ads} == {"TEST"}
     assert {a.evaluate("JobStatus") for a in ads} == {4}
+    assert sorted(a.evaluate("ProcId") for a in ads) == [0, 0, 0, 0, 0, 7]
 
 
 def test_rejected_by_policy_then_evicted(hooks: Hooks, tmp_path: Path,
