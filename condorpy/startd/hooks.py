@@ -47,6 +47,8 @@ DEFAULT_FETCH_DELAY_S = 300       # FetchWorkDelay when undefined (HTCondor's 5 
 INITIAL_UPDATE_S = 8.0            # STARTER_INITIAL_UPDATE_INTERVAL default
 HOLD_PREPARE_FAILED = 19          # CONDOR_HOLD_CODE HookPrepareJobFailure
 FETCHED = "CondorpyFetchedFrom"   # marks a job that came from a fetch-work hook
+_HOOK_TYPES = ("FETCH_WORK", "REPLY_FETCH", "EVICT_CLAIM", "PREPARE_JOB",
+               "PREPARE_JOB_BEFORE_TRANSFER", "UPDATE_JOB_INFO", "JOB_EXIT")
 
 
 @dataclass
@@ -129,7 +131,12 @@ class JobHooks:
         kw = cfg.get("STARTER_JOB_HOOK_KEYWORD")
         if not kw:
             v = ad.evaluate("HookKeyword")
-            kw = v if isinstance(v, str) else None
+            kw = v if isinstance(v, str) and v.strip() else None
+            # A job may not name hooks the configuration lacks, and so slip past the
+            # administrator's default keyword (as HTCondor's JobHookClientMgr).
+            if kw is not None and not any(cfg.get(f"{kw.strip()}_HOOK_{k}")
+                                          for k in _HOOK_TYPES):
+                kw = None
         if not kw:
             kw = cfg.get("STARTER_DEFAULT_JOB_HOOK_KEYWORD")
         return kw.strip() if kw and kw.strip() else None

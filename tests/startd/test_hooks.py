@@ -272,7 +272,8 @@ def test_starter_hooks_for_local_jobs(tmp_path: Path, stop: list[Daemon]) -> Non
         for kind in ("update", "exit"):
             _script(shared / f"{kind}.py", STARTER_RECORD.format(
                 py=sys.executable, kind=kind, log=str(log)))
-        d = _daemon(tmp_path, f"STARTER_JOB_HOOK_KEYWORD = LOC\n"
+        # The default keyword; a job naming hooks the configuration lacks gets it too.
+        d = _daemon(tmp_path, f"STARTER_DEFAULT_JOB_HOOK_KEYWORD = LOC\n"
                               f"LOC_HOOK_UPDATE_JOB_INFO = {shared / 'update.py'}\n"
                               f"LOC_HOOK_JOB_EXIT = {shared / 'exit.py'}\n"
                               "STARTER_INITIAL_UPDATE_INTERVAL = 1\n", cpus=4)
@@ -281,6 +282,7 @@ def test_starter_hooks_for_local_jobs(tmp_path: Path, stop: list[Daemon]) -> Non
         work.mkdir()
         (work / "j.sub").write_text(
             "executable = /bin/sh\narguments = \"-c 'exit 3'\"\n+JobName = \"done\"\n"
+            "+HookKeyword = \"NOSUCH\"\n"
             "request_memory = 16\nqueue\n"
             "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
             "+JobName = \"rm\"\nqueue\n+JobName = \"hold\"\nqueue\n")
