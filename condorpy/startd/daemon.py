@@ -45,6 +45,7 @@ from condorpy.policy.records import (Action, ClaimAccepted, ClaimEnded, ClaimRef
 from condorpy.policy.states import State
 from condorpy.startd import control
 from condorpy.startd.core import Core, load_core
+from condorpy.startd.metrics import Metrics
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
@@ -107,6 +108,7 @@ class Startd:
             log.info("%s", note)
         self.store = JobStore(self.paths.spool)
         self.engine: PolicyEngine = self.core.engine(self.clock)
+        self.metrics = Metrics.from_config(self.cfg, self.engine, self.clock)
         self.starter_knobs = _starter_knobs(config_path, self.env)
         self.launcher = ForkServer.start(env=self.env)
         self.sel = selectors.DefaultSelector()
@@ -133,6 +135,7 @@ class Startd:
         self._apply(self.engine.take_output())
         self._adopt()
         self._open_control()
+        self.metrics.start()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, self._on_signal)
         signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
@@ -204,6 +207,7 @@ class Startd:
             self._guard("policy cycle", self._cycle)
         if self.need_match and self.stopping is None:
             self._guard("matchmaking", self._match)
+        self._guard("metrics", lambda: self.metrics.after_step(len(self.running)))
 
     def _event(self, kind: str, obj: Any, mask: int) -> None:
         if kind == "listen":
@@ -251,6 +255,7 @@ class Startd:
         now = self.clock.time()
         self.engine.set(now, {"KeyboardIdle": act.keyboard_idle, "ConsoleIdle": console,
                               "LoadAvg": act.total_load_avg})
+        self.metrics.owner_activity(act.keyboard_idle, console, act.total_load_avg)
         # The owner came back: evaluate at once, not at the next POLLING_INTERVAL.
         if self.last_keyboard is not None and act.keyboard_idle < self.last_keyboard:
             self.next_cycle = now_mono
@@ -260,6 +265,7 @@ class Startd:
         t0 = self.clock.monotonic()
         outputs = self.engine.cycle(self.clock.time())
         self.cycle_times.append(self.clock.monotonic() - t0)
+        self.metrics.stats.policy_cycle(self.cycle_times[-1], self.clock.time())
         del self.cycle_times[:-100]
         self._apply(outputs)
         self.last_cycle = t0
@@ -268,6 +274,7 @@ class Startd:
 
     def _apply(self, outputs: list[Output]) -> None:
         for o in outputs:
+            self.metrics.observe(o)
             if isinstance(o, StateChange):
                 log.info("%s: %s/%s (transition %s%s) %s", o.slot, o.state.value,
                          o.activity.value, o.transition,
@@ -395,6 +402,7 @@ class Startd:
 
     # ---------------------------------------------------------------- starters
     def _launch(self, claim_id: str, slot_name: str) -> None:
+        activated = self.clock.monotonic()
         job_id = self.by_claim.get(claim_id)
         rec = self.store.job(job_id) if job_id is not None else None
         if job_id is None or rec is None:
@@ -427,6 +435,7 @@ class Startd:
             self._finish(rj, {"HoldReason": str(exc), "HoldReasonCode": 6})
             return
         rj.launched = launched
+        self.metrics.stats.job_launched(job_id, activated)
         rj.connect_by = self.clock.monotonic() + _CONNECT_TIMEOUT_S
         self._connect(rj)
         self.store.start_job(job_id, StarterRecord(
@@ -491,6 +500,7 @@ class Startd:
         if event in ("hello", "state"):
             if isinstance(msg.get("job_pid"), int):
                 rj.job_pid = msg["job_pid"]
+                self.metrics.stats.job_running(rj.job_id, self.clock.monotonic())
             # start_job made the job Running when its starter was launched
             rj.state = str(msg.get("state", rj.state))
         elif event == "usage":
@@ -540,6 +550,8 @@ class Startd:
                  if isinstance(v, (bool, int, float, str)) and k.lower() not in _QUEUE_OWNED
                  and (sent is None or sent.evaluate(k) != v or sent.lookup(k) is None)}
         status, reason, code = self._outcome(rj, rec, attrs, final is not None)
+        self.metrics.stats.job_ended(rj.job_id, rj.claim_id, status, code,
+                                     rj.evicted or final is None)
         if rec is not None:
             started = rec.ad.evaluate("JobCurrentStartDate")
             now_i = int(self.clock.time())
@@ -619,16 +631,19 @@ class Startd:
                              if not isinstance(o, StartJob)])
             if alive:
                 log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid, rj.slot)
+                self.metrics.stats.adopted("adopted")
             else:
                 result = Path(launched.result_path)
                 if result.exists():
                     log.info("job %s: its starter %d ended while the daemon was away",
                              srec.job_id, srec.pid)
+                    self.metrics.stats.adopted("finished")
                     self._finish(rj, _read_result(result))
                 else:
                     log.warning("job %s: its starter %d vanished; the job goes back to "
                                 "the queue", srec.job_id, srec.pid)
                     rj.evicted = True
+                    self.metrics.stats.adopted("lost")
                     self._finish(rj, None)
         # Claims the store holds for jobs that never got a starter recorded.
         for c in self.store.claims():
@@ -720,7 +735,7 @@ class Startd:
     def _cmd_ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return {"pid": os.getpid(), "since": self.started_at, "user": peer.user,
                 "slots": len(self.engine.slots), "running": len(self.running),
-                "cycle_seconds": list(self.cycle_times)}
+                "cycle_seconds": list(self.cycle_times), "metrics": self.metrics.bound}
 
     def _cmd_q(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return {"schedd": self._schedd_name(), "address": str(self.paths.socket),
@@ -887,6 +902,8 @@ class Startd:
         if rj is None:
             self._set_status(rec.job_id, status, reason=reason, code=code or None)
             self._log_stop(rec.ad, status, reason, code)
+            if status is JobStatus.HELD:
+                self.metrics.stats.job_held(code)
             return
         rj.after, rj.after_reason, rj.after_code = status, reason, code
         # As the shadow does: a soft kill with the job's KillSig, then a hard kill
@@ -941,6 +958,7 @@ class Startd:
         try:
             new, changed = self.cfg.reload()
             from_cfg = Core(new, self.core.inventory).settings(self.engine.layout)
+            self.metrics.reconfig(new)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
             raise
@@ -971,6 +989,7 @@ class Startd:
                 self.paths.socket.unlink()
             except OSError:
                 pass
+        self.metrics.close()
         # The fork server goes; the starters it launched run on.
         self.launcher.close()
         self.store.close()
