@@ -515,9 +515,9 @@ def _families(snap: Snapshot) -> Iterator[Metric]:
     yield runs
     yield fails
     runs = CounterMetricFamily("condorpy_cron_runs_total", "Startd cron job runs.",
-                               labels=["job"])
+                               labels=["name"])
     fails = CounterMetricFamily("condorpy_cron_failures_total", "Startd cron job runs "
-                                "that failed.", labels=["job"])
+                                "that failed.", labels=["name"])
     for k, r, f in st.cron:
         runs.add_metric([k], r)
         fails.add_metric([k], f)
