@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import logging
 import platform
+from operator import attrgetter, methodcaller
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator
 
@@ -31,8 +32,8 @@ from condorpy import __version__
 from condorpy.clock import Clock
 from condorpy.config import Config
 from condorpy.errors import StartdError
-from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, SoftKill,
-                                     StateChange)
+from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Slot,
+                                     SoftKill, StateChange)
 from condorpy.policy.states import TRANSITIONS, Activity, State
 from condorpy.slots.ads import HTCONDOR_VERSION
 
@@ -50,6 +51,7 @@ KNOB = "CONDORPY_METRICS_ADDRESS"
 DEFAULT_PORT = 9619
 DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
 _REFRESH_S = 1.0        # the longest a snapshot goes unpublished while the loop runs
+_FIGURES_MAX_AGE_S = 30.0
 
 OUTCOMES = ("completed", "removed", "held", "evicted")
 CAUSES = ("preempt", "rank", "vacate", "drain", "kill")
@@ -310,56 +312,73 @@ class _Owner:
     load: float = 0.0
 
 
-def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starters: int,
-                  owner: _Owner | None = None, started_at: float = 0.0,
-                  zero_slots: dict[tuple[str, str, str], int] | None = None,
-                  resource_names: tuple[str, ...] = ()) -> Snapshot:
-    """Aggregate the engine's slots into a snapshot: a pass over the slots, nothing
-    evaluated. D-slots are counted by state, never named."""
-    counts = dict(zero_slots) if zero_slots is not None else {}
-    by_state: dict[State, list[dict[str, float]]] = {}
-    oldest_preempting = 0.0
-    condor_load = 0.0
+@dataclass(frozen=True)
+class SlotFigures:
+    """The slots aggregated: counts by (state, activity, type), resources by state."""
+
+    slots: tuple[tuple[tuple[str, str, str], int], ...]
+    resources: tuple[tuple[str, str, float], ...]        # (resource, state, amount)
+    machine: tuple[tuple[str, float], ...]               # (resource, total)
+    preempting_since: float
+
+
+def slot_figures(engine: PolicyEngine,
+                 zero_slots: dict[tuple[str, str, str], int] | None = None) -> SlotFigures:
+    """One pass over the slots, nothing evaluated; d-slots counted, never named."""
+    groups: dict[tuple[State, Activity, str], list[Slot]] = {}
     for s in engine.slots.values():
-        if s.deleted:
-            continue
-        st = s.state
-        key = (st.value, s.activity.value, s.kind)
-        counts[key] = counts.get(key, 0) + 1
-        got = by_state.get(st)
-        if got is None:
-            got = by_state[st] = []
-        got.append(s.resources)
-        if st is State.PREEMPTING and (oldest_preempting == 0.0
-                                       or s.entered_state < oldest_preempting):
-            oldest_preempting = s.entered_state
-        if s.total_load:
-            condor_load = s.total_load[1]
+        if not s.deleted:
+            key = (s.state, s.activity, s.kind)
+            got = groups.get(key)
+            if got is None:
+                groups[key] = [s]
+            else:
+                got.append(s)
     inv = engine.layout.inventory
-    names = resource_names or ("Cpus", "Memory", "Disk", *inv.custom)
-    resources = []
-    for state in State:
-        rows = by_state.get(state, ())
+    names = ("Cpus", "Memory", "Disk", *inv.custom)
+    counts = dict(zero_slots) if zero_slots is not None else {}
+    amounts = {(name, state.value): 0.0 for state in State for name in names}
+    oldest = 0.0
+    for (state, activity, kind), members in groups.items():
+        counts[(state.value, activity.value, kind)] = len(members)
+        rows = list(map(_RESOURCES, members))
         for name in names:
-            total = 0.0
-            for r in rows:
-                total += r.get(name, 0.0)
-            resources.append((name, state.value, total))
+            amounts[(name, state.value)] += sum(map(methodcaller("get", name, 0.0), rows))
+        if state is State.PREEMPTING:
+            first = min(m.entered_state for m in members)
+            oldest = first if oldest == 0.0 else min(oldest, first)
     machine = [("Cpus", float(inv.cpus)), ("Memory", float(inv.memory_mb)),
                ("Disk", float(inv.disk_kb))]
     for name, res in inv.custom.items():
         machine.append((name, float(len(res.ids) if res.ids else res.count)))
+    return SlotFigures(tuple(sorted(counts.items())),
+                       tuple((n, st, a) for (n, st), a in amounts.items()),
+                       tuple(machine), oldest)
+
+
+_RESOURCES = attrgetter("resources")
+
+
+def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starters: int,
+                  owner: _Owner | None = None, started_at: float = 0.0,
+                  figures: SlotFigures | None = None) -> Snapshot:
+    """A snapshot from the slot figures (aggregated now unless given) and the rest."""
+    fig = figures if figures is not None else slot_figures(engine)
+    condor_load = 0.0
+    for s in engine.slots.values():       # the machine-wide figure every slot carries
+        if not s.deleted and s.total_load:
+            condor_load = s.total_load[1]
+            break
     mw = engine.machine
     own = owner or _Owner()
     return Snapshot(
-        at=now, slots=tuple(sorted(counts.items())), resources=tuple(resources),
-        machine=tuple(machine), keyboard_idle=own.keyboard_idle,
-        console_idle=own.console_idle, load_average=own.load,
-        jobs_load_average=condor_load,
+        at=now, slots=fig.slots, resources=fig.resources, machine=fig.machine,
+        keyboard_idle=own.keyboard_idle, console_idle=own.console_idle,
+        load_average=own.load, jobs_load_average=condor_load,
         drain_how=mw.drain.how if mw.drain is not None else None,
         drain_started=mw.drain.started if mw.drain is not None else 0.0,
         shutting_down=mw.shutting_down, badput=mw.badput, unclaimed=mw.unclaimed,
-        preempting_since=oldest_preempting, starters=starters, stats=stats,
+        preempting_since=fig.preempting_since, starters=starters, stats=stats,
         started_at=started_at)
 
 
@@ -549,6 +568,8 @@ class Metrics:
     _server: WSGIServer | None = None
     _next_publish: float = 0.0
     _zero: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    _figures: SlotFigures | None = None
+    _figures_due: float = 0.0
 
     @classmethod
     def from_config(cls, cfg: Config, engine: PolicyEngine, clock: Clock) -> Metrics:
@@ -608,7 +629,10 @@ class Metrics:
                  else "turned off")
 
     def observe(self, o: Output) -> None:
+        """Every output the daemon applies: slots changed (the figures are taken anew
+        at the next publish) and evictions get their cause."""
         if self.address is not None:
+            self._figures = None
             self.stats.observe(o, self.engine)
 
     def owner_activity(self, keyboard_idle: float | None, console_idle: float | None,
@@ -627,10 +651,16 @@ class Metrics:
     def publish(self, mono: float, starters: int = 0) -> None:
         self.stats.changed = False
         self._next_publish = mono + _REFRESH_S
+        # Slots change only through the engine's outputs, which the daemon shows to
+        # observe(): a quiet machine reuses its figures (taken anew now and then all
+        # the same, should a change ever come without an output).
+        if self._figures is None or mono >= self._figures_due:
+            self._figures = slot_figures(self.engine, self._zero)
+            self._figures_due = mono + _FIGURES_MAX_AGE_S
         self.collector.snapshot = take_snapshot(
             self.engine, self.stats.view(), now=self.clock.time(), starters=starters,
             owner=_Owner(self.owner.keyboard_idle, self.owner.console_idle, self.owner.load),
-            started_at=self.started_at, zero_slots=self._zero)
+            started_at=self.started_at, figures=self._figures)
 
     def close(self) -> None:
         if self._server is not None:
