@@ -36,12 +36,13 @@ from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Sl
                                      SoftKill, StateChange)
 from condorpy.policy.states import TRANSITIONS, Activity, State
 from condorpy.slots.ads import HTCONDOR_VERSION
+from condorpy.startd.jobstore import JobStatus
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from condorpy.policy.engine import PolicyEngine
-    from condorpy.startd.jobstore import JobId, JobStatus
+    from condorpy.startd.jobstore import JobId
 
 log = logging.getLogger("condorpy.startd")
 
@@ -191,7 +192,6 @@ class MetricsStats:
                   hold_code: int, requeued: bool) -> None:
         """A job's run ended with the queue status it went to; ``requeued``: it went
         back to the queue because its slot was taken or its starter was lost."""
-        from condorpy.startd.jobstore import JobStatus
         self._launched.pop(str(job_id), None)
         cause = self._cause.pop(claim_id, None)
         if status is JobStatus.REMOVED:

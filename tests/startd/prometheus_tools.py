@@ -23,14 +23,14 @@ def ensure_prometheus() -> tuple[str, str]:
                     "not installed and not root to install it")
     if not _tried:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        res = subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends",
-                              "prometheus"], env=env, capture_output=True, text=True,
+        res = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y",
+                              "-q", "--no-install-recommends", "prometheus"], env=env, capture_output=True, text=True,
                              timeout=600)
         if res.returncode != 0:
             subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True,
                            timeout=600)
-            res = subprocess.run(["apt-get", "install", "-y", "-q",
-                                  "--no-install-recommends", "prometheus"], env=env,
+            res = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install",
+                                  "-y", "-q", "--no-install-recommends", "prometheus"], env=env,
                                  capture_output=True, text=True, timeout=600)
         _tried.append(res.stdout[-2000:] + res.stderr[-2000:])
     prom, tool = shutil.which("prometheus"), shutil.which("promtool")
