@@ -50,6 +50,7 @@ from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
+from condorpy.slots.manager import SlotManager
 from condorpy.slots.model import Refusal
 
 log = logging.getLogger("condorpy.startd")
@@ -352,7 +353,7 @@ class Startd:
     def _free_slots(self) -> list[str]:
         out = []
         for s in self.engine.slots.values():
-            if s.deleted or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
+            if s.deleted or s.leaving or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
                 continue
             if s.kind == "partitionable" and s.resources.get("Cpus", 0) <= 0:
                 continue        # nothing left to carve a job from
@@ -937,21 +938,41 @@ class Startd:
 
     def reconfig(self) -> set[str]:
         """Re-read the configuration and apply what changed without touching jobs; a
-        bad configuration leaves the daemon on the old one, saying why."""
+        bad configuration leaves the daemon on the old one, saying why. A new slot
+        layout applies to slots as they become free."""
         try:
             new, changed = self.cfg.reload()
-            from_cfg = Core(new, self.core.inventory).settings(self.engine.layout)
+            core = Core(new, self.core.inventory)
+            layout = SlotManager.from_config(new, core.inventory, started_at=self.started_at,
+                                             clock=self.clock)
+            from_cfg = core.settings(layout)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
             raise
         self.cfg = new
-        self.core = Core(new, self.core.inventory)
+        self.core = core
         self.engine.reconfigure(from_cfg)
+        change = self.engine.relayout(layout)
+        self._apply(self.engine.take_output())
         self.starter_knobs = _starter_knobs(self.config_path, self.env)
         for name in sorted(changed):
             log.info("reconfig: %s changed", name)
-        log.info("reconfig: %d knob(s) changed; slot layout changes take effect at the "
-                 "next start", len(changed))
+        sized = sorted(n for n in changed if _sizes_machine(n))
+        if sized:
+            log.warning("reconfig: %s size the machine, which is measured at start: "
+                        "restart the daemon to apply them", ", ".join(sized))
+        pending = self.engine.layout_pending
+        if change.empty:
+            log.info("reconfig: %d knob(s) changed; the slot layout is unchanged", len(changed))
+        elif pending is None:
+            log.info("reconfig: %d knob(s) changed; new slot layout in place (%s left, %s "
+                     "came)", len(changed), ", ".join(change.going) or "none",
+                     ", ".join(f"slot{p.slot_id}" for p in change.coming) or "none")
+        else:
+            log.info("reconfig: %d knob(s) changed; new slot layout: %s leave as they "
+                     "become free, then %s come", len(changed), ", ".join(pending.going),
+                     ", ".join(f"slot{p.slot_id}" for p in pending.coming) or "no slot")
+        self.need_match = True
         self.next_cycle = self.clock.monotonic()
         return changed
 
@@ -976,6 +997,16 @@ class Startd:
         self.store.close()
         log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
                  len(self.running))
+
+
+_MACHINE_SIZE_KNOBS = frozenset({"NUM_CPUS", "MAX_NUM_CPUS", "MEMORY", "RESERVED_MEMORY",
+                                  "RESERVED_DISK", "RESERVED_SWAP", "COUNT_HYPERTHREAD_CPUS",
+                                  "DISK", "EXECUTE"})
+
+
+def _sizes_machine(knob: str) -> bool:
+    name = knob.upper()
+    return name in _MACHINE_SIZE_KNOBS or name.startswith("MACHINE_RESOURCE_")
 
 
 def _number(value: Any, default: float) -> float:

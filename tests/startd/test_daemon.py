@@ -390,3 +390,51 @@ def test_policy_is_evaluated_every_polling_interval_once_claimed(daemon: Daemon,
     time.sleep(3.5)                      # POLLING_INTERVAL = 1 in the test configuration
     assert len(daemon.call("ping")["cycle_seconds"]) >= before + 2
     daemon.cli("rm", "-all")
+
+
+def _slot_kinds(d: Daemon) -> dict[str, str]:
+    out = d.cli("status", "-af", "Name", "SlotType").stdout.split("\n")
+    return dict(line.split()[:2] for line in out if line.strip())
+
+
+def test_reconfig_new_layout_applies_as_slots_become_free(tmp_path: Path) -> None:
+    static = "NUM_SLOTS_TYPE_1 = 2\nSLOT_TYPE_1 = cpus=1, mem=1024\n"
+    d = Daemon(tmp_path, extra=static)
+    d.start()
+    try:
+        kinds = _slot_kinds(d)
+        assert sorted(k.split("@")[0] for k in kinds) == ["slot1", "slot2"]
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\nqueue\n",
+               work)
+        wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
+        busy = next(n for n, a in _who_slots(d).items() if a)
+        text = d.config.read_text().replace(static, "NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
+                                            "SLOT_TYPE_1_PARTITIONABLE = True\n")
+        d.config.write_text(text)
+        out = d.cli("reconfig").stdout
+        assert "NUM_SLOTS_TYPE_1" in out
+        # the free static slot is gone at once; the busy one keeps its job
+        kinds = _slot_kinds(d)
+        assert [n.split("@")[0] for n in kinds] == [busy]
+        assert counts(d).get(2) == 1
+        log = (d.state / "log" / "StartLog").read_text()
+        assert "leave as they become free" in log
+        d.cli("rm", "-all")
+        wait_for(lambda: list(_slot_kinds(d).values()) == ["Partitionable"], 30, d.output)
+        # the new p-slot runs jobs
+        submit(d, "executable = /bin/true\nrequest_memory = 16\nqueue 2\n", work)
+        wait_for(lambda: counts(d).get(4) == 2, 30, d.output)
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def _who_slots(d: Daemon) -> dict[str, bool]:
+    ads = d.call("who")["ads"]
+    out = {}
+    for text in ads:
+        name = next(line.split("=", 1)[1].strip().strip('"') for line in text.splitlines()
+                    if line.startswith("Name "))
+        out[name.split("@")[0]] = "JobId" in text
+    return out
