@@ -736,22 +736,28 @@ class Startd:
 
     def _cmd_who(self, args: dict[str, Any], peer: control.Peer) -> Any:
         ads = []
+        dirs: dict[str, str] = {}
         for ad in self.engine.ads():
             cid = ad.evaluate("ClaimId")
             jid = self.by_claim.get(cid) if isinstance(cid, str) else None
             rj = self.running.get(jid) if jid is not None else None
             if rj is not None:
                 ad["JobId"] = str(rj.job_id)
+                # the local queue is this machine's own schedd
+                ad["ClientMachine"] = self.engine.hostname
                 if rj.launched is not None:
                     ad["StarterPid"] = rj.launched.pid
                 if rj.job_pid is not None:
                     ad["JobPid"] = rj.job_pid
+                where = _job_dir(rj)
+                if where is not None:
+                    dirs[str(rj.job_id)] = where
                 rec = self.store.job(rj.job_id)
                 if rec is not None:
                     ad["JobCmd"] = rec.ad.evaluate("Cmd")
             ads.append(ad.to_old())
         return {"now": self.clock.time(), "name": self._schedd_name(), "pid": os.getpid(),
-                "log": str(self.paths.log), "ads": ads}
+                "log": str(self.paths.log), "ads": ads, "job_dirs": dirs}
 
     def _cmd_config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
         out = {}
@@ -997,6 +1003,19 @@ class Startd:
         self.store.close()
         log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
                  len(self.running))
+
+
+def _job_dir(rj: RunningJob) -> str | None:
+    """The job's working directory, as condor_who shows it: the job process's cwd
+    when it can be read, else the sandbox its starter made."""
+    if rj.job_pid is not None:
+        try:
+            return os.readlink(f"/proc/{rj.job_pid}/cwd")
+        except OSError:
+            pass
+    if rj.launched is not None:
+        return os.path.dirname(rj.launched.socket_path)
+    return None
 
 
 _MACHINE_SIZE_KNOBS = frozenset({"NUM_CPUS", "MAX_NUM_CPUS", "MEMORY", "RESERVED_MEMORY",

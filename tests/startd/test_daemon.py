@@ -438,3 +438,21 @@ def _who_slots(d: Daemon) -> dict[str, bool]:
                     if line.startswith("Name "))
         out[name.split("@")[0]] = "JobId" in text
     return out
+
+
+def test_who_shows_each_running_job_with_its_pid_and_directory(daemon: Daemon,
+                                                               tmp_path: Path) -> None:
+    work = _jobs_dir(tmp_path)
+    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\nqueue\n",
+           work)
+    wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
+    wait_for(lambda: "JobPid" in "".join(daemon.call("who")["ads"]), 30, daemon.output)
+    out = daemon.cli("who").stdout
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("--Startd : ") and "has 1 job(s) running" in lines[0]
+    assert lines[1].split() == ["OWNER", "CLIENT", "SLOT", "JOB", "RUNTIME", "PID", "JOB_DIR"]
+    row = lines[2].split()
+    host = daemon.call("who")["name"].split("@", 1)[1]
+    assert row[1] == host and row[3] == "1.0" and row[-1] == str(work), out
+    assert os.readlink(f"/proc/{row[-2]}/cwd") == str(work)
+    daemon.cli("rm", "-all")
