@@ -481,7 +481,7 @@ class JobStore:
 
     def end_job(self, job_id: JobId, attrs: Mapping[str, Any], status: JobStatus, *,
                 reason: str | None = None, code: int | None = None,
-                claim_id: str | None = None) -> JobRecord:
+                subcode: int | None = None, claim_id: str | None = None) -> JobRecord:
         """Everything a job's end changes, in one transaction: what its starter reported,
         its new status, its starter record and its claim dropped. A daemon restarted
         at any moment therefore sees the end recorded exactly once or not at all."""
@@ -492,7 +492,7 @@ class JobStore:
             rec = self._load(db, job_id)
             for name, value in attrs.items():
                 rec.ad[name] = value
-            out = self._change_status(db, job_id, rec, status, reason, code, None, now)
+            out = self._change_status(db, job_id, rec, status, reason, code, subcode, now)
             db.execute("DELETE FROM starters WHERE cluster=? AND proc=?",
                        (job_id.cluster, job_id.proc))
             if claim_id is not None:

@@ -456,3 +456,33 @@ def test_who_shows_each_running_job_with_its_pid_and_directory(daemon: Daemon,
     assert row[1] == host and row[3] == "1.0" and row[-1] == str(work), out
     assert os.readlink(f"/proc/{row[-2]}/cwd") == str(work)
     daemon.cli("rm", "-all")
+
+
+def test_periodic_hold_release_and_remove_are_applied(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, extra="PERIODIC_EXPR_INTERVAL = 1\n")
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        # 1.0 runs and is held by its own periodic_hold, with its reason and code 3
+        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                  "periodic_hold = JobStatus == 2 && time() - EnteredCurrentStatus > 1\n"
+                  "periodic_hold_reason = \"ran too long\"\nperiodic_hold_subcode = 7\n"
+                  "queue\n", work)
+        # 2.0 is submitted on hold and released by periodic_release, then completes
+        submit(d, "executable = /bin/true\nrequest_memory = 16\nhold = true\n"
+                  "periodic_release = true\nqueue\n", work)
+        # 3.0 runs and is removed by periodic_remove
+        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                  "periodic_remove = JobStatus == 2\nqueue\n", work)
+        wait_for(lambda: d.statuses() == {"1.0": 5, "2.0": 4, "3.0": 3}, 60,
+                 lambda: f"{d.statuses()} {d.output()}")
+        held = d.cli("q", "1.0", "-af", "HoldReason", "HoldReasonCode",
+                     "HoldReasonSubCode").stdout.strip()
+        assert held == "ran too long 3 7"
+        removed = d.cli("history", "3.0", "-af", "RemoveReason").stdout.strip()
+        assert removed == "The job attribute PeriodicRemove expression 'JobStatus == 2' " \
+                          "evaluated to TRUE"
+        assert not d.db().execute("SELECT pid FROM starters").fetchall()
+    finally:
+        d.stop()
+        d.kill_leftovers()
