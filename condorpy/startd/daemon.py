@@ -609,8 +609,9 @@ class Startd:
             max(1, self.cfg.get_int("PERIODIC_EXPR_INTERVAL", 60))
         system, ctx, now = self._system_policy(), self._job_ctx(), self.clock.time()
         for rec in self.store.jobs():
-            if rec.status not in (JobStatus.IDLE, JobStatus.RUNNING, JobStatus.HELD,
-                                  JobStatus.SUSPENDED):
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                if not self.store.left_in_queue(rec):
+                    self.store.to_history(rec.job_id)
                 continue
             rj = self.running.get(rec.job_id)
             if rj is not None and rj.after is not None:
@@ -868,6 +869,11 @@ class Startd:
     def _cmd_rm(self, args: dict[str, Any], peer: control.Peer) -> Any:
         done = []
         for rec in self._select(args, peer):
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                # finished, and kept in the queue by LeaveJobInQueue: rm lets it go
+                self.store.to_history(rec.job_id)
+                done.append(str(rec.job_id))
+                continue
             reason = str(args.get("reason") or f"via condorpy rm (by user {peer.user})")
             self._stop_job(rec, JobStatus.REMOVED, reason, 0)
             done.append(str(rec.job_id))
@@ -876,7 +882,7 @@ class Startd:
     def _cmd_hold(self, args: dict[str, Any], peer: control.Peer) -> Any:
         done = []
         for rec in self._select(args, peer):
-            if rec.status is JobStatus.HELD:
+            if rec.status in (JobStatus.HELD, JobStatus.COMPLETED, JobStatus.REMOVED):
                 continue
             reason = str(args.get("reason") or f"via condorpy hold (by user {peer.user})")
             self._stop_job(rec, JobStatus.HELD, reason, 1)

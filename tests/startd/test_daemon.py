@@ -486,3 +486,30 @@ def test_periodic_hold_release_and_remove_are_applied(tmp_path: Path) -> None:
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def test_leave_in_queue_keeps_a_finished_job_until_it_turns_false_or_rm(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, extra="PERIODIC_EXPR_INTERVAL = 1\n")
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/true\nrequest_memory = 16\nleave_in_queue = true\n"
+                  "queue\n", work)
+        submit(d, "executable = /bin/true\nrequest_memory = 16\n"
+                  "leave_in_queue = time() - CompletionDate < 2\nqueue\n", work)
+        wait_for(lambda: d.statuses() == {"1.0": 4, "2.0": 4}, 30, d.output)
+        q = d.cli("q", "-af", "ClusterId", "JobStatus").stdout.split("\n")
+        assert "1 4" in q
+        # 2.0 leaves once its expression turns false; 1.0 stays until rm
+        wait_for(lambda: d.cli("q", "-af", "ClusterId").stdout.split() == ["1"], 30,
+                 d.output)
+        assert "2" in d.cli("history", "-af", "ClusterId").stdout.split()
+        assert d.cli("hold", "1.0", check=False).returncode == 1
+        assert d.statuses()["1.0"] == 4           # a finished job is not held
+        d.cli("rm", "1.0")
+        assert d.cli("q", "-af", "ClusterId").stdout.split() == []
+        assert sorted(d.cli("history", "-af", "ClusterId", "JobStatus").stdout
+                      .strip().split("\n")) == ["1 4", "2 4"]
+    finally:
+        d.stop()
+        d.kill_leftovers()
