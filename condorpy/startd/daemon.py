@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from condorpy.classad import ClassAd, Error, Undefined
+from condorpy.classad import CallContext, ClassAd, Error, Undefined
 from condorpy.clock import Clock, SystemClock
 from condorpy.config import Config, load_config
 from condorpy.errors import ClassAdError, CondorpyError, RequestError, StartdError
 from condorpy.machine.probe import measure_activity
+from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import (Action, ClaimAccepted, ClaimEnded, ClaimRefused,
                                      Continue, CreateSlot, DeleteSlot, DrainCancelled,
@@ -51,6 +52,7 @@ from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
+from condorpy.slots.manager import SlotManager
 from condorpy.slots.model import Refusal
 
 log = logging.getLogger("condorpy.startd")
@@ -76,6 +78,7 @@ class RunningJob:
     after: JobStatus | None = None
     after_reason: str = ""
     after_code: int = 0
+    after_subcode: int = 0
     evicted: bool = False            # the policy took the slot back: requeue the job
     hard_kill_at: float | None = None
     cpu: tuple[float, float] | None = None   # (cpu seconds, monotonic) of the last usage
@@ -121,6 +124,7 @@ class Startd:
         self.next_cycle = 0.0
         self.last_cycle = 0.0
         self.next_probe = 0.0
+        self.next_periodic = 0.0
         self.last_keyboard: Any = None
         self.uid = os.geteuid()
         self.started_at = self.clock.time()
@@ -177,7 +181,7 @@ class Startd:
 
     def _timeout(self) -> float:
         now = self.clock.monotonic()
-        due = min(self.next_cycle, self.next_probe)
+        due = min(self.next_cycle, self.next_probe, self.next_periodic)
         for rj in self.running.values():
             if rj.link is None and rj.launched is not None:
                 due = min(due, now + 0.002)
@@ -205,6 +209,8 @@ class Startd:
                               self.last_cycle + max(1, self.engine.poll_interval()))
         if now >= self.next_cycle:
             self._guard("policy cycle", self._cycle)
+        if now >= self.next_periodic:
+            self._guard("job policy", self._job_policy)
         if self.need_match and self.stopping is None:
             self._guard("matchmaking", self._match)
         self._guard("metrics", lambda: self.metrics.after_step(len(self.running)))
@@ -359,7 +365,7 @@ class Startd:
     def _free_slots(self) -> list[str]:
         out = []
         for s in self.engine.slots.values():
-            if s.deleted or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
+            if s.deleted or s.leaving or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
                 continue
             if s.kind == "partitionable" and s.resources.get("Cpus", 0) <= 0:
                 continue        # nothing left to carve a job from
@@ -549,7 +555,7 @@ class Startd:
         attrs = {k: v for k, v in (final or {}).items()
                  if isinstance(v, (bool, int, float, str)) and k.lower() not in _QUEUE_OWNED
                  and (sent is None or sent.evaluate(k) != v or sent.lookup(k) is None)}
-        status, reason, code = self._outcome(rj, rec, attrs, final is not None)
+        status, reason, code, subcode = self._outcome(rj, rec, attrs, final is not None)
         self.metrics.stats.job_ended(rj.job_id, rj.claim_id, status, code,
                                      rj.evicted or final is None)
         if rec is not None:
@@ -560,12 +566,13 @@ class Startd:
                 attrs["RemoteWallClockTime"] = wall + max(0, now_i - started)
                 attrs["LastRemoteWallClockTime"] = float(max(0, now_i - started))
             new = self.store.end_job(rj.job_id, attrs, status, reason=reason or None,
-                                     code=code or None, claim_id=rj.claim_id)
+                                     code=code or None, subcode=subcode or None,
+                                     claim_id=rj.claim_id)
             if status is JobStatus.IDLE:
                 self._idle()[rj.job_id] = new
                 self.need_match = True
             if rj.after is not None:
-                self._log_stop(rec.ad, status, reason, code)
+                self._log_stop(rec.ad, status, reason, code, subcode)
         else:
             self.store.forget_starter(rj.job_id)
         log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
@@ -581,23 +588,59 @@ class Startd:
         self.need_match = True
 
     def _outcome(self, rj: RunningJob, rec: JobRecord | None, attrs: dict[str, Any],
-                 ended: bool) -> tuple[JobStatus, str, int]:
+                 ended: bool) -> tuple[JobStatus, str, int, int]:
         if rj.after is not None:
-            return rj.after, rj.after_reason, rj.after_code
+            return rj.after, rj.after_reason, rj.after_code, rj.after_subcode
         if "HoldReasonCode" in attrs:
+            sub = attrs.get("HoldReasonSubCode")
             return (JobStatus.HELD, str(attrs.get("HoldReason", "held by the starter")),
-                    int(attrs["HoldReasonCode"]))
+                    int(attrs["HoldReasonCode"]), sub if isinstance(sub, int) else 0)
         if rj.evicted or not ended:
-            return JobStatus.IDLE, "", 0
+            return JobStatus.IDLE, "", 0, 0
         if rec is not None:
             final = rec.ad.copy()
             for k, v in attrs.items():
                 final[k] = v
-            if final.evaluate("OnExitHold") is True:
-                return JobStatus.HELD, "The on_exit_hold expression evaluated to TRUE.", 3
-            if final.evaluate("OnExitRemove") is False:
-                return JobStatus.IDLE, "", 0
-        return JobStatus.COMPLETED, "", 0
+            got = job_policy.at_exit(final, int(JobStatus.RUNNING), self._system_policy(),
+                                     self._job_ctx(), self.clock.time())
+            if got is not None:
+                return _DECIDED[got.action], got.reason, got.code, got.subcode
+        return JobStatus.COMPLETED, "", 0, 0
+
+    # ------------------------------------------------------------ job policy
+    def _system_policy(self) -> job_policy.SystemPolicy:
+        return job_policy.SystemPolicy.from_config(self.cfg.get)
+
+    def _job_ctx(self) -> CallContext:
+        return CallContext(now=self.clock.time, tz_offset=self.clock.utc_offset)
+
+    def _job_policy(self) -> None:
+        """The jobs' periodic_hold, periodic_release and periodic_remove (and the
+        SYSTEM_PERIODIC_* knobs), every PERIODIC_EXPR_INTERVAL as the schedd does."""
+        self.next_periodic = self.clock.monotonic() + \
+            max(1, self.cfg.get_int("PERIODIC_EXPR_INTERVAL", 60))
+        system, ctx, now = self._system_policy(), self._job_ctx(), self.clock.time()
+        for rec in self.store.jobs():
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                if not self.store.left_in_queue(rec):
+                    self.store.to_history(rec.job_id)
+                continue
+            rj = self.running.get(rec.job_id)
+            if rj is not None and rj.after is not None:
+                continue        # already on its way out
+            got = job_policy.periodic(rec.ad, int(rec.status), system, ctx, now,
+                                      running=rj is not None)
+            if got is None:
+                continue
+            log.info("job %s: %s (%s)", rec.job_id, got.action.value, got.reason)
+            if got.action is job_policy.JobAction.RELEASE:
+                self._set_status(rec.job_id, JobStatus.IDLE)
+                why = got.reason
+                self._log_event(rec.ad, lambda ul: ul.released(why))
+            elif got.action is job_policy.JobAction.HOLD and rec.status is not JobStatus.HELD:
+                self._stop_job(rec, JobStatus.HELD, got.reason, got.code, got.subcode)
+            elif got.action is job_policy.JobAction.REMOVE:
+                self._stop_job(rec, JobStatus.REMOVED, got.reason, 0)
 
     # -------------------------------------------------------------- adoption
     def _adopt(self) -> None:
@@ -750,22 +793,28 @@ class Startd:
 
     def _cmd_who(self, args: dict[str, Any], peer: control.Peer) -> Any:
         ads = []
+        dirs: dict[str, str] = {}
         for ad in self.engine.ads():
             cid = ad.evaluate("ClaimId")
             jid = self.by_claim.get(cid) if isinstance(cid, str) else None
             rj = self.running.get(jid) if jid is not None else None
             if rj is not None:
                 ad["JobId"] = str(rj.job_id)
+                # the local queue is this machine's own schedd
+                ad["ClientMachine"] = self.engine.hostname
                 if rj.launched is not None:
                     ad["StarterPid"] = rj.launched.pid
                 if rj.job_pid is not None:
                     ad["JobPid"] = rj.job_pid
+                where = _job_dir(rj)
+                if where is not None:
+                    dirs[str(rj.job_id)] = where
                 rec = self.store.job(rj.job_id)
                 if rec is not None:
                     ad["JobCmd"] = rec.ad.evaluate("Cmd")
             ads.append(ad.to_old())
         return {"now": self.clock.time(), "name": self._schedd_name(), "pid": os.getpid(),
-                "log": str(self.paths.log), "ads": ads}
+                "log": str(self.paths.log), "ads": ads, "job_dirs": dirs}
 
     def _cmd_config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
         out = {}
@@ -835,6 +884,11 @@ class Startd:
     def _cmd_rm(self, args: dict[str, Any], peer: control.Peer) -> Any:
         done = []
         for rec in self._select(args, peer):
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                # finished, and kept in the queue by LeaveJobInQueue: rm lets it go
+                self.store.to_history(rec.job_id)
+                done.append(str(rec.job_id))
+                continue
             reason = str(args.get("reason") or f"via condorpy rm (by user {peer.user})")
             self._stop_job(rec, JobStatus.REMOVED, reason, 0)
             done.append(str(rec.job_id))
@@ -843,7 +897,7 @@ class Startd:
     def _cmd_hold(self, args: dict[str, Any], peer: control.Peer) -> Any:
         done = []
         for rec in self._select(args, peer):
-            if rec.status is JobStatus.HELD:
+            if rec.status in (JobStatus.HELD, JobStatus.COMPLETED, JobStatus.REMOVED):
                 continue
             reason = str(args.get("reason") or f"via condorpy hold (by user {peer.user})")
             self._stop_job(rec, JobStatus.HELD, reason, 1)
@@ -862,11 +916,12 @@ class Startd:
         self.need_match = True
         return done
 
-    def _log_stop(self, ad: ClassAd, status: JobStatus, reason: str, code: int) -> None:
+    def _log_stop(self, ad: ClassAd, status: JobStatus, reason: str, code: int,
+                  subcode: int = 0) -> None:
         if status is JobStatus.REMOVED:
             self._log_event(ad, lambda ul: ul.aborted(reason))
         elif status is JobStatus.HELD:
-            self._log_event(ad, lambda ul: ul.held(reason, code, 0))
+            self._log_event(ad, lambda ul: ul.held(reason, code, subcode))
 
     def _log_event(self, ad: ClassAd, write: Callable[[UserLog], None]) -> None:
         """Write one event to the job's user log as its owner (never as root)."""
@@ -897,15 +952,18 @@ class Startd:
         finally:
             ul.close()
 
-    def _stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int) -> None:
+    def _stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int,
+                  subcode: int = 0) -> None:
         rj = self.running.get(rec.job_id)
         if rj is None:
-            self._set_status(rec.job_id, status, reason=reason, code=code or None)
-            self._log_stop(rec.ad, status, reason, code)
+            self._set_status(rec.job_id, status, reason=reason, code=code or None,
+                             subcode=subcode or None)
+            self._log_stop(rec.ad, status, reason, code, subcode)
             if status is JobStatus.HELD:
                 self.metrics.stats.job_held(code)
             return
         rj.after, rj.after_reason, rj.after_code = status, reason, code
+        rj.after_subcode = subcode
         # As the shadow does: a soft kill with the job's KillSig, then a hard kill
         # once the vacate time (the job's JobMaxVacateTime, else 600 s) has passed.
         grace = _number(rec.ad.evaluate("JobMaxVacateTime"), 600.0)
@@ -954,22 +1012,42 @@ class Startd:
 
     def reconfig(self) -> set[str]:
         """Re-read the configuration and apply what changed without touching jobs; a
-        bad configuration leaves the daemon on the old one, saying why."""
+        bad configuration leaves the daemon on the old one, saying why. A new slot
+        layout applies to slots as they become free."""
         try:
             new, changed = self.cfg.reload()
-            from_cfg = Core(new, self.core.inventory).settings(self.engine.layout)
+            core = Core(new, self.core.inventory)
+            layout = SlotManager.from_config(new, core.inventory, started_at=self.started_at,
+                                             clock=self.clock)
+            from_cfg = core.settings(layout)
             self.metrics.reconfig(new)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
             raise
         self.cfg = new
-        self.core = Core(new, self.core.inventory)
+        self.core = core
         self.engine.reconfigure(from_cfg)
+        change = self.engine.relayout(layout)
+        self._apply(self.engine.take_output())
         self.starter_knobs = _starter_knobs(self.config_path, self.env)
         for name in sorted(changed):
             log.info("reconfig: %s changed", name)
-        log.info("reconfig: %d knob(s) changed; slot layout changes take effect at the "
-                 "next start", len(changed))
+        sized = sorted(n for n in changed if _sizes_machine(n))
+        if sized:
+            log.warning("reconfig: %s size the machine, which is measured at start: "
+                        "restart the daemon to apply them", ", ".join(sized))
+        pending = self.engine.layout_pending
+        if change.empty:
+            log.info("reconfig: %d knob(s) changed; the slot layout is unchanged", len(changed))
+        elif pending is None:
+            log.info("reconfig: %d knob(s) changed; new slot layout in place (%s left, %s "
+                     "came)", len(changed), ", ".join(change.going) or "none",
+                     ", ".join(f"slot{p.slot_id}" for p in change.coming) or "none")
+        else:
+            log.info("reconfig: %d knob(s) changed; new slot layout: %s leave as they "
+                     "become free, then %s come", len(changed), ", ".join(pending.going),
+                     ", ".join(f"slot{p.slot_id}" for p in pending.coming) or "no slot")
+        self.need_match = True
         self.next_cycle = self.clock.monotonic()
         return changed
 
@@ -995,6 +1073,34 @@ class Startd:
         self.store.close()
         log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
                  len(self.running))
+
+
+def _job_dir(rj: RunningJob) -> str | None:
+    """The job's working directory, as condor_who shows it: the job process's cwd
+    when it can be read, else the sandbox its starter made."""
+    if rj.job_pid is not None:
+        try:
+            return os.readlink(f"/proc/{rj.job_pid}/cwd")
+        except OSError:
+            pass
+    if rj.launched is not None:
+        return os.path.dirname(rj.launched.socket_path)
+    return None
+
+
+_DECIDED = {job_policy.JobAction.HOLD: JobStatus.HELD,
+            job_policy.JobAction.REMOVE: JobStatus.REMOVED,
+            job_policy.JobAction.REQUEUE: JobStatus.IDLE,
+            job_policy.JobAction.RELEASE: JobStatus.IDLE}
+
+_MACHINE_SIZE_KNOBS = frozenset({"NUM_CPUS", "MAX_NUM_CPUS", "MEMORY", "RESERVED_MEMORY",
+                                  "RESERVED_DISK", "RESERVED_SWAP", "COUNT_HYPERTHREAD_CPUS",
+                                  "DISK", "EXECUTE"})
+
+
+def _sizes_machine(knob: str) -> bool:
+    name = knob.upper()
+    return name in _MACHINE_SIZE_KNOBS or name.startswith("MACHINE_RESOURCE_")
 
 
 def _number(value: Any, default: float) -> float:

@@ -322,9 +322,10 @@ class SlotFigures:
     preempting_since: float
 
 
-def slot_figures(engine: PolicyEngine,
-                 zero_slots: dict[tuple[str, str, str], int] | None = None) -> SlotFigures:
-    """One pass over the slots, nothing evaluated; d-slots counted, never named."""
+def slot_figures(engine: PolicyEngine) -> SlotFigures:
+    """One pass over the slots, nothing evaluated; d-slots counted, never named. Every
+    valid (state, activity) of the slot types present is there, at 0 when empty (a
+    partitionable slot brings the dynamic type with it)."""
     groups: dict[tuple[State, Activity, str], list[Slot]] = {}
     for s in engine.slots.values():
         if not s.deleted:
@@ -336,7 +337,10 @@ def slot_figures(engine: PolicyEngine,
                 got.append(s)
     inv = engine.layout.inventory
     names = ("Cpus", "Memory", "Disk", *inv.custom)
-    counts = dict(zero_slots) if zero_slots is not None else {}
+    kinds = {kind for _s, _a, kind in groups}
+    if "partitionable" in kinds:
+        kinds.add("dynamic")
+    counts = {(st, act, k): 0 for st, act in VALID_PAIRS for k in SLOT_TYPES if k in kinds}
     amounts = {(name, state.value): 0.0 for state in State for name in names}
     oldest = 0.0
     for (state, activity, kind), members in groups.items():
@@ -567,7 +571,6 @@ class Metrics:
     started_at: float = 0.0
     _server: WSGIServer | None = None
     _next_publish: float = 0.0
-    _zero: dict[tuple[str, str, str], int] = field(default_factory=dict)
     _figures: SlotFigures | None = None
     _figures_due: float = 0.0
 
@@ -578,7 +581,6 @@ class Metrics:
         # The daemon's own CPU, memory and file descriptors (process_*), from /proc.
         ProcessCollector(registry=m.registry)
         m.stats.declare_cron(cfg.get_list("STARTD_CRON_JOBLIST"))
-        m._zero = m._zero_slots()
         return m
 
     @property
@@ -592,12 +594,6 @@ class Metrics:
             return None
         host, port = self._server.server_address[:2]
         return str(host), int(port)
-
-    def _zero_slots(self) -> dict[tuple[str, str, str], int]:
-        kinds = {s.kind for s in self.engine.slots.values()}
-        if "partitionable" in kinds:
-            kinds.add("dynamic")
-        return {(st, act, k): 0 for st, act in VALID_PAIRS for k in SLOT_TYPES if k in kinds}
 
     def start(self) -> None:
         """Listen (prometheus-client's server, on a daemon thread of its own)."""
@@ -655,7 +651,7 @@ class Metrics:
         # observe(): a quiet machine reuses its figures (taken anew now and then all
         # the same, should a change ever come without an output).
         if self._figures is None or mono >= self._figures_due:
-            self._figures = slot_figures(self.engine, self._zero)
+            self._figures = slot_figures(self.engine)
             self._figures_due = mono + _FIGURES_MAX_AGE_S
         self.collector.snapshot = take_snapshot(
             self.engine, self.stats.view(), now=self.clock.time(), starters=starters,
