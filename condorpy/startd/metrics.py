@@ -269,9 +269,6 @@ class MetricsStats:
             cause = "preempt"
         self._cause[o.claim] = cause
 
-    def claim_gone(self, claim_id: str) -> None:
-        self._cause.pop(claim_id, None)
-
     def view(self) -> StatsView:
         return StatsView(
             self.jobs_started, tuple(self.exits.items()), tuple(sorted(self.holds.items())),
