@@ -366,7 +366,10 @@ def test_daemon_counts_evictions_and_readoptions(tmp_path: Any) -> None:
         work.mkdir()
         submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
                   "queue 1\n", work)
-        wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
+        # Vacate once the daemon has heard from the job's starter (its start latency
+        # is measured then): a soft kill sent before the starter is connected is lost.
+        wait_for(lambda: counts(d).get(2) == 1 and _scrape(d)[
+            ("condorpy_job_start_latency_seconds_count", ())] == 1, 30, d.output)
         d.call("vacate")
 
         def evicted() -> bool:
