@@ -84,6 +84,7 @@ class RunningJob:
     cpu: tuple[float, float] | None = None   # (cpu seconds, monotonic) of the last usage
     state: str = "starting"
     socket_gone: bool = False        # the starter closed its socket without "done"
+    queued: list[str] = field(default_factory=list)   # told before the link was up
     job_pid: int | None = None
 
 
@@ -475,6 +476,9 @@ class Startd:
         if ok:
             rj.link = link
             self.sel.register(link.fileno(), selectors.EVENT_READ, ("starter", rj))
+            queued, rj.queued = rj.queued, []
+            for cmd in queued:
+                self._tell(rj, cmd)
         return ok
 
     def _result_ready(self, rj: RunningJob) -> bool:
@@ -528,6 +532,11 @@ class Startd:
             log.warning("job %s: starter says: %s", rj.job_id, msg.get("message"))
 
     def _tell(self, rj: RunningJob, cmd: str) -> None:
+        if rj.link is None and rj.launched is not None and not rj.socket_gone:
+            # The starter is still starting: the command goes as soon as it listens
+            # (a vacate right after a start must not be lost).
+            rj.queued.append(cmd)
+            return
         if rj.link is None or not rj.link.send(cmd):
             log.warning("job %s: cannot send %s to its starter", rj.job_id, cmd)
 
@@ -968,11 +977,7 @@ class Startd:
         # once the vacate time (the job's JobMaxVacateTime, else 600 s) has passed.
         grace = _number(rec.ad.evaluate("JobMaxVacateTime"), 600.0)
         rj.hard_kill_at = self.clock.monotonic() + grace
-        if rj.link is None:
-            if rj.launched is not None:
-                kill_quietly(rj.launched.pid, signal.SIGTERM)
-        else:
-            self._tell(rj, "soft_kill")
+        self._tell(rj, "soft_kill")
 
     # Administration ------------------------------------------------------------
     def _cmd_vacate(self, args: dict[str, Any], peer: control.Peer) -> Any:
