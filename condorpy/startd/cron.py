@@ -170,6 +170,7 @@ class StartdCron:
                         pass
                 if spec.reconfig_rerun and job.child is None:
                     job.next_at = now
+        self.d.metrics.stats.declare_cron(specs)
         for name, spec in specs.items():
             if name not in self.jobs:
                 self.jobs[name] = _Job(spec, None if spec.mode is CronMode.ON_DEMAND else now)
@@ -252,6 +253,7 @@ class StartdCron:
         self.stats.count(spec.name, result)
         now = self.d.clock.monotonic()
         problem = result.problem()
+        self.d.metrics.stats.cron_run(spec.name, problem is None)
         if problem is not None:
             log.warning("STARTD_CRON job %s (%s) %s%s", spec.name, spec.executable, problem,
                         _excerpt(" stderr: ", result.stderr))

@@ -92,7 +92,6 @@ class JobHooks:
         self.slots: dict[str, _SlotFetch] = {}
         self.jobs: dict[JobId, _JobHooks] = {}
         self.prepared: set[JobId] = set()
-        self._subcodes: dict[JobId, int] = {}    # HoldReasonSubCode of a prepare hold
         self._bad_paths: set[str] = set()
         self._paths: dict[tuple[int, str, str], str | None] = {}
         self._keywords: dict[int, str | None] = {}
@@ -194,6 +193,7 @@ class JobHooks:
         def finished(result: ChildResult) -> None:
             self.stats.count(name, result)
             problem = result.problem()
+            self.d.metrics.stats.hook_run(kind, problem is None)
             if result.error is not None:
                 log.warning("hook %s: %s", name, result.error)
             elif problem is not None:
@@ -398,7 +398,6 @@ class JobHooks:
         problem = result.problem()
         if problem is not None:
             sub = result.exit_code if result.exit_code is not None else 0
-            self._subcodes[job_id] = sub
             d._finish(rj, {"HoldReason": f"{_kw_of(self, job_id)}_HOOK_{kind} {problem}",
                            "HoldReasonCode": HOLD_PREPARE_FAILED, "HoldReasonSubCode": sub})
             return
@@ -410,7 +409,6 @@ class JobHooks:
         if out is not None:
             verdict, code, msg = hook_status(out)
             if verdict is HookVerdict.HOLD:
-                self._subcodes[job_id] = code
                 d._finish(rj, {"HoldReason": msg or f"HookStatusCode {code}",
                                "HoldReasonCode": HOLD_PREPARE_FAILED,
                                "HoldReasonSubCode": code})
@@ -469,13 +467,13 @@ class JobHooks:
             hooks.updating = False
 
     def outcome(self, rj: RunningJob, rec: JobRecord | None, status: JobStatus, reason: str,
-                code: int) -> tuple[JobStatus, str, int]:
+                code: int, subcode: int) -> tuple[JobStatus, str, int, int]:
         """A fetched job never goes back to the local queue: its source requeues it."""
         if rec is not None and status is JobStatus.IDLE and \
                 isinstance(rec.ad.evaluate(FETCHED), str):
             return (JobStatus.REMOVED, "evicted; fetched work goes back to its source "
-                    "(EVICT_CLAIM)", 0)
-        return status, reason, code
+                    "(EVICT_CLAIM)", 0, 0)
+        return status, reason, code, subcode
 
     def job_ended(self, rj: RunningJob, rec: JobRecord | None, status: JobStatus,
                   attrs: dict[str, Any]) -> None:
@@ -483,12 +481,9 @@ class JobHooks:
         it left, and a fetch at once on the slot it came from."""
         self.prepared.discard(rj.job_id)
         self.jobs.pop(rj.job_id, None)
-        sub = self._subcodes.pop(rj.job_id, None)
         if rec is None:
             return
         d = self.d
-        if sub is not None and status is JobStatus.HELD:
-            d.store.update(rj.job_id, {"HoldReasonSubCode": sub})
         ad = rec.ad.copy()
         for k, v in attrs.items():
             ad[k] = v

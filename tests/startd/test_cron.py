@@ -135,6 +135,7 @@ def test_misbehaving_cron_jobs(daemons: list[Daemon], tmp_path: Path) -> None:
     hang = _script(tmp_path / "hang.sh", "#!/bin/sh\nsleep 600 &\nsleep 600\n")
     fails = _script(tmp_path / "fails.sh", "#!/bin/sh\necho Good = 1\necho oops >&2\nexit 4\n")
     d = _start(daemons, tmp_path,
+               "CONDORPY_METRICS_ADDRESS = 127.0.0.1:0\n"
                "STARTD_CRON_JOBLIST = hang fails missing badmode\n"
                f"STARTD_CRON_hang_EXECUTABLE = {hang}\nSTARTD_CRON_hang_PERIOD = 1\n"
                "STARTD_CRON_hang_TIMEOUT = 1\n"
@@ -152,6 +153,25 @@ def test_misbehaving_cron_jobs(daemons: list[Daemon], tmp_path: Path) -> None:
     assert _ads(d)["slot1"].get("Good") == 1
     assert "Traceback" not in out
     wait_for(lambda: not _running(str(hang)), 10)
+    # Runs and failures per cron job reach the metrics endpoint.
+    metrics = _scrape(d)
+    assert _sample(metrics, 'condorpy_cron_failures_total{name="fails"}') >= 1
+    assert _sample(metrics, 'condorpy_cron_runs_total{name="missing"}') >= 1
+
+
+def _scrape(d: Daemon) -> str:
+    import urllib.request
+    host, port = d.call("ping")["metrics"]
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as r:
+        text: str = r.read().decode()
+    return text
+
+
+def _sample(text: str, series: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"no {series} in the metrics")
 
 
 def _running(text: str) -> bool:

@@ -187,7 +187,7 @@ def test_misbehaving_fetch_hooks(hooks: Hooks, tmp_path: Path, stop: list[Daemon
                                  case: str, body: str, expect: str) -> None:
     bad = _script(hooks.base / f"bad_{case}.py", f"#!{sys.executable}\nimport sys\n{body}\n")
     extra = hooks.config() + f"TEST_HOOK_FETCH_WORK = {bad}\n" \
-        "TEST_HOOK_FETCH_WORK_TIMEOUT = 2\n"
+        "TEST_HOOK_FETCH_WORK_TIMEOUT = 2\nCONDORPY_METRICS_ADDRESS = 127.0.0.1:0\n"
     d = _daemon(tmp_path, extra)
     stop.append(d)
     wait_for(lambda: expect in d.output(), 30, d.output)
@@ -199,6 +199,9 @@ def test_misbehaving_fetch_hooks(hooks: Hooks, tmp_path: Path, stop: list[Daemon
     assert [a["State"] for a in ads] == ["Unclaimed"]
     assert d.call("ping")["running"] == 0
     assert d.statuses() == {}
+    if case != "garbage":      # a clean exit with a bad reply is a run, not a failure
+        from tests.startd.test_cron import _sample, _scrape
+        assert _sample(_scrape(d), 'condorpy_hook_failures_total{hook="FETCH_WORK"}') >= 1
 
 
 def _processes_of(path: Path) -> list[int]:
