@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 from condorpy.classad import ClassAd, Undefined
 from condorpy.classad.expr import Expr
 from condorpy.config import Config
-from condorpy.errors import ClassAdError, CondorpyError, HookError
+from condorpy.errors import CondorpyError, HookError, JobAdError
 from condorpy.startd.children import Child, ChildResult
 from condorpy.startd.hookproto import CronAd, CronMode, CronParser, parse_mode, parse_period
 from condorpy.startd.hookproto import route, values
 from condorpy.startd.hooks import HookStats, _excerpt, _hook_env
 from condorpy.starter.arguments import job_environment
-from condorpy.errors import JobAdError
 
 if TYPE_CHECKING:
     from condorpy.startd.daemon import Startd
@@ -268,7 +267,8 @@ class StartdCron:
         for bad in parser.bad[:5]:
             log.warning("STARTD_CRON job %s: ignored %s", spec.name, bad)
         if spec.mode is CronMode.WAIT_FOR_EXIT and self.jobs.get(spec.name) is job:
-            job.next_at = now + max(spec.period, 0)
+            # At least a second: a continuous job that dies at once must not spin.
+            job.next_at = now + max(spec.period, 1)
 
     def _take(self, spec: CronSpec, ads: list[CronAd]) -> None:
         for cad in ads:
@@ -421,12 +421,3 @@ class Benchmarks:
                 d._apply(d.engine.benchmarks_done(now, slot))
         self.waiting.clear()
         d.next_cycle = d.clock.monotonic()
-
-
-def published(cron: StartdCron) -> dict[str, dict[str, Any]]:
-    """The cron ads now published, by name (for tests and `status -direct`)."""
-    return {name: values(cad.ad) for name, (cad, _) in cron.ads.items()}
-
-
-__all__ = ["CronSpec", "StartdCron", "Benchmarks", "read_specs", "published",
-           "ClassAdError"]

@@ -522,11 +522,8 @@ class JobHooks:
         if isinstance(fetched_kw, str):
             parent = rj.slot.split("_")[0]
             st = self.slots.get(parent)
-            if st is not None and not st.fetching and self._delay_ok(parent):
+            if st is not None and not st.fetching:
                 st.next_at = d.clock.monotonic()
-
-    def _delay_ok(self, slot_name: str) -> bool:
-        return slot_name in self.d.engine.slots
 
 
 def _kw_of(hooks: JobHooks, job_id: JobId) -> str:
