@@ -105,12 +105,16 @@ def test_cron_template_one_shot_and_reconfig_rerun(daemons: list[Daemon],
     runs = tmp_path / "runs"
     exe = _script(tmp_path / "once.sh",
                   f"#!/bin/sh\necho x >> {runs}\necho \"Once = $(wc -l < {runs})\"\n"
-                  "echo \"Args = \\\"$0 $1\\\"\"\n")
+                  "echo \"Args = \\\"$0 $1\\\"\"\n"
+                  "echo \"Env = \\\"$COLOUR $SHAPE\\\"\"\necho \"Cwd = \\\"$(pwd)\\\"\"\n")
     d = _start(daemons, tmp_path, f"use FEATURE : StartdCronOneShot(one, {exe}, hello)\n"
-                                  "STARTD_CRON_one_PREFIX = t_\n")
+                                  "STARTD_CRON_one_PREFIX = t_\n"
+                                  "STARTD_CRON_one_ENV = COLOUR=red;SHAPE=round\n"
+                                  f"STARTD_CRON_one_CWD = {tmp_path}\n")
     wait_for(lambda: _ads(d)["slot1"].get("t_Once") == 1, 30, d.output)
     ad = _ads(d)["slot1"]
     assert ad["t_Args"].endswith(" hello")
+    assert ad["t_Env"] == "red round" and ad["t_Cwd"] == str(tmp_path)
     assert isinstance(ad["t_LastUpdate"], int)
     time.sleep(1.5)
     assert runs.read_text().count("x") == 1     # OneShot: once
@@ -136,18 +140,21 @@ def test_misbehaving_cron_jobs(daemons: list[Daemon], tmp_path: Path) -> None:
     fails = _script(tmp_path / "fails.sh", "#!/bin/sh\necho Good = 1\necho oops >&2\nexit 4\n")
     d = _start(daemons, tmp_path,
                "CONDORPY_METRICS_ADDRESS = 127.0.0.1:0\n"
-               "STARTD_CRON_JOBLIST = hang fails missing badmode\n"
+               "STARTD_CRON_JOBLIST = hang fails missing badmode slow\n"
+               f"STARTD_CRON_slow_EXECUTABLE = {hang}\nSTARTD_CRON_slow_PERIOD = 1\n"
+               "STARTD_CRON_slow_KILL = true\n"
                f"STARTD_CRON_hang_EXECUTABLE = {hang}\nSTARTD_CRON_hang_PERIOD = 1\n"
                "STARTD_CRON_hang_TIMEOUT = 1\n"
                f"STARTD_CRON_fails_EXECUTABLE = {fails}\nSTARTD_CRON_fails_PERIOD = 1\n"
                "STARTD_CRON_missing_EXECUTABLE = /nonexistent/cron\n"
                "STARTD_CRON_missing_PERIOD = 1\n"
                f"STARTD_CRON_badmode_EXECUTABLE = {fails}\nSTARTD_CRON_badmode_MODE = Often\n")
-    wait_for(lambda: "STARTD_CRON job hang" in d.output() and "timed out" in d.output(),
-             30, d.output)
+    wait_for(lambda: "STARTD_CRON job hang" in d.output() and "timed out" in d.output()
+             and "next run is due" in d.output(), 30, d.output)
     out = d.output()
     assert "STARTD_CRON job fails" in out and "exited with status 4" in out and "oops" in out
     assert "cannot run /nonexistent/cron" in out
+    assert "STARTD_CRON_slow" in out and "killed: its next run is due (KILL = true)" in out
     assert "badmode skipped" in out and "Often" in out
     # A failing job's output still counts, as HTCondor's does.
     assert _ads(d)["slot1"].get("Good") == 1
