@@ -318,3 +318,17 @@ def test_starter_hooks_for_local_jobs(tmp_path: Path, stop: list[Daemon]) -> Non
     finally:
         import shutil
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_fetched_job_survives_a_daemon_restart(hooks: Hooks, tmp_path: Path,
+                                               stop: list[Daemon]) -> None:
+    _job(hooks.queue, 0, args="-c 'sleep 3; echo slept $0'")
+    d = _daemon(tmp_path, hooks.config())
+    stop.append(d)
+    wait_for(lambda: d.statuses() == {"1.0": 2}, 30, d.output)
+    d.restart()                                   # SIGKILL, then a new daemon
+    wait_for(lambda: "exit exit j0 noclaim" in hooks.lines(), 30,
+             lambda: f"{hooks.lines()}\n{d.output()}")
+    assert d.statuses() == {"1.0": 4}
+    assert (hooks.base / "out.0").read_text() == "slept j0\n"
+    assert hooks.lines().count("reply accept j0 claim") == 1
