@@ -471,8 +471,8 @@ class JobHooks:
         """A fetched job never goes back to the local queue: its source requeues it."""
         if rec is not None and status is JobStatus.IDLE and \
                 isinstance(rec.ad.evaluate(FETCHED), str):
-            return (JobStatus.REMOVED, "evicted; fetched work goes back to its source "
-                    "(EVICT_CLAIM)", 0, 0)
+            return (JobStatus.REMOVED, "fetched work is not requeued here: it goes back "
+                    "to its source", 0, 0)
         return status, reason, code, subcode
 
     def job_ended(self, rj: RunningJob, rec: JobRecord | None, status: JobStatus,
@@ -487,9 +487,9 @@ class JobHooks:
         ad = rec.ad.copy()
         for k, v in attrs.items():
             ad[k] = v
-        evicted = rj.after is None and (rj.evicted or status is JobStatus.IDLE or
-                                        (status is JobStatus.REMOVED and
-                                         isinstance(rec.ad.evaluate(FETCHED), str)))
+        # Evicted: taken off its slot (or its starter lost) rather than ended on its own.
+        evicted = rj.after is None and status is not JobStatus.HELD and \
+            (rj.evicted or ("ExitCode" not in attrs and "ExitSignal" not in attrs))
         fetched_kw = rec.ad.evaluate(FETCHED)
         slot = d.engine.slots.get(rj.slot)
         if evicted and isinstance(fetched_kw, str) and slot is not None:
