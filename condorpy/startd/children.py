@@ -110,8 +110,9 @@ class ChildRunner:
         if user is not None and os.geteuid() == 0 and user[0] != 0:
             kwargs.update(user=user[0], group=user[1], extra_groups=[])
         try:
-            proc = subprocess.Popen(argv, executable=executable, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env, cwd=cwd,
+            proc = subprocess.Popen(argv, executable=executable, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=env, cwd=cwd,
                                     start_new_session=True, close_fds=True,
                                     **kwargs)  # type: ignore[call-overload]
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
@@ -141,6 +142,8 @@ class ChildRunner:
     # ------------------------------------------------------------------ I/O
     def on_event(self, what: tuple[Child, int], mask: int) -> None:
         child, fd = what
+        if fd not in child.open_fds:
+            return       # closed earlier in this batch of events (its number may be reused)
         proc = child.proc
         assert proc.stdin is not None
         if fd == child.stdin_fd:

@@ -223,7 +223,8 @@ def test_prepare_job_hook_holds_with_its_status(hooks: Hooks, tmp_path: Path,
     prep = _script(hooks.base / "prepare.py",
                    f"#!{sys.executable}\nimport sys\nad = sys.stdin.read()\n"
                    "if 'j1' in ad:\n"
-                   "    print('HookStatusCode = 190'); print('HookStatusMessage = \"Really bad\"')\n"
+                   "    print('HookStatusCode = 190')\n"
+                   "    print('HookStatusMessage = \"Really bad\"')\n"
                    "else:\n    print('Prepared = \"yes\"')\n"
                    "print('SawBefore = %s' % ('Before = 1' in ad))\n")
     before = _script(hooks.base / "before.sh", "#!/bin/sh\ncat >/dev/null\necho Before = 1\n")
