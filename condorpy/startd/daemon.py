@@ -47,6 +47,10 @@ from condorpy.startd import control
 from condorpy.startd.core import Core, load_core
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
+from condorpy.startd import journal
+from condorpy.startd.journal import fields
+from condorpy.startd.notify import Notifier, status_line
+from condorpy.startd.placement import Placement, place
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
@@ -102,7 +106,9 @@ class Startd:
         self.cfg: Config = self.core.config
         self.paths, notes = daemon_paths(self.cfg, self.env)
         make_dirs(self.paths)
-        _setup_logging(self.paths, foreground)
+        _setup_logging(self.paths, foreground, self.env)
+        self.notify = Notifier.from_env(self.env)      # systemd: READY, STATUS, WATCHDOG
+        self.placement = Placement(None, "the daemon's cgroup")
         for note in notes:
             log.info("%s", note)
         self.store = JobStore(self.paths.spool)
@@ -130,6 +136,7 @@ class Startd:
 
     # ------------------------------------------------------------------ start-up
     def start(self) -> None:
+        self.placement = place(self.cfg, self.env, [os.getpid(), self.launcher.pid])
         self._apply(self.engine.take_output())
         self._adopt()
         self._open_control()
@@ -138,8 +145,14 @@ class Startd:
         signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
         self.sel.register(self._sig_r, selectors.EVENT_READ, ("signal", None))
         self._cycle()
-        log.info("condorpy startd started: %d slots, control socket %s, state in %s",
-                 len(self.engine.slots), self.paths.socket, self.paths.spool)
+        log.info("condorpy startd started: %d slots, control socket %s, state in %s; "
+                 "starters in %s", len(self.engine.slots), self.paths.socket,
+                 self.paths.spool, self.placement.describe)
+        self.notify.ready(self._status_line())
+
+    def _status_line(self) -> str:
+        return status_line(((s.state.value, s.activity.value) for s in
+                            self.engine.slots.values() if not s.deleted), len(self.running))
 
     def _open_control(self) -> None:
         path = self.paths.socket
@@ -182,6 +195,7 @@ class Startd:
                 due = min(due, rj.hard_kill_at)
         if self.need_match:
             due = now
+        due = min(due, self.notify.next_due() or due)
         return max(0.0, due - now)
 
     def step(self, timeout: float) -> None:
@@ -204,6 +218,8 @@ class Startd:
             self._guard("policy cycle", self._cycle)
         if self.need_match and self.stopping is None:
             self._guard("matchmaking", self._match)
+        self._guard("notify", lambda: self.notify.tick(self.clock.monotonic(),
+                                                       self._status_line))
 
     def _event(self, kind: str, obj: Any, mask: int) -> None:
         if kind == "listen":
@@ -271,7 +287,10 @@ class Startd:
             if isinstance(o, StateChange):
                 log.info("%s: %s/%s (transition %s%s) %s", o.slot, o.state.value,
                          o.activity.value, o.transition,
-                         f"/{o.letter}" if o.letter else "", o.reason)
+                         f"/{o.letter}" if o.letter else "", o.reason,
+                         extra=fields(event="state_change", slot=o.slot,
+                                      state=o.state.value, activity=o.activity.value,
+                                      transition=o.transition))
                 continue
             self._act(o)
 
@@ -419,7 +438,7 @@ class Startd:
                 from None
         request = LaunchRequest(str(job_id), job_ad.to_old(), slot.ad.to_old(),
                                 str(self.paths.execute), str(job_dir / "final.ad"),
-                                knobs=self.starter_knobs)
+                                knobs=self.starter_knobs, cgroup=self.placement.starters)
         try:
             launched = self.launcher.launch(request)
         except CondorpyError as exc:
@@ -433,7 +452,10 @@ class Startd:
             job_id, launched.pid, launched.boot_id, launched.start_ticks,
             launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
             claim_id=claim_id)
-        log.info("job %s: starter %d launched in %s", job_id, launched.pid, slot_name)
+        log.info("job %s: starter %d launched in %s", job_id, launched.pid, slot_name,
+                 extra=fields(event="job_start", job_id=job_id, slot=slot_name,
+                              claim_id=claim_id, starter_pid=launched.pid,
+                              owner=rec.ad.evaluate("Owner")))
 
     def _connect_starters(self, now: float) -> None:
         for rj in list(self.running.values()):
@@ -556,8 +578,13 @@ class Startd:
                 self._log_stop(rec.ad, status, reason, code)
         else:
             self.store.forget_starter(rj.job_id)
+        exit_code = attrs.get("ExitCode")
         log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
-                 f" ({reason})" if reason else "")
+                 f" ({reason})" if reason else "",
+                 extra=fields(event="job_exit", job_id=rj.job_id, slot=rj.slot,
+                              claim_id=rj.claim_id, job_status=status.name,
+                              exit_code=exit_code if isinstance(exit_code, int) else None,
+                              hold_code=code or None, reason=reason or None))
         now = self.clock.time()
         if self.engine.has_claim(rj.claim_id):
             code_ = attrs.get("ExitCode")
@@ -618,7 +645,10 @@ class Startd:
                 self._apply([o for o in self.engine.activate(now, claim_id)
                              if not isinstance(o, StartJob)])
             if alive:
-                log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid, rj.slot)
+                log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid,
+                         rj.slot, extra=fields(event="job_adopted", job_id=srec.job_id,
+                                               slot=rj.slot, claim_id=claim_id,
+                                               starter_pid=srec.pid))
             else:
                 result = Path(launched.result_path)
                 if result.exists():
@@ -938,11 +968,13 @@ class Startd:
     def reconfig(self) -> set[str]:
         """Re-read the configuration and apply what changed without touching jobs; a
         bad configuration leaves the daemon on the old one, saying why."""
+        self.notify.reloading(self.clock.monotonic())
         try:
             new, changed = self.cfg.reload()
             from_cfg = Core(new, self.core.inventory).settings(self.engine.layout)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
+            self.notify.ready(f"reload failed, old configuration kept: {exc}")
             raise
         self.cfg = new
         self.core = Core(new, self.core.inventory)
@@ -953,6 +985,7 @@ class Startd:
         log.info("reconfig: %d knob(s) changed; slot layout changes take effect at the "
                  "next start", len(changed))
         self.next_cycle = self.clock.monotonic()
+        self.notify.ready(self._status_line())
         return changed
 
     def _schedd_name(self) -> str:
@@ -960,6 +993,7 @@ class Startd:
 
     # ------------------------------------------------------------------ stop
     def _shutdown(self) -> None:
+        self.notify.stopping(f"stopping; {len(self.running)} job(s) left running")
         for rj in self.running.values():
             if rj.link is not None:
                 rj.link.close()
@@ -1039,22 +1073,15 @@ def _reap() -> None:
             return
 
 
-def _setup_logging(paths: StatePaths, foreground: bool) -> None:
+def _setup_logging(paths: StatePaths, foreground: bool, env: dict[str, str]) -> None:
     logger = logging.getLogger("condorpy")
     logger.setLevel(logging.INFO)
     for h in list(logger.handlers):
         logger.removeHandler(h)
-    fmt = logging.Formatter("%(asctime)s %(message)s", datefmt="%m/%d/%y %H:%M:%S")
-    try:
-        fh = logging.FileHandler(paths.start_log())
-    except OSError as exc:
-        raise StartdError(f"cannot write the log {paths.start_log()}: {exc.strerror}") from None
-    fh.setFormatter(fmt)
-    logger.addHandler(fh)
-    if foreground:
-        sh = logging.StreamHandler(sys.stderr)
-        sh.setFormatter(fmt)
-        logger.addHandler(sh)
+    # The journal when systemd gave us one, else the StartLog file (and stderr with -f).
+    handlers, _where = journal.handlers(env, str(paths.start_log()), foreground)
+    for h in handlers:
+        logger.addHandler(h)
     logger.propagate = False
 
 
