@@ -15,6 +15,7 @@ stream (journald reads the prefix); the fields are then lost, the priorities are
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
 import re
@@ -114,7 +115,8 @@ class PrefixFormatter(logging.Formatter):
 
 def journal_send() -> JournalSend | None:
     try:
-        from systemd import journal    # systemd-python (Debian: python3-systemd)
+        # systemd-python (Debian: python3-systemd), by name: see notify.py.
+        journal = importlib.import_module("systemd.journal")
     except ImportError:
         return None
     send: JournalSend = journal.send

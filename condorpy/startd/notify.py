@@ -15,6 +15,7 @@ sender on the same socket. Nothing is sent, and nothing fails, outside systemd.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -58,7 +59,9 @@ class SocketSender:
 
 def _libsystemd_sender() -> Sender | None:
     try:
-        from systemd import daemon     # systemd-python (Debian: python3-systemd)
+        # systemd-python (Debian: python3-systemd); imported by name, since the source
+        # tree's systemd/ directory (unit files) would shadow it for a type checker.
+        daemon = importlib.import_module("systemd.daemon")
     except ImportError:
         return None
 
