@@ -195,7 +195,8 @@ def jobs_scope(api: SystemdApi, unit: str, mount: str) -> str:
 
 def place(cfg: KnobReader, env: Mapping[str, str], ours: list[int], *,
           mount: str = "/sys/fs/cgroup", proc_root: str = "/proc",
-          api: SystemdApi | None = None, systemd: bool | None = None) -> Placement:
+          api: SystemdApi | None = None, systemd: bool | None = None,
+          root: bool | None = None) -> Placement:
     """Decide where starters go, moving the daemon's own processes (``ours``: the
     daemon and its launcher) where they belong. Never raises: a problem means
     starters stay with the daemon, with one warning saying why."""
@@ -211,7 +212,9 @@ def place(cfg: KnobReader, env: Mapping[str, str], ours: list[int], *,
         return fallback(f"{proc_root}/self/cgroup names no cgroup v2 path")
     if systemd is None:
         systemd = under_systemd(env)
-    if systemd and os.geteuid() == 0:
+    if root is None:
+        root = os.geteuid() == 0
+    if systemd and root:
         unit = cfg.get("CONDORPY_JOBS_SCOPE") or DEFAULT_SCOPE
         if not unit.endswith(".scope"):
             unit += ".scope"
