@@ -201,7 +201,8 @@ def test_job_of_a_user_runs_in_its_own_cgroup_and_reload_applies(deb: Path) -> N
     pid = job_pid("a")
     state["pid_a"] = pid
     where = (home() / "where.a").read_text().strip()
-    assert where.startswith(f"/system.slice/{SCOPE}/job_") and \
+    # BASE_CGROUP (HTCondor's default: htcondor) below the jobs' scope.
+    assert where.startswith(f"/system.slice/{SCOPE}/htcondor/job_") and \
         where.endswith(".slice/job.scope"), where
     assert int((home() / "limit.a").read_text()) == MEMORY_MB << 20
     owner = Path(f"/proc/{pid}").stat().st_uid
