@@ -403,11 +403,11 @@ class Startd:
             self.store.record_claim(claim_id, self._slot_of(claim_id), "claimed", rec.job_id)
             self.by_claim[claim_id] = rec.job_id
             self.running[rec.job_id] = RunningJob(rec.job_id, claim_id, name)
-            self._apply(self.engine.activate(now, claim_id))
+            self._apply(self.engine.activate(self.clock.time(), claim_id))
             if rec.job_id in self.running and self.running[rec.job_id].launched is None:
                 # not activated: give the claim back and leave the job idle
                 self.running.pop(rec.job_id, None)
-                self._apply(self.engine.release(now, claim_id))
+                self._apply(self.engine.release(self.clock.time(), claim_id))
                 continue
             return True
         return False
@@ -591,7 +591,7 @@ class Startd:
             self._apply(self.engine.job_exit(now, rj.claim_id,
                                              code_ if isinstance(code_, int) else None))
         if self.engine.has_claim(rj.claim_id):
-            self._apply(self.engine.release(now, rj.claim_id))
+            self._apply(self.engine.release(self.clock.time(), rj.claim_id))
         self.by_claim.pop(rj.claim_id, None)
         self.need_match = True
 
@@ -637,12 +637,14 @@ class Startd:
             self.by_claim[claim_id] = srec.job_id
             self.running[srec.job_id] = rj
             target = srec.slot.split("_")[0]
-            self._apply([o for o in self.engine.request_claim(now, claim_id, rec.ad, target)
+            # A fresh time for each call: applying one (benchmarks) may move the engine on.
+            self._apply([o for o in self.engine.request_claim(self.clock.time(), claim_id,
+                                                              rec.ad, target)
                          if not isinstance(o, StartJob)])
             if self.engine.has_claim(claim_id):
                 slot = self.engine.slots[self._slot_of(claim_id)]
                 rj.slot = slot.name
-                self._apply([o for o in self.engine.activate(now, claim_id)
+                self._apply([o for o in self.engine.activate(self.clock.time(), claim_id)
                              if not isinstance(o, StartJob)])
             if alive:
                 log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid,

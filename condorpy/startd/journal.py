@@ -98,7 +98,7 @@ class JournalHandler(logging.Handler):
             message = self.format(record)
             self._send(message, PRIORITY=str(priority(record.levelno)),
                        SYSLOG_IDENTIFIER=self.identifier, LOGGER=record.name,
-                       CODE_FILE=record.pathname, CODE_LINE=str(record.lineno),
+                       CODE_FILE=record.pathname, CODE_LINE=record.lineno,
                        CODE_FUNC=record.funcName, **record_fields(record))
         except Exception:
             self.handleError(record)

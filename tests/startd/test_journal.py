@@ -53,6 +53,8 @@ def test_handler_sends_message_priority_and_only_the_records_fields() -> None:
     assert kw["PRIORITY"] == "4" and kw["SYSLOG_IDENTIFIER"] == "condorpy-startd"
     assert kw["EVENT"] == "job_exit" and kw["JOB_ID"] == "3.0" and kw["HOLD_CODE"] == "34"
     assert kw["LOGGER"] == "condorpy.test.journal" and kw["CODE_FUNC"]
+    # systemd.journal.send formats CODE_LINE with {:d}: it must be a number.
+    assert isinstance(kw["CODE_LINE"], int)
     assert all(k.isupper() for k in kw), kw        # journald takes upper-case names only
     assert msg2 == "plain line" and kw2["PRIORITY"] == "6" and "JOB_ID" not in kw2
 
