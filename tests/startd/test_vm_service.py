@@ -323,7 +323,7 @@ def test_purge_leaves_no_unit_state_or_process(deb: Path) -> None:
         assert not os.path.lexists(path), f"{path} is left"
     assert show("LoadState")["LoadState"] == "not-found"
     listed = sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
-                "condorpy*").stdout
+                UNIT, SCOPE).stdout
     assert listed.strip() == "", listed
     for cg in (f"system.slice/{UNIT}", f"system.slice/{SCOPE}"):
         assert not (CGROOT / cg).exists(), f"cgroup {cg} is left"
