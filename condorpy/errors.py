@@ -176,3 +176,11 @@ class QueueError(StartdError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         self.path = path
         super().__init__(f"{message} ({path})" if path else message)
+
+
+class HookError(StartdError):
+    """A job hook or startd cron job is misconfigured or misbehaved. Names the hook."""
+
+    def __init__(self, message: str, *, hook: str | None = None) -> None:
+        super().__init__(message)
+        self.hook = hook

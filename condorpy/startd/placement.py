@@ -10,7 +10,8 @@ goes back to the top cgroup, an interior node by then). So, as Slurm does with
   ``/run/systemd/system`` present) the daemon makes sure a delegated scope exists,
   ``condorpy-jobs.scope`` by default (knob ``CONDORPY_JOBS_SCOPE``), created once per
   boot with ``systemd-run --scope -p Delegate=yes -p TasksMax=infinity`` around a
-  keep-alive ``sleep infinity`` (a scope with no process ends). The keep-alive steps
+  keep-alive ``sleep infinity`` (a scope with no process ends; started through
+  ``setsid --fork``, so it is nobody's child but init's). The keep-alive steps
   into ``<scope>/init.leaf`` so the scope itself holds no process; starters go into
   ``<scope>/starters.leaf`` and create their jobs' cgroups beside it
   (``<scope>/job_<n>.slice/job.scope``, limits on the slice). A restarted daemon
@@ -68,17 +69,16 @@ class SystemdApi(Protocol):
         """The cgroup (mount-relative path) of an active unit, else None."""
         ...
 
-    def start_scope(self, unit: str) -> int:
-        """Start a delegated scope around a keep-alive process; its pid."""
+    def start_scope(self, unit: str) -> None:
+        """Start a delegated scope around a keep-alive process; return once active."""
         ...
 
 
 class SystemdRun:
     """systemd's own tools: ``systemctl show`` and ``systemd-run --scope``."""
 
-    def __init__(self, proc_root: str = "/proc", timeout_s: float = SCOPE_TIMEOUT_S,
+    def __init__(self, timeout_s: float = SCOPE_TIMEOUT_S,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        self.proc_root = proc_root
         self.timeout_s = timeout_s
         self.sleep = sleep
 
@@ -94,40 +94,35 @@ class SystemdRun:
             return None
         return props.get("ControlGroup") or None
 
-    def start_scope(self, unit: str) -> int:
+    def start_scope(self, unit: str) -> None:
         # A scope that failed before is in the way of a new one of the same name.
         subprocess.run(["systemctl", "reset-failed", unit], capture_output=True,
                        timeout=self.timeout_s, stdin=subprocess.DEVNULL)
         sleep = shutil.which("sleep", path="/usr/bin:/bin") or "/bin/sleep"
         with tempfile.TemporaryFile() as err:
             try:
-                # A session of its own: nothing sent to the daemon's group reaches it.
-                proc = subprocess.Popen(
-                    ["systemd-run", "--scope", "--quiet", f"--unit={unit}",
+                # setsid --fork: the keep-alive is not our child (nothing of ours waits
+                # for it, so it must not turn into our zombie) and is in a session of
+                # its own (nothing sent to the daemon's group reaches it).
+                subprocess.run(
+                    ["setsid", "--fork", "systemd-run", "--scope", "--quiet",
+                     f"--unit={unit}",
                      "--description=condorpy jobs: starters and the jobs they run",
                      "--property=Delegate=yes", "--property=TasksMax=infinity",
                      "--", sleep, "infinity"],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                    start_new_session=True, close_fds=True)
-            except OSError as exc:
-                raise StartdError(f"cannot run systemd-run: {exc.strerror}") from None
+                    close_fds=True, check=True, timeout=self.timeout_s)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise StartdError(f"cannot run systemd-run: {exc}") from None
             deadline = time.monotonic() + self.timeout_s
-            while True:
-                if proc.poll() is not None:
+            while self.unit_cgroup(unit) is None:
+                if time.monotonic() > deadline:
                     err.seek(0)
                     why = err.read().decode(errors="replace").strip().splitlines()
-                    raise StartdError(f"systemd-run --scope --unit={unit} failed "
-                                      f"(status {proc.returncode}): "
+                    raise StartdError(f"systemd-run --scope --unit={unit} did not start "
+                                      f"it within {self.timeout_s:g} s: "
                                       f"{why[-1] if why else 'no message'}")
-                cg = own_cgroup(self.proc_root, str(proc.pid))
-                if cg is not None and cg.endswith("/" + unit):
-                    return proc.pid
-                if time.monotonic() > deadline:
-                    proc.kill()
-                    proc.wait()
-                    raise StartdError(f"systemd did not start {unit} within "
-                                      f"{self.timeout_s:g} s")
-                self.sleep(0.02)
+                self.sleep(0.05)
 
 
 def under_systemd(env: Mapping[str, str], run_dir: str = "/run/systemd/system") -> bool:
@@ -176,20 +171,21 @@ def _step_aside(mount: str, own: str, ours: list[int]) -> None:
 def jobs_scope(api: SystemdApi, unit: str, mount: str) -> str:
     """The jobs' scope's cgroup directory, starting the scope when it is not running."""
     cgroup = api.unit_cgroup(unit)
+    started = cgroup is None
     if cgroup is None:
-        pid = api.start_scope(unit)
+        api.start_scope(unit)
         cgroup = api.unit_cgroup(unit)
         if cgroup is None:
             raise StartdError(f"{unit} was started but is not active")
-        log.info("started %s (keep-alive pid %d) for starters and jobs", unit, pid)
-        scope = _directory(mount, cgroup)
-        move(os.path.join(scope, KEEPALIVE_LEAF), [pid])
     scope = _directory(mount, cgroup)
-    # A keep-alive left at the top (a scope made by an older daemon, or by hand) goes
-    # down too: the scope's children get controllers.
+    # The keep-alive steps down into a leaf (as one left at the top by hand): the
+    # scope's children get controllers, so the scope itself holds no process.
     stray = _procs(scope)
     if stray:
         move(os.path.join(scope, KEEPALIVE_LEAF), stray)
+    if started:
+        log.info("started %s (keep-alive pid %s) for starters and jobs", unit,
+                 " ".join(map(str, stray)) or "?")
     return scope
 
 
@@ -219,7 +215,7 @@ def place(cfg: KnobReader, env: Mapping[str, str], ours: list[int], *,
         if not unit.endswith(".scope"):
             unit += ".scope"
         try:
-            scope = jobs_scope(api or SystemdRun(proc_root), unit, mount)
+            scope = jobs_scope(api or SystemdRun(), unit, mount)
             _step_aside(mount, own, ours)
             return Placement(os.path.join(scope, STARTER_LEAF), f"{unit} ({scope})", unit)
         except StartdError as exc:

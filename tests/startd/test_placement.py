@@ -26,14 +26,13 @@ class FakeSystemd:
     def unit_cgroup(self, unit: str) -> str | None:
         return f"/system.slice/{unit}" if self.active else None
 
-    def start_scope(self, unit: str) -> int:
+    def start_scope(self, unit: str) -> None:
         if self.fail:
             raise StartdError(self.fail)
         self.started.append(unit)
         scope = self.mount / "system.slice" / unit
         make_cgroup(scope, [KEEPALIVE])        # systemd-run's process, at the top
         self.active = True
-        return KEEPALIVE
 
 
 def make_cgroup(path: Path, procs: list[int]) -> None:
