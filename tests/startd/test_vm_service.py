@@ -44,7 +44,12 @@ cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
 echo "$cg" > where.$1
 cat "/sys/fs/cgroup$cg/../memory.max" > limit.$1
 echo $$ > pid.$1
-sleep $2
+if [ "$2" = wait ]; then
+    # Until the test says so: however long the daemon is away, the job is still here.
+    while [ ! -e release.$1 ]; do sleep 0.5; done
+else
+    sleep $2
+fi
 echo done > done.$1
 """
 
@@ -107,7 +112,7 @@ def home() -> Path:
     return Path(pwd.getpwnam(USER).pw_dir)
 
 
-def submit(name: str, seconds: int) -> int:
+def submit(name: str, seconds: int | str) -> int:
     """Submit the job script as the ordinary user; its cluster id."""
     sub = home() / f"{name}.sub"
     sub.write_text(f"executable = job.sh\narguments = {name} {seconds}\n"
@@ -259,7 +264,7 @@ def test_restart_leaves_the_job_running_and_records_its_end_once(deb: Path) -> N
 
 
 def test_watchdog_restarts_a_stopped_daemon_and_the_job_survives(deb: Path) -> None:
-    cluster = submit("b", 45)
+    cluster = submit("b", "wait")
     pid = job_pid("b")
     wait_for("job b running", lambda: queue_status(cluster) == 2, 60)
     restarts = int(show("NRestarts")["NRestarts"])
@@ -277,6 +282,9 @@ def test_watchdog_restarts_a_stopped_daemon_and_the_job_survives(deb: Path) -> N
     log = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout
     assert "Watchdog timeout" in log, log[-3000:]
     assert alive(pid), "the job died with the stalled daemon"
+    wait_for("the restarted daemon to re-adopt job b", lambda: queue_status(cluster) == 2,
+             60)
+    (home() / "release.b").touch()
     wait_for("job b to complete", lambda: queue_status(cluster) is None, 150)
     hist = sh("condorpy", "history", "-af", "ClusterId", "JobStatus").stdout
     assert [line.split() for line in hist.splitlines()
