@@ -52,6 +52,10 @@ from condorpy.startd.hooks import JobHooks
 from condorpy.startd.metrics import Metrics
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
+from condorpy.startd import journal
+from condorpy.startd.journal import fields
+from condorpy.startd.notify import Notifier, status_line
+from condorpy.startd.placement import Placement, place
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
@@ -110,7 +114,9 @@ class Startd:
         self.cfg: Config = self.core.config
         self.paths, notes = daemon_paths(self.cfg, self.env)
         make_dirs(self.paths)
-        _setup_logging(self.paths, foreground)
+        _setup_logging(self.paths, foreground, self.env)
+        self.notify = Notifier.from_env(self.env)      # systemd: READY, STATUS, WATCHDOG
+        self.placement = Placement(None, "the daemon's cgroup")
         for note in notes:
             log.info("%s", note)
         self.store = JobStore(self.paths.spool)
@@ -144,6 +150,7 @@ class Startd:
 
     # ------------------------------------------------------------------ start-up
     def start(self) -> None:
+        self.placement = place(self.cfg, self.env, [os.getpid(), self.launcher.pid])
         self._apply(self.engine.take_output())
         self._adopt()
         self._open_control()
@@ -154,8 +161,14 @@ class Startd:
         self.sel.register(self._sig_r, selectors.EVENT_READ, ("signal", None))
         self.cron.configure()
         self._cycle()
-        log.info("condorpy startd started: %d slots, control socket %s, state in %s",
-                 len(self.engine.slots), self.paths.socket, self.paths.spool)
+        log.info("condorpy startd started: %d slots, control socket %s, state in %s; "
+                 "starters in %s", len(self.engine.slots), self.paths.socket,
+                 self.paths.spool, self.placement.describe)
+        self.notify.ready(self._status_line())
+
+    def _status_line(self) -> str:
+        return status_line(((s.state.value, s.activity.value) for s in
+                            self.engine.slots.values() if not s.deleted), len(self.running))
 
     def _open_control(self) -> None:
         path = self.paths.socket
@@ -201,6 +214,7 @@ class Startd:
                 due = min(due, extra)
         if self.need_match:
             due = now
+        due = min(due, self.notify.next_due() or due)
         return max(0.0, due - now)
 
     def step(self, timeout: float) -> None:
@@ -229,6 +243,8 @@ class Startd:
         if self.need_match and self.stopping is None:
             self._guard("matchmaking", self._match)
         self._guard("metrics", lambda: self.metrics.after_step(len(self.running)))
+        self._guard("notify", lambda: self.notify.tick(self.clock.monotonic(),
+                                                       self._status_line))
 
     def _event(self, kind: str, obj: Any, mask: int) -> None:
         if kind == "listen":
@@ -302,7 +318,10 @@ class Startd:
             if isinstance(o, StateChange):
                 log.info("%s: %s/%s (transition %s%s) %s", o.slot, o.state.value,
                          o.activity.value, o.transition,
-                         f"/{o.letter}" if o.letter else "", o.reason)
+                         f"/{o.letter}" if o.letter else "", o.reason,
+                         extra=fields(event="state_change", slot=o.slot,
+                                      state=o.state.value, activity=o.activity.value,
+                                      transition=o.transition))
                 continue
             self._act(o)
 
@@ -414,12 +433,12 @@ class Startd:
             self.store.record_claim(claim_id, self._slot_of(claim_id), "claimed", rec.job_id)
             self.by_claim[claim_id] = rec.job_id
             self.running[rec.job_id] = RunningJob(rec.job_id, claim_id, name)
-            self._apply(self.engine.activate(now, claim_id))
+            self._apply(self.engine.activate(self.clock.time(), claim_id))
             if rec.job_id in self.running and self.running[rec.job_id].launched is None \
                     and self.running[rec.job_id].state != "preparing":
                 # not activated: give the claim back and leave the job idle
                 self.running.pop(rec.job_id, None)
-                self._apply(self.engine.release(now, claim_id))
+                self._apply(self.engine.release(self.clock.time(), claim_id))
                 continue
             return True
         return False
@@ -453,7 +472,7 @@ class Startd:
                 from None
         request = LaunchRequest(str(job_id), job_ad.to_old(), slot.ad.to_old(),
                                 str(self.paths.execute), str(job_dir / "final.ad"),
-                                knobs=self.starter_knobs)
+                                knobs=self.starter_knobs, cgroup=self.placement.starters)
         try:
             launched = self.launcher.launch(request)
         except CondorpyError as exc:
@@ -468,7 +487,10 @@ class Startd:
             job_id, launched.pid, launched.boot_id, launched.start_ticks,
             launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
             claim_id=claim_id)
-        log.info("job %s: starter %d launched in %s", job_id, launched.pid, slot_name)
+        log.info("job %s: starter %d launched in %s", job_id, launched.pid, slot_name,
+                 extra=fields(event="job_start", job_id=job_id, slot=slot_name,
+                              claim_id=claim_id, starter_pid=launched.pid,
+                              owner=rec.ad.evaluate("Owner")))
 
     def _connect_starters(self, now: float) -> None:
         for rj in list(self.running.values()):
@@ -605,8 +627,13 @@ class Startd:
                 self._log_stop(rec.ad, status, reason, code, subcode)
         else:
             self.store.forget_starter(rj.job_id)
+        exit_code = attrs.get("ExitCode")
         log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
-                 f" ({reason})" if reason else "")
+                 f" ({reason})" if reason else "",
+                 extra=fields(event="job_exit", job_id=rj.job_id, slot=rj.slot,
+                              claim_id=rj.claim_id, job_status=status.name,
+                              exit_code=exit_code if isinstance(exit_code, int) else None,
+                              hold_code=code or None, reason=reason or None))
         self._guard("job hooks", lambda: self.hooks.job_ended(rj, rec, status, attrs))
         now = self.clock.time()
         if self.engine.has_claim(rj.claim_id):
@@ -614,7 +641,7 @@ class Startd:
             self._apply(self.engine.job_exit(now, rj.claim_id,
                                              code_ if isinstance(code_, int) else None))
         if self.engine.has_claim(rj.claim_id):
-            self._apply(self.engine.release(now, rj.claim_id))
+            self._apply(self.engine.release(self.clock.time(), rj.claim_id))
         self.by_claim.pop(rj.claim_id, None)
         self.need_match = True
 
@@ -696,15 +723,20 @@ class Startd:
             self.by_claim[claim_id] = srec.job_id
             self.running[srec.job_id] = rj
             target = srec.slot.split("_")[0]
-            self._apply([o for o in self.engine.request_claim(now, claim_id, rec.ad, target)
+            # A fresh time for each call: applying one (benchmarks) may move the engine on.
+            self._apply([o for o in self.engine.request_claim(self.clock.time(), claim_id,
+                                                              rec.ad, target)
                          if not isinstance(o, StartJob)])
             if self.engine.has_claim(claim_id):
                 slot = self.engine.slots[self._slot_of(claim_id)]
                 rj.slot = slot.name
-                self._apply([o for o in self.engine.activate(now, claim_id)
+                self._apply([o for o in self.engine.activate(self.clock.time(), claim_id)
                              if not isinstance(o, StartJob)])
             if alive:
-                log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid, rj.slot)
+                log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid,
+                         rj.slot, extra=fields(event="job_adopted", job_id=srec.job_id,
+                                               slot=rj.slot, claim_id=claim_id,
+                                               starter_pid=srec.pid))
                 self.metrics.stats.adopted("adopted")
             else:
                 result = Path(launched.result_path)
@@ -1041,6 +1073,7 @@ class Startd:
         """Re-read the configuration and apply what changed without touching jobs; a
         bad configuration leaves the daemon on the old one, saying why. A new slot
         layout applies to slots as they become free."""
+        self.notify.reloading(self.clock.monotonic())
         try:
             new, changed = self.cfg.reload()
             core = Core(new, self.core.inventory)
@@ -1050,6 +1083,7 @@ class Startd:
             self.metrics.reconfig(new)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
+            self.notify.ready(f"reload failed, old configuration kept: {exc}")
             raise
         self.cfg = new
         self.core = core
@@ -1078,6 +1112,7 @@ class Startd:
                      ", ".join(f"slot{p.slot_id}" for p in pending.coming) or "no slot")
         self.need_match = True
         self.next_cycle = self.clock.monotonic()
+        self.notify.ready(self._status_line())
         return changed
 
     def _schedd_name(self) -> str:
@@ -1085,6 +1120,7 @@ class Startd:
 
     # ------------------------------------------------------------------ stop
     def _shutdown(self) -> None:
+        self.notify.stopping(f"stopping; {len(self.running)} job(s) left running")
         for rj in self.running.values():
             if rj.link is not None:
                 rj.link.close()
@@ -1186,22 +1222,15 @@ def _sent_ad(job_dir: Path) -> ClassAd | None:
         return None
 
 
-def _setup_logging(paths: StatePaths, foreground: bool) -> None:
+def _setup_logging(paths: StatePaths, foreground: bool, env: dict[str, str]) -> None:
     logger = logging.getLogger("condorpy")
     logger.setLevel(logging.INFO)
     for h in list(logger.handlers):
         logger.removeHandler(h)
-    fmt = logging.Formatter("%(asctime)s %(message)s", datefmt="%m/%d/%y %H:%M:%S")
-    try:
-        fh = logging.FileHandler(paths.start_log())
-    except OSError as exc:
-        raise StartdError(f"cannot write the log {paths.start_log()}: {exc.strerror}") from None
-    fh.setFormatter(fmt)
-    logger.addHandler(fh)
-    if foreground:
-        sh = logging.StreamHandler(sys.stderr)
-        sh.setFormatter(fmt)
-        logger.addHandler(sh)
+    # The journal when systemd gave us one, else the StartLog file (and stderr with -f).
+    handlers, _where = journal.handlers(env, str(paths.start_log()), foreground)
+    for h in handlers:
+        logger.addHandler(h)
     logger.propagate = False
 
 

@@ -77,7 +77,9 @@ MAX_MESSAGE = 16 << 20
 # How long the server waits for a forked starter to say it is set up. Set-up is a
 # handful of system calls; only a hung file system could take this long.
 SETUP_TIMEOUT_S = 10.0
-_DROPPED_ENV = ("NOTIFY_SOCKET", "INVOCATION_ID")
+# systemd's service-manager variables: they describe the daemon's service, not a starter.
+_DROPPED_ENV = ("NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID",
+                "JOURNAL_STREAM")
 _CONFIG_CACHE = 8
 # The same exit statuses as `condorpy starter`; only the server's reaper sees them.
 _EXIT_OK, _EXIT_FAILED, _EXIT_HELD, _EXIT_VACATED = 0, 1, 3, 4

@@ -20,11 +20,15 @@ from __future__ import annotations
 import bisect
 import logging
 import platform
+import socket
+import threading
 from operator import attrgetter, methodcaller
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily, InfoMetricFamily, Metric)
 
@@ -662,10 +666,30 @@ class Metrics:
             self._server = None
 
 
+def _start_http_server(port: int, host: str, registry: CollectorRegistry) -> WSGIServer:
+    """prometheus-client's own server (its WSGI app and threading server class), kept so
+    it can be stopped: ``start_http_server`` returns it only from 0.17 on, and Debian 12
+    packages 0.16, whose ``start_http_server`` returns nothing."""
+    family, _, _, _, sockaddr = socket.getaddrinfo(host, port)[0]
+
+    class Server(ThreadingWSGIServer):
+        address_family = family
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass       # one line per scrape would drown the daemon's log
+
+    server = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Server,
+                         handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True,
+                     name="condorpy-metrics").start()
+    return server
+
+
 def _serve(address: tuple[str, int], registry: CollectorRegistry) -> WSGIServer:
     host, port = address
     try:
-        server, _thread = start_http_server(port, addr=host, registry=registry)
+        server = _start_http_server(port, host, registry)
     except OSError as exc:
         raise StartdError(f"{KNOB}: cannot listen on {host}:{port}: "
                           f"{exc.strerror or exc}") from None

@@ -11,7 +11,8 @@ import math
 
 from condorpy.starter.jobspec import JobSpec, SlotSpec
 
-NEVER_INHERITED = ("NOTIFY_SOCKET", "INVOCATION_ID")
+NEVER_INHERITED = ("NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID",
+                   "JOURNAL_STREAM")
 
 
 def gpu_visible_devices(assigned: tuple[str, ...]) -> str:

@@ -17,6 +17,7 @@ import signal
 from dataclasses import dataclass
 
 from condorpy.starter.holds import HoldCode, JobHold
+from condorpy.starter.inherited import reset_for_job
 from condorpy.starter.users import JobUser
 
 CLONE_NEWNS = 0x00020000
@@ -26,6 +27,7 @@ MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 
 _STAGE_HOLDS: dict[str, tuple[HoldCode, str]] = {
     "cgroup": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot place the job in its cgroup"),
+    "limits": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot reset the job's inherited limits"),
     "namespace": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot create the job's PID namespace"),
     "user": (HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT, "cannot switch to the job's user"),
     "iwd": (HoldCode.IWD_ERROR, "cannot enter the job's initial working directory"),
@@ -76,6 +78,8 @@ def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
         if plan.cgroup_procs is not None:
             with open(plan.cgroup_procs, "w") as fh:
                 fh.write("0")         # "0" is the writer itself, in any PID namespace
+        stage = "limits"
+        reset_for_job()               # the service's LimitNOFILE and OOMScoreAdjust
         if plan.pid_namespace:
             # PID 1 of the new namespace: a private /proc that shows only the job.
             stage = "namespace"

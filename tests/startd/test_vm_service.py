@@ -1,0 +1,350 @@
+"""The Debian package and its systemd service, with systemd as PID 1 (run in
+``tests/vm/run --systemd``; ``tests/vm/run-suite`` builds the package on the host
+first and names it in ``CONDORPY_DEB``).
+
+One installation, in order: ``dpkg -i``, the service reaching active through
+READY=1 with its STATUS line, a 60-second job of an ordinary user in its own cgroup
+below ``condorpy-jobs.scope`` with its memory limit, ``systemctl reload`` applying a
+changed knob while it runs, ``systemctl restart`` leaving it running and recording
+its end once, ``kill -STOP`` on the daemon answered by the watchdog with another
+job surviving it, the journal's structured fields, and ``dpkg --purge`` leaving
+nothing behind. Each test needs the ones before it; the module stops at the first
+failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+pytestmark = pytest.mark.vm_systemd
+
+UNIT = "condorpy.service"
+SCOPE = "condorpy-jobs.scope"
+USER = "cpyuser"
+WATCHDOG_S = 20
+MEMORY_MB = 128      # a multiple of 128: the p-slot rounds requests up to one
+CONFIG_DIR = Path("/etc/condorpy/config.d")
+TEST_CONFIG = CONFIG_DIR / "50-vm-test"
+RELOAD_CONFIG = CONFIG_DIR / "60-vm-reload"
+DROPIN = Path("/etc/systemd/system/condorpy.service.d/50-vm-test.conf")
+CGROOT = Path("/sys/fs/cgroup")
+
+# The job says where it runs and under which limit, then runs on.
+JOB = """#!/bin/sh
+cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
+echo "$cg" > where.$1
+cat "/sys/fs/cgroup$cg/../memory.max" > limit.$1
+echo $$ > pid.$1
+if [ "$2" = wait ]; then
+    # Until the test says so: however long the daemon is away, the job is still here.
+    while [ ! -e release.$1 ]; do sleep 0.5; done
+else
+    sleep $2
+fi
+echo done > done.$1
+"""
+
+state: dict[str, Any] = {}
+
+
+def sh(*argv: str, check: bool = True, timeout: float = 120,
+       user: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = list(argv)
+    if user is not None:
+        cmd = ["runuser", "-u", user, "--", *cmd]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                         stdin=subprocess.DEVNULL)
+    if check and res.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)}: exit {res.returncode}\n{res.stdout}\n"
+                             f"{res.stderr}\n{journal_tail()}")
+    return res
+
+
+def journal_tail(lines: int = 60) -> str:
+    res = subprocess.run(["journalctl", "-u", UNIT, "-u", SCOPE, "--no-pager", "-n",
+                          str(lines)], capture_output=True, text=True, timeout=60)
+    return "--- journal ---\n" + res.stdout[-6000:]
+
+
+def show(*props: str, unit: str = UNIT) -> dict[str, str]:
+    out = sh("systemctl", "show", f"--property={','.join(props)}", unit).stdout
+    return dict(line.partition("=")[::2] for line in out.splitlines())
+
+
+def wait_for(what: str, cond: Callable[[], Any], timeout: float) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}\n"
+                         f"{sh('systemctl', 'status', UNIT, check=False).stdout}\n"
+                         f"{journal_tail()}")
+
+
+def main_pid() -> int:
+    return int(show("MainPID")["MainPID"])
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] not in "ZX"
+    except OSError:
+        return False
+
+
+def running_active() -> bool:
+    p = show("ActiveState", "SubState")
+    return p["ActiveState"] == "active" and p["SubState"] == "running"
+
+
+def home() -> Path:
+    return Path(pwd.getpwnam(USER).pw_dir)
+
+
+def submit(name: str, seconds: int | str) -> int:
+    """Submit the job script as the ordinary user; its cluster id."""
+    sub = home() / f"{name}.sub"
+    sub.write_text(f"executable = job.sh\narguments = {name} {seconds}\n"
+                   f"log = {name}.log\noutput = {name}.out\nerror = {name}.err\n"
+                   f"request_memory = {MEMORY_MB}\nrequest_disk = 1024\nqueue\n")
+    os.chown(sub, pwd.getpwnam(USER).pw_uid, pwd.getpwnam(USER).pw_gid)
+    out = sh("condorpy", "submit", sub.name, user=USER, cwd=home()).stdout
+    cluster = int(out.strip().rstrip(".").split()[-1])
+    return cluster
+
+
+def queue_status(cluster: int) -> int | None:
+    out = sh("condorpy", "q", "-af", "ClusterId", "JobStatus").stdout
+    for line in out.splitlines():
+        c, s = line.split()
+        if int(c) == cluster:
+            return int(s)
+    return None
+
+
+def job_pid(name: str) -> int:
+    path = home() / f"pid.{name}"
+    return int(wait_for(f"job {name} to start", lambda: path.exists()
+                        and path.read_text().strip(), 180))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def deb() -> Path:
+    value = os.environ.get("CONDORPY_DEB")
+    if not value or not Path(value).is_file():
+        pytest.fail("CONDORPY_DEB names no package: build it on the host with "
+                    "tests/vm/prepare-deb (tests/vm/run-suite does) and pass "
+                    "--env CONDORPY_DEB=PATH to tests/vm/run")
+    return Path(value)
+
+
+@pytest.fixture(scope="module")
+def baseline(request: pytest.FixtureRequest) -> int:
+    return int(request.session.testsfailed)
+
+
+@pytest.fixture(autouse=True)
+def in_order(request: pytest.FixtureRequest, baseline: int) -> None:
+    """Each step needs the ones before it: after a failure, the rest are skipped."""
+    if request.session.testsfailed > baseline:
+        pytest.skip("an earlier step of the service's life failed")
+
+
+def test_install_starts_the_service_through_ready(deb: Path) -> None:
+    # What an administrator adds before (or after) installing: a job user, local
+    # configuration in config.d, a drop-in for the unit.
+    sh("useradd", "--create-home", "--shell", "/bin/sh", USER)
+    job = home() / "job.sh"
+    job.write_text(JOB)
+    job.chmod(0o755)
+    CONFIG_DIR.mkdir(parents=True, exist_ok=True)
+    TEST_CONFIG.write_text("NUM_CPUS = 2\nMEMORY = 512\nPOLLING_INTERVAL = 1\n"
+                           "STARTER_UPDATE_INTERVAL = 2\n")
+    DROPIN.parent.mkdir(parents=True, exist_ok=True)
+    DROPIN.write_text(f"[Service]\nWatchdogSec={WATCHDOG_S}s\nRestartSec=2s\n")
+    # The VM sees the host's root: a container's policy-rc.d ("exit 101": start no
+    # service) would keep dpkg from starting and stopping units as on a real machine.
+    assert os.environ.get("CONDORPY_VM") == "systemd"
+    Path("/usr/sbin/policy-rc.d").unlink(missing_ok=True)
+    t0 = time.monotonic()
+    res = sh("dpkg", "-i", str(deb), timeout=600)
+    print(f"dpkg -i: {time.monotonic() - t0:.1f} s")
+    assert sh("dpkg-query", "-W", "-f=${Status}", "condorpy").stdout == "install ok installed"
+    assert sh("systemctl", "is-enabled", UNIT, check=False).stdout.strip() == "enabled", \
+        res.stdout + res.stderr
+    # dpkg -i started it, the Debian way, and returned once it was READY.
+    assert running_active(), res.stdout + res.stderr + journal_tail()
+    sh("systemctl", "start", UNIT, timeout=300)          # a no-op now
+    props = show("Type", "ActiveState", "SubState", "StatusText", "NRestarts",
+                 "WatchdogUSec", "Delegate", "KillMode", "MainPID")
+    assert props["Type"] == "notify"
+    assert props["ActiveState"] == "active" and props["SubState"] == "running", props
+    assert props["WatchdogUSec"] in (f"{WATCHDOG_S}s", str(WATCHDOG_S * 10**6)), props
+    assert props["Delegate"] == "yes" and props["KillMode"] == "mixed", props
+    status = wait_for("a STATUS line", lambda: show("StatusText")["StatusText"], 30)
+    assert "slot" in status and "running" in status, status
+    assert f"Status: \"{status}\"" in sh("systemctl", "status", "--no-pager", UNIT,
+                                          check=False).stdout
+    # The daemon stepped into a leaf of its delegated cgroup before READY=1.
+    cg = Path(f"/proc/{props['MainPID']}/cgroup").read_text().strip().split("::")[-1]
+    assert cg == f"/system.slice/{UNIT}/daemon.leaf", cg
+    assert sh("systemctl", "is-active", SCOPE, check=False).stdout.strip() == "active"
+    for d in ("/var/lib/condorpy", "/var/log/condorpy", "/run/condorpy"):
+        assert Path(d).is_dir(), d
+    state["first_pid"] = int(props["MainPID"])
+
+
+def test_job_of_a_user_runs_in_its_own_cgroup_and_reload_applies(deb: Path) -> None:
+    cluster = submit("a", 60)
+    state["cluster_a"] = cluster
+    pid = job_pid("a")
+    state["pid_a"] = pid
+    where = (home() / "where.a").read_text().strip()
+    # BASE_CGROUP (HTCondor's default: htcondor) below the jobs' scope.
+    assert where.startswith(f"/system.slice/{SCOPE}/htcondor/job_") and \
+        where.endswith(".slice/job.scope"), where
+    assert int((home() / "limit.a").read_text()) == MEMORY_MB << 20
+    owner = Path(f"/proc/{pid}").stat().st_uid
+    assert owner == pwd.getpwnam(USER).pw_uid
+    # The job did not inherit the service's LimitNOFILE and OOMScoreAdjust.
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    nofile = next(line for line in limits.splitlines() if "open files" in line).split()
+    assert int(nofile[3]) == 1024, limits
+    assert Path(f"/proc/{pid}/oom_score_adj").read_text().strip() == "0"
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert not [e for e in env if e.startswith((b"NOTIFY_SOCKET=", b"INVOCATION_ID=",
+                                                b"WATCHDOG_"))], env
+    assert queue_status(cluster) == 2
+
+    # reload: a new knob, seen by the running daemon, the job untouched.
+    before = sh("condorpy", "config-val", "-startd", "CONDORPY_VM_MARK", check=False)
+    assert before.returncode != 0
+    RELOAD_CONFIG.write_text("CONDORPY_VM_MARK = reloaded-42\n")
+    daemon = main_pid()
+    sh("systemctl", "reload", UNIT, timeout=120)
+    got = sh("condorpy", "config-val", "-startd", "CONDORPY_VM_MARK").stdout.strip()
+    assert got == "reloaded-42"
+    assert main_pid() == daemon and running_active()
+    assert alive(pid) and queue_status(cluster) == 2
+    log = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout
+    assert "Reloading" in log or "reload" in log.lower()
+
+
+def test_restart_leaves_the_job_running_and_records_its_end_once(deb: Path) -> None:
+    pid, cluster = state["pid_a"], state["cluster_a"]
+    old = main_pid()
+    t0 = time.monotonic()
+    sh("systemctl", "restart", UNIT, timeout=300)
+    print(f"systemctl restart: {time.monotonic() - t0:.1f} s")
+    new = main_pid()
+    assert new != old and not alive(old) and running_active()
+    assert alive(pid), "the job died with the daemon's restart"
+    where = Path(f"/proc/{pid}/cgroup").read_text().strip().split("::")[-1]
+    assert where == (home() / "where.a").read_text().strip()
+    wait_for("the restarted daemon to re-adopt the job", lambda: queue_status(cluster) == 2,
+             60)
+    wait_for("job a to complete", lambda: queue_status(cluster) is None, 150)
+    assert (home() / "done.a").read_text() == "done\n"
+    hist = sh("condorpy", "history", "-af", "ClusterId", "JobStatus", "ExitCode").stdout
+    mine = [line.split() for line in hist.splitlines() if line.split()[0] == str(cluster)]
+    assert mine == [[str(cluster), "4", "0"]], hist
+    events = (home() / "a.log").read_text()
+    assert events.count("005 (") == 1, events
+
+
+def test_watchdog_restarts_a_stopped_daemon_and_the_job_survives(deb: Path) -> None:
+    cluster = submit("b", "wait")
+    pid = job_pid("b")
+    wait_for("job b running", lambda: queue_status(cluster) == 2, 60)
+    restarts = int(show("NRestarts")["NRestarts"])
+    stopped = main_pid()
+    t0 = time.monotonic()
+    os.kill(stopped, 19)        # SIGSTOP: the loop stalls, no more WATCHDOG=1
+    new = wait_for("systemd's watchdog to restart the daemon",
+                   lambda: main_pid() not in (0, stopped) and running_active()
+                   and main_pid(), WATCHDOG_S + 90)
+    took = time.monotonic() - t0
+    print(f"watchdog restart after SIGSTOP: {took:.1f} s (WatchdogSec={WATCHDOG_S})")
+    assert took <= WATCHDOG_S + 60, took
+    assert new != stopped and not alive(stopped)
+    assert int(show("NRestarts")["NRestarts"]) == restarts + 1
+    log = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout
+    assert "Watchdog timeout" in log, log[-3000:]
+    assert alive(pid), "the job died with the stalled daemon"
+    wait_for("the restarted daemon to re-adopt job b", lambda: queue_status(cluster) == 2,
+             60)
+    (home() / "release.b").touch()
+    wait_for("job b to complete", lambda: queue_status(cluster) is None, 150)
+    hist = sh("condorpy", "history", "-af", "ClusterId", "JobStatus").stdout
+    assert [line.split() for line in hist.splitlines()
+            if line.split()[0] == str(cluster)] == [[str(cluster), "4"]], hist
+
+
+def test_journal_has_structured_fields_for_job_start_and_exit(deb: Path) -> None:
+    out = sh("journalctl", "-u", UNIT, "-o", "json", "--no-pager").stdout
+    entries = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    mine = [e for e in entries if e.get("JOB_ID") == f"{state['cluster_a']}.0"]
+    start = [e for e in mine if e.get("EVENT") == "job_start"]
+    end = [e for e in mine if e.get("EVENT") == "job_exit"]
+    assert start and end, mine
+    for e in start + end:
+        assert e["SLOT"].startswith("slot1_"), e
+        assert e["CLAIM_ID"] and e["SYSLOG_IDENTIFIER"] == "condorpy-startd", e
+        assert e["PRIORITY"] == "6", e
+    assert start[0]["OWNER"] == USER
+    assert end[-1]["JOB_STATUS"] == "COMPLETED" and end[-1]["EXIT_CODE"] == "0", end
+    # No claim's secret in the journal: only its digest.
+    assert "#" in start[0]["CLAIM_ID"] and len(start[0]["CLAIM_ID"].split("#")[-1]) == 12
+    changes = [e for e in entries if e.get("EVENT") == "state_change"]
+    assert any(e.get("STATE") == "Claimed" and e.get("ACTIVITY") == "Busy"
+               and e.get("TRANSITION") for e in changes), changes[:5]
+    adopted = [e for e in entries if e.get("EVENT") == "job_adopted"]
+    assert adopted, "no job_adopted entry after the restarts"
+
+
+def test_purge_leaves_no_unit_state_or_process(deb: Path) -> None:
+    daemon = main_pid()
+    keepalive = [int(p) for p in (CGROOT / "system.slice" / SCOPE / "init.leaf" /
+                                  "cgroup.procs").read_text().split()]
+    # The administrator's own files go first; dpkg keeps what is not its own.
+    for path in (TEST_CONFIG, RELOAD_CONFIG, DROPIN):
+        path.unlink()
+    DROPIN.parent.rmdir()
+    sh("systemctl", "daemon-reload")
+    sh("dpkg", "--purge", "condorpy", timeout=300)
+    assert sh("dpkg-query", "-W", "condorpy", check=False).returncode != 0
+    for path in ("/lib/systemd/system/condorpy.service", "/etc/condorpy",
+                 "/var/lib/condorpy", "/var/log/condorpy", "/run/condorpy",
+                 "/usr/lib/python3/dist-packages/condorpy", "/usr/bin/condorpy",
+                 "/etc/systemd/system/multi-user.target.wants/condorpy.service"):
+        assert not os.path.lexists(path), f"{path} is left"
+    assert show("LoadState")["LoadState"] == "not-found"
+    listed = sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
+                UNIT, SCOPE).stdout
+    assert listed.strip() == "", listed
+    for cg in (f"system.slice/{UNIT}", f"system.slice/{SCOPE}"):
+        assert not (CGROOT / cg).exists(), f"cgroup {cg} is left"
+    for pid in (daemon, *keepalive):
+        assert not alive(pid), f"process {pid} is left"
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if b"condorpy.startd" in cmd or b"/usr/bin/condorpy" in cmd:
+                left.append(cmd.decode(errors="replace"))
+    assert left == [], left
+    shutil.rmtree(home(), ignore_errors=True)
