@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from condorpy.classad import ClassAd, Error, Undefined
 from condorpy.errors import ClassAdError, HookError
+from condorpy.config.typed import boolean_value
 
 # The separator HTCondor writes between the job ad and the slot ad.
 AD_SEPARATOR = "-----\n"
@@ -153,7 +154,7 @@ class CronParser:
             if not sep:
                 name = f"{self.job}.{tok}"
             elif key.lower() == "update":
-                update = value.strip().lower() in ("true", "1", "yes", "t")
+                update = boolean_value(value.strip()) is True
         return CronAd(name, self._current, update)
 
 

@@ -216,9 +216,11 @@ class JobHooks:
         d = self.d
         if self._enabled is None:
             cfg = d.cfg
-            self._enabled = bool(cfg.get("STARTD_JOB_HOOK_KEYWORD")) or any(
-                re.fullmatch(r"SLOT\d+_JOB_HOOK_KEYWORD", n, re.I) and cfg.get(n)
-                for n in cfg.names())
+            # a keyword is a name: any non-empty value turns the hooks on
+            self._enabled = any(
+                (n.upper() == "STARTD_JOB_HOOK_KEYWORD"
+                 or re.fullmatch(r"SLOT\d+_JOB_HOOK_KEYWORD", n, re.I) is not None)
+                and (cfg.get(n) or "").strip() != "" for n in cfg.names())
         if not self._enabled or d.stopping is not None or d.engine.machine.draining or \
                 d.engine.machine.shutting_down:
             return
