@@ -8,12 +8,15 @@ exchanges such as a collector update and by tests.
 
 from __future__ import annotations
 
+import errno
+import os
+import selectors
 import socket
 import time
 from collections.abc import Generator
 from typing import TypeVar
 
-from condorpy.errors import PoolError, WireError
+from condorpy.errors import CondorpyError, PoolError, WireError
 from condorpy.pool.aesgcm import AesGcmCipher
 from condorpy.pool.cedar import PacketDecoder, Reader, Transcript, Writer, frame
 from condorpy.pool.security import ClientPolicy, Op, Receive, Send, Session, StartCrypto, \
@@ -136,3 +139,123 @@ class Connection:
         if self.session.raw:
             w.put_int(command)
         return w
+
+
+class AsyncExchange:
+    """A protocol generator run over a non-blocking socket by the daemon's event loop:
+    the loop calls :meth:`handle` when the socket is ready (for :meth:`interest`) and
+    :meth:`overdue` on its timer. It never blocks; when it ends, ``done`` is set and
+    ``error`` says why if it failed."""
+
+    def __init__(self, addr: Address, protocol: Generator[Op, bytes | None, T],
+                 deadline: float, label: str) -> None:
+        self.peer = addr.hostport()
+        self.label = label
+        self.deadline = deadline
+        self.channel = Channel(self.peer)
+        self.protocol: Generator[Op, bytes | None, object] = protocol
+        self.out = bytearray()
+        self.connected = False
+        self.done = False
+        self.result: object = None
+        self.error: Exception | None = None
+        self.waiting = False
+        self.result_ready = False
+        if addr.shared_port_id:
+            raise PoolError("addresses behind condor_shared_port (sock=...) are not "
+                            "supported yet", peer=self.peer)
+        try:
+            infos = socket.getaddrinfo(addr.host, addr.port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise PoolError(f"cannot resolve {addr.host}: {exc}", peer=self.peer) from None
+        family, _, _, _, sockaddr = infos[0]
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setblocking(False)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        err = self.sock.connect_ex(sockaddr)
+        if err not in (0, errno.EINPROGRESS):
+            self.sock.close()
+            raise PoolError(f"cannot connect: {os.strerror(err)}", peer=self.peer)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def interest(self) -> int:
+        if not self.connected or self.out:
+            return selectors.EVENT_WRITE
+        return selectors.EVENT_READ
+
+    def _fail(self, exc: Exception) -> None:
+        self.error = exc
+        self.done = True
+
+    def overdue(self, now: float) -> bool:
+        if not self.done and now >= self.deadline:
+            self._fail(PoolError(f"{self.label}: no answer in time", peer=self.peer))
+        return self.done
+
+    def handle(self, mask: int) -> None:
+        try:
+            self._handle(mask)
+        except CondorpyError as exc:
+            self._fail(exc)
+
+    def _handle(self, mask: int) -> None:
+        if not self.connected:
+            err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                raise PoolError(f"cannot connect: {os.strerror(err)}", peer=self.peer)
+            self.connected = True
+            self._advance(None)
+        if mask & selectors.EVENT_WRITE and self.out:
+            try:
+                n = self.sock.send(self.out)
+            except BlockingIOError:
+                n = 0
+            except OSError as exc:
+                raise PoolError(f"send failed: {exc.strerror or exc}",
+                                peer=self.peer) from None
+            del self.out[:n]
+        if mask & selectors.EVENT_READ:
+            try:
+                data = self.sock.recv(65536)
+            except BlockingIOError:
+                data = None
+            except OSError as exc:
+                raise PoolError(f"receive failed: {exc.strerror or exc}",
+                                peer=self.peer) from None
+            if data == b"":
+                raise WireError(f"{self.label}: connection closed early", peer=self.peer)
+            if data:
+                self.channel.decoder.feed(data)
+                if self.waiting:
+                    msg = self.channel.decoder.next_message()
+                    if msg is not None:
+                        self._advance(msg)
+        if self.result_ready and not self.out:
+            self.done = True
+
+    def _advance(self, reply: bytes | None) -> None:
+        self.waiting = False
+        while True:
+            try:
+                op = self.protocol.send(reply)
+            except StopIteration as stop:
+                self.result = stop.value
+                self.result_ready = True
+                if not self.out:
+                    self.done = True
+                return
+            reply = None
+            if isinstance(op, Send):
+                self.out += self.channel.encode(op.payload)
+            elif isinstance(op, StartCrypto):
+                self.channel.start_crypto(op.key)
+            elif isinstance(op, Receive):
+                reply = self.channel.decoder.next_message()
+                if reply is None:
+                    self.waiting = True
+                    return
+
+    def close(self) -> None:
+        self.sock.close()

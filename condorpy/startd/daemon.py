@@ -47,6 +47,7 @@ from condorpy.startd import control
 from condorpy.startd.core import Core, load_core
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
+from condorpy.startd.pool_link import PoolLink, pool_settings
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
@@ -100,6 +101,7 @@ class Startd:
         self.foreground = foreground
         self.core: Core = load_core(config_path, env=self.env)
         self.cfg: Config = self.core.config
+        pool_cfg = pool_settings(self.cfg)   # a bad pool knob stops the start here
         self.paths, notes = daemon_paths(self.cfg, self.env)
         make_dirs(self.paths)
         _setup_logging(self.paths, foreground)
@@ -127,6 +129,14 @@ class Startd:
         self._listen: socket.socket | None = None
         self.cycle_times: list[float] = []      # seconds per policy cycle, the last 100
         self.idle_jobs: dict[JobId, JobRecord] | None = None
+        # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/pool_link.py
+        self.pool: PoolLink | None = None
+        if pool_cfg is not None:
+            try:
+                self.pool = PoolLink(pool_cfg, self.engine, self.sel, self.clock)
+            except CondorpyError:
+                self.launcher.close()
+                raise
 
     # ------------------------------------------------------------------ start-up
     def start(self) -> None:
@@ -180,6 +190,8 @@ class Startd:
                 due = min(due, now + 0.002)
             if rj.hard_kill_at is not None:
                 due = min(due, rj.hard_kill_at)
+        if self.pool is not None:
+            due = min(due, now + self.pool.timeout(now))
         if self.need_match:
             due = now
         return max(0.0, due - now)
@@ -204,6 +216,9 @@ class Startd:
             self._guard("policy cycle", self._cycle)
         if self.need_match and self.stopping is None:
             self._guard("matchmaking", self._match)
+        if self.pool is not None:
+            pool = self.pool
+            self._guard("pool", lambda: pool.tick(self.clock.monotonic()))
 
     def _event(self, kind: str, obj: Any, mask: int) -> None:
         if kind == "listen":
@@ -212,6 +227,8 @@ class Startd:
             self._control_io(obj, mask)
         elif kind == "starter":
             self._starter_io(obj)
+        elif kind == "pool" and self.pool is not None:
+            self.pool.handle(obj, mask)
         elif kind == "signal":
             try:
                 os.read(self._sig_r, 512)
@@ -947,6 +964,8 @@ class Startd:
         self.cfg = new
         self.core = Core(new, self.core.inventory)
         self.engine.reconfigure(from_cfg)
+        if self.pool is not None:
+            self.pool.reconfig(new)
         self.starter_knobs = _starter_knobs(self.config_path, self.env)
         for name in sorted(changed):
             log.info("reconfig: %s changed", name)
@@ -960,6 +979,8 @@ class Startd:
 
     # ------------------------------------------------------------------ stop
     def _shutdown(self) -> None:
+        if self.pool is not None:
+            self._guard("pool", self.pool.stop)
         for rj in self.running.values():
             if rj.link is not None:
                 rj.link.close()
