@@ -147,35 +147,54 @@ class AsyncExchange:
     :meth:`overdue` on its timer. It never blocks; when it ends, ``done`` is set and
     ``error`` says why if it failed."""
 
-    def __init__(self, addr: Address, protocol: Generator[Op, bytes | None, T],
-                 deadline: float, label: str) -> None:
-        self.peer = addr.hostport()
+    def __init__(self, sock: socket.socket, peer: str,
+                 protocol: Generator[Op, bytes | None, object], deadline: float, label: str,
+                 connected: bool) -> None:
+        self.sock = sock
+        self.peer = peer
         self.label = label
         self.deadline = deadline
         self.channel = Channel(self.peer)
         self.protocol: Generator[Op, bytes | None, object] = protocol
         self.out = bytearray()
-        self.connected = False
+        self.connected = connected
         self.done = False
         self.result: object = None
         self.error: Exception | None = None
         self.waiting = False
         self.result_ready = False
+        if connected:
+            self._advance(None)
+
+    @classmethod
+    def connect(cls, addr: Address, protocol: Generator[Op, bytes | None, object],
+                deadline: float, label: str) -> "AsyncExchange":
+        """An exchange this side starts: a non-blocking connect to ``addr``."""
+        peer = addr.hostport()
         if addr.shared_port_id:
             raise PoolError("addresses behind condor_shared_port (sock=...) are not "
-                            "supported yet", peer=self.peer)
+                            "supported yet", peer=peer)
         try:
             infos = socket.getaddrinfo(addr.host, addr.port, type=socket.SOCK_STREAM)
         except OSError as exc:
-            raise PoolError(f"cannot resolve {addr.host}: {exc}", peer=self.peer) from None
+            raise PoolError(f"cannot resolve {addr.host}: {exc}", peer=peer) from None
         family, _, _, _, sockaddr = infos[0]
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setblocking(False)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        err = self.sock.connect_ex(sockaddr)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        err = sock.connect_ex(sockaddr)
         if err not in (0, errno.EINPROGRESS):
-            self.sock.close()
-            raise PoolError(f"cannot connect: {os.strerror(err)}", peer=self.peer)
+            sock.close()
+            raise PoolError(f"cannot connect: {os.strerror(err)}", peer=peer)
+        return cls(sock, peer, protocol, deadline, label, connected=False)
+
+    @classmethod
+    def accepted(cls, sock: socket.socket, peer: str,
+                 protocol: Generator[Op, bytes | None, object], deadline: float,
+                 label: str) -> "AsyncExchange":
+        """An exchange a peer started on a connection this side accepted."""
+        sock.setblocking(False)
+        return cls(sock, peer, protocol, deadline, label, connected=True)
 
     def fileno(self) -> int:
         return self.sock.fileno()

@@ -133,7 +133,8 @@ class Startd:
         self.pool: PoolLink | None = None
         if pool_cfg is not None:
             try:
-                self.pool = PoolLink(pool_cfg, self.engine, self.sel, self.clock)
+                self.pool = PoolLink(pool_cfg, self.engine, self.sel, self.clock,
+                                     self._apply)
             except CondorpyError:
                 self.launcher.close()
                 raise

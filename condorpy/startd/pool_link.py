@@ -20,13 +20,19 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from collections.abc import Generator
+
+from condorpy.classad import ClassAd
 from condorpy.clock import Clock
 from condorpy.config import Config
-from condorpy.errors import CondorpyError, PoolError
+from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
-from condorpy.pool import collector
+from condorpy.policy.records import ClaimRefused, Output
+from condorpy.pool import claims, collector
+from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
-from condorpy.pool.security import ClientPolicy, client_policy
+from condorpy.pool.security import ClientPolicy, Op, Send, client_policy
+from condorpy.pool.server import claim_session_key, parse_claim_id, serve_handshake
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
 
@@ -44,6 +50,7 @@ class PoolSettings:
     policy: ClientPolicy
     interface: str
     port: int
+    accept_claims: bool = False
 
 
 def pool_settings(cfg: Config) -> PoolSettings | None:
@@ -62,7 +69,10 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         update_interval=max(1.0, float(cfg.get_int("UPDATE_INTERVAL", 300))),
         policy=client_policy(cfg, CONDOR_VERSION),
         interface="" if iface == "*" else iface,
-        port=cfg.get_int("STARTD_PORT", 0))
+        port=cfg.get_int("STARTD_PORT", 0),
+        # Claims are taken only where asked: jobs cannot run for a shadow yet, and a
+        # slot that is claimed but never activated would only hold the pool's jobs up.
+        accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", False))
 
 
 def _local_ip(settings: PoolSettings) -> str:
@@ -85,8 +95,10 @@ class PoolLink:
     """Keeps the collector's view of this daemon's slots current."""
 
     def __init__(self, settings: PoolSettings, engine: PolicyEngine,
-                 sel: selectors.BaseSelector, clock: Clock) -> None:
+                 sel: selectors.BaseSelector, clock: Clock,
+                 apply: Callable[[list[Output]], None] = lambda outputs: None) -> None:
         self.settings = settings
+        self.apply = apply
         self.engine = engine
         self.sel = sel
         self.clock = clock
@@ -95,9 +107,13 @@ class PoolLink:
         host, port = self.listener.getsockname()[:2]
         self.address = Address(host, port, (("noUDP", ""),)).sinful()
         self.peer = settings.collector.hostport()
-        self.claim_ids: dict[str, str] = {}
+        self.claim_ids: dict[str, str] = {}       # slot -> the claim id the collector has
+        self.sessions: dict[str, bytes] = {}      # claim session id -> AES key
+        self.pool_claims: dict[str, claims.RequestClaim] = {}   # granted claims
+        self.inbound: set[AsyncExchange] = set()
         self._seq = 0
-        self.advertised: set[str] = set()
+        self._fresh_claim_ids = False
+        self.advertised: dict[str, str] = {}     # ad Name -> engine slot name
         self.queue: list[tuple[str, Callable[[], AsyncExchange]]] = []
         self.current: AsyncExchange | None = None
         self.next_update = 0.0
@@ -149,10 +165,20 @@ class PoolLink:
         cid = self.claim_ids.get(slot)
         if cid is None:
             self._seq += 1
-            cid = collector.new_claim_id(self.address, self.birthdate, self._seq,
-                                         HTCONDOR_VERSION)
+            cid = self._mint()
             self.claim_ids[slot] = cid
         return cid
+
+    def _mint(self) -> str:
+        self._seq += 1
+        cid = collector.new_claim_id(self.address, self.birthdate, self._seq,
+                                     HTCONDOR_VERSION)
+        self.sessions[parse_claim_id(cid).session_id] = claim_session_key(cid)
+        return cid
+
+    def owns(self, engine_claim: str) -> bool:
+        """Whether the engine's claim ``engine_claim`` is one a pool's schedd holds."""
+        return any(engine_id(c) == engine_claim for c in self.pool_claims)
 
     # ------------------------------------------------------------------ the loop
     def timeout(self, now: float) -> float:
@@ -160,11 +186,22 @@ class PoolLink:
         due = self.next_update
         if self.current is not None:
             due = min(due, self.current.deadline)
+        for ex in self.inbound:
+            due = min(due, ex.deadline)
         return max(0.0, due - now)
 
     def tick(self, now: float) -> None:
         if self.current is not None and self.current.overdue(now):
             self._finish()
+        for ex in [e for e in self.inbound if e.overdue(now)]:
+            self._close_inbound(ex)
+        for cid in [c for c in self.pool_claims if not self.engine.has_claim(engine_id(c))]:
+            # the engine ended the claim (lease, preemption, vacate): forget its session
+            del self.pool_claims[cid]
+            self.sessions.pop(parse_claim_id(cid).session_id, None)
+            for slot, c in list(self.claim_ids.items()):
+                if c == cid:
+                    del self.claim_ids[slot]
         sig = self._signature()
         if now >= self.next_update or sig != self.signature:
             self.signature = sig
@@ -185,22 +222,25 @@ class PoolLink:
     def _queue_round(self) -> None:
         # one update per slot; anything queued from an older round is superseded
         self.queue = [q for q in self.queue if q[0] == "invalidate"]
-        live = set()
-        for ad in self.engine.ads():
-            name = str(ad.get("Name") or "")
-            if not name:
-                continue
-            live.add(name)
-            ads = collector.slot_ads(ad, self.address, self.claim_id(name))
+        live = {}
+        for slot, ad in self._ads().items():
+            ads = collector.slot_ads(ad, self.address, self.claim_id(slot))
+            live[ads.name] = slot
             self.queue.append(("update", self._maker(ads)))
-        for gone in sorted(self.advertised - live):
+        for gone in sorted(set(self.advertised) - set(live)):
             self.queue.append(("invalidate", self._invalidator(gone)))
-            self.claim_ids.pop(gone, None)
+            self.claim_ids.pop(self.advertised[gone], None)
         self.advertised = live
+
+    def _ads(self) -> dict[str, ClassAd]:
+        """Every live slot's ad by the engine's name for the slot (the ads' Name is
+        that name at the host)."""
+        live = [s.name for s in self.engine.slots.values() if not s.deleted]
+        return dict(zip(live, self.engine.ads()))
 
     def _maker(self, ads: collector.SlotAds) -> Callable[[], AsyncExchange]:
         def make() -> AsyncExchange:
-            return AsyncExchange(self.settings.collector,
+            return AsyncExchange.connect(self.settings.collector,
                                  collector.update(ads, self.settings.policy, self.peer),
                                  self.clock.monotonic() + EXCHANGE_TIMEOUT,
                                  f"update of {ads.name}")
@@ -208,7 +248,7 @@ class PoolLink:
 
     def _invalidator(self, name: str) -> Callable[[], AsyncExchange]:
         def make() -> AsyncExchange:
-            return AsyncExchange(self.settings.collector,
+            return AsyncExchange.connect(self.settings.collector,
                                  collector.invalidate(name, self.address,
                                                       self.settings.policy, self.peer),
                                  self.clock.monotonic() + EXCHANGE_TIMEOUT,
@@ -230,6 +270,13 @@ class PoolLink:
         """The event loop's entry: the listener or an exchange is ready."""
         if obj is self:
             self._accept()
+            return
+        if isinstance(obj, AsyncExchange) and obj in self.inbound:
+            obj.handle(mask)
+            if obj.done:
+                self._close_inbound(obj)
+            else:
+                self.sel.modify(obj.sock, obj.interest(), ("pool", obj))
             return
         ex = self.current
         if ex is None or obj is not ex:
@@ -263,16 +310,117 @@ class PoolLink:
         self.round_failed = True
         log.error("pool: %s", exc)
 
+    # ------------------------------------------------------------------ commands
     def _accept(self) -> None:
-        # Claims from the pool's schedds come in a later stage; until then a
-        # connection is closed at once, so the peer learns at once.
         try:
-            conn, peer = self.listener.accept()
+            conn, addr = self.listener.accept()
         except OSError:
             return
-        log.info("pool: closing a command connection from %s (claims are not "
-                 "accepted yet)", peer[0])
-        conn.close()
+        peer = f"{addr[0]}:{addr[1]}"
+        ex = AsyncExchange.accepted(conn, peer, self._serve(peer),
+                                    self.clock.monotonic() + EXCHANGE_TIMEOUT,
+                                    f"command from {peer}")
+        self.inbound.add(ex)
+        self.sel.register(conn, ex.interest(), ("pool", ex))
+
+    def _close_inbound(self, ex: AsyncExchange) -> None:
+        self.inbound.discard(ex)
+        try:
+            self.sel.unregister(ex.sock)
+        except (KeyError, ValueError):
+            pass
+        ex.close()
+        if ex.error is not None:
+            log.error("pool: %s", ex.error)
+
+    def _serve(self, peer: str) -> Generator[Op, bytes | None, None]:
+        inbound = yield from serve_handshake(peer, self.sessions.get, CONDOR_VERSION)
+        r = Reader(inbound.payload, peer, crypto=True)
+        cmd = claims.parse(inbound.command, r)
+        try:
+            session = parse_claim_id(cmd.claim_id).session_id
+        except ValueError:
+            session = ""
+        if session != inbound.session_id:
+            raise SecurityError(f"command {inbound.command} names a claim other than "
+                                "its session's", peer=peer)
+        reply = self._decide(cmd, peer)
+        if reply is not None:
+            yield Send(reply.payload())
+        if self._fresh_claim_ids:
+            self._fresh_claim_ids = False
+            self.next_update = 0.0
+
+    def _decide(self, cmd: claims.ClaimCommand, peer: str) -> Writer | None:
+        now = self.clock.time()
+        w = Writer(crypto=True)
+        if isinstance(cmd, claims.RequestClaim):
+            return self._request_claim(cmd, peer, now, w)
+        if isinstance(cmd, claims.ActivateClaim):
+            log.info("pool: ACTIVATE_CLAIM from %s refused: condorpy does not run jobs "
+                     "for a shadow yet", peer)
+            failure = None
+            if cmd.ad.get("_condor_send_activation_failure_ad") is True:
+                failure = _failure_ad("condorpy cannot run jobs for a pool yet")
+            return claims.activate_reply(w, claims.NOT_OK, failure)
+        if cmd.command in claims.DEACTIVATES:
+            log.info("pool: command %d for claim %s from %s", cmd.command,
+                     _short(cmd.claim_id), peer)
+            return claims.deactivate_reply(w, cmd.claim_id in self.pool_claims)
+        # RELEASE_CLAIM
+        if cmd.claim_id in self.pool_claims:
+            del self.pool_claims[cmd.claim_id]
+            if self.engine.has_claim(engine_id(cmd.claim_id)):
+                self.apply(self.engine.release(now, engine_id(cmd.claim_id)))
+            self.sessions.pop(parse_claim_id(cmd.claim_id).session_id, None)
+            for slot, cid in list(self.claim_ids.items()):
+                if cid == cmd.claim_id:
+                    # a claim id is good for one claim: the slot gets a new one
+                    del self.claim_ids[slot]
+            log.info("pool: claim %s released by %s", _short(cmd.claim_id), peer)
+            self._fresh_claim_ids = True
+        return None
+
+    def _request_claim(self, req: claims.RequestClaim, peer: str, now: float,
+                       w: Writer) -> Writer:
+        slot = next((s for s, c in self.claim_ids.items() if c == req.claim_id), None)
+        if slot is None or slot not in self.engine.slots or not self.settings.accept_claims:
+            why = "not a current claim id of this daemon" \
+                if slot is None or slot not in self.engine.slots \
+                else "claims are not accepted (CONDORPY_POOL_ACCEPT_CLAIMS)"
+            log.info("pool: REQUEST_CLAIM from %s refused: %s", peer, why)
+            return claims.request_claim_reply(w, [], ok=False)
+        partitionable = self.engine.slots[slot].kind == "partitionable"
+        # a d-slot gets a claim id of its own; a static slot's is the one published
+        cid = self._mint() if partitionable else req.claim_id
+        eid = engine_id(cid)
+        out = self.engine.request_claim(now, eid, req.ad, slot)
+        self.apply(out)
+        if not self.engine.has_claim(eid):
+            reason = next((o.reason for o in out if isinstance(o, ClaimRefused)), "refused")
+            log.info("pool: REQUEST_CLAIM from %s for %s refused: %s", peer, slot, reason)
+            if partitionable:
+                self.sessions.pop(parse_claim_id(cid).session_id, None)
+            return claims.request_claim_reply(w, [], ok=False)
+        self.pool_claims[cid] = req
+        claimed = next(s for s in self.engine.slots.values()
+                       if s.claim is not None and s.claim.id == eid)
+        self.claim_ids[claimed.name] = cid
+        ads = {name: collector.slot_ads(a, self.address, self.claim_ids.get(name, cid)).public
+               for name, a in self._ads().items()}
+        send_ad = req.ad.get("_condor_SEND_CLAIMED_AD") is True
+        granted = [claims.ClaimGranted(cid, ads[claimed.name])] if send_ad else []
+        log.info("pool: %s claimed by %s (%s)", claimed.name, req.scheduler_addr,
+                 req.ad.get("User") or req.ad.get("Owner") or "unknown user")
+        leftovers = None
+        if partitionable:
+            # the published id is spent; the p-slot gets a new one for its leftovers
+            self.sessions.pop(parse_claim_id(req.claim_id).session_id, None)
+            self.claim_ids[slot] = self._mint()
+            if req.ad.get("_condor_SEND_LEFTOVERS") is True:
+                leftovers = claims.ClaimGranted(self.claim_ids[slot], ads[slot])
+        self._fresh_claim_ids = True
+        return claims.request_claim_reply(w, granted, ok=True, leftovers=leftovers)
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
@@ -280,7 +428,9 @@ class PoolLink:
         if self.current is not None:
             self.current.close()
             self.current = None
-        names = sorted(self.advertised | set(self.claim_ids))
+        for ex in list(self.inbound):
+            self._close_inbound(ex)
+        names = sorted(self.advertised)
         for name in names:
             try:
                 with Connection.connect(self.settings.collector, SHUTDOWN_TIMEOUT) as c:
@@ -296,3 +446,24 @@ class PoolLink:
         except (KeyError, ValueError):
             pass
         self.listener.close()
+
+
+def _failure_ad(reason: str) -> ClassAd:
+    ad = ClassAd()
+    ad["VacateReason"] = reason
+    ad["VacateReasonCode"] = 0
+    return ad
+
+
+def _short(claim_id: str) -> str:
+    """A claim id fit for a log: its session part, never its key."""
+    try:
+        return parse_claim_id(claim_id).session_id
+    except ValueError:
+        return "<malformed>"
+
+
+def engine_id(claim_id: str) -> str:
+    """The policy engine's name for a pool claim: the claim id's public part (its
+    session id), so that logs, the engine and the store never hold the key."""
+    return _short(claim_id)
