@@ -104,3 +104,28 @@ def serve_handshake(peer: str, session_key: Callable[[str], bytes | None], versi
     payload = yield Receive(f"the message of command {command}")
     assert payload is not None
     return Inbound(command, sid, payload)
+
+
+def resume_session(command: int, claim_id: str, peer: str, version: str = ""
+                   ) -> Generator[Op, bytes | None, None]:
+    """The client side of the same exchange: start ``command`` on the session carried in
+    ``claim_id`` (what a schedd does to reach a slot, and a startd to send ALIVE)."""
+    parts = parse_claim_id(claim_id)
+    ad = ClassAd()
+    ad["UseSession"] = "YES"
+    ad["Sid"] = parts.session_id
+    ad["Command"] = command
+    ad["Nonce"] = base64.b64encode(os.urandom(33)).decode("ascii")
+    ad["ResumeResponse"] = True
+    if version:
+        ad["RemoteVersion"] = version
+    yield Send(put_classad(Writer().put_int(DC_AUTHENTICATE), ad).payload())
+    payload = yield Receive("the session resumption reply")
+    assert payload is not None
+    r = Reader(payload, peer)
+    reply = get_classad(r, "the session resumption reply", max_attrs=200)
+    r.end("the session resumption reply")
+    if reply.get("ReturnCode") != "AUTHORIZED":
+        raise SecurityError(f"session resumption refused ({reply.get('ReturnCode')!r})",
+                            peer=peer)
+    yield StartCrypto(claim_session_key(claim_id))
