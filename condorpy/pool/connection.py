@@ -19,8 +19,8 @@ from typing import TypeVar
 from condorpy.errors import CondorpyError, PoolError, WireError
 from condorpy.pool.aesgcm import AesGcmCipher
 from condorpy.pool.cedar import PacketDecoder, Reader, Transcript, Writer, frame
-from condorpy.pool.security import ClientPolicy, Op, Receive, Send, Session, StartCrypto, \
-    client_handshake
+from condorpy.pool.security import Await, ClientPolicy, Op, Receive, Send, Session, \
+    StartCrypto, client_handshake
 from condorpy.pool.sinful import Address
 
 T = TypeVar("T")
@@ -128,6 +128,9 @@ class Connection:
                     reply = self.receive(op.what)
                 elif isinstance(op, StartCrypto):
                     self.channel.start_crypto(op.key)
+                elif isinstance(op, Await):
+                    raise PoolError(f"a blocking connection cannot wait for {op.what}",
+                                    peer=self.peer)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
@@ -162,6 +165,7 @@ class AsyncExchange:
         self.result: object = None
         self.error: Exception | None = None
         self.waiting = False
+        self.awaiting: str | None = None       # an Await in progress: what it waits for
         self.result_ready = False
         if connected:
             self._advance(None)
@@ -275,6 +279,21 @@ class AsyncExchange:
                 if reply is None:
                     self.waiting = True
                     return
+            elif isinstance(op, Await):
+                self.awaiting = op.what
+                self.deadline = float("inf")
+                return
+
+    def resume(self, deadline: float) -> None:
+        """Go on after an :class:`Await` (the event it waited for happened)."""
+        if self.awaiting is None or self.done:
+            return
+        self.awaiting = None
+        self.deadline = deadline
+        try:
+            self._advance(None)
+        except CondorpyError as exc:
+            self._fail(exc)
 
     def close(self) -> None:
         self.sock.close()

@@ -94,7 +94,15 @@ class StartCrypto:
     key: bytes
 
 
-Op = Send | Receive | StartCrypto
+@dataclass(frozen=True)
+class Await:
+    """Suspend until the side running the protocol resumes it (an event that is not a
+    message: a job's end). No deadline runs meanwhile."""
+
+    what: str
+
+
+Op = Send | Receive | StartCrypto | Await
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,7 @@ class Startd:
         if pool_cfg is not None:
             try:
                 self.pool = PoolLink(pool_cfg, self.engine, self.sel, self.clock,
-                                     self._apply)
+                                     self._apply, self)
             except CondorpyError:
                 self.launcher.close()
                 raise
@@ -360,6 +360,8 @@ class Startd:
         return self.idle_jobs
 
     def _set_status(self, job_id: JobId, status: JobStatus, **why: Any) -> None:
+        if job_id.cluster < 0:
+            return      # a pool job: its queue is the pool's schedd
         rec = self.store.set_status(job_id, status, **why)
         if status is JobStatus.IDLE:
             self._idle()[job_id] = rec
@@ -413,6 +415,9 @@ class Startd:
 
     # ---------------------------------------------------------------- starters
     def _launch(self, claim_id: str, slot_name: str) -> None:
+        if self.pool is not None and self.pool.owns(claim_id):
+            self.pool.launch(self, claim_id, slot_name)
+            return
         job_id = self.by_claim.get(claim_id)
         rec = self.store.job(job_id) if job_id is not None else None
         if job_id is None or rec is None:
@@ -521,7 +526,7 @@ class Startd:
             rj.cpu = (cpu, mono)
             attrs = {k: v for k, v in usage.items() if isinstance(v, (int, float, str))
                      and k.lower() not in _QUEUE_OWNED}
-            if attrs:
+            if attrs and rj.job_id.cluster > 0:
                 self.store.update(rj.job_id, attrs)
         elif event == "done":
             ad = msg.get("ad") if isinstance(msg.get("ad"), dict) else {}
@@ -581,10 +586,13 @@ class Startd:
             code_ = attrs.get("ExitCode")
             self._apply(self.engine.job_exit(now, rj.claim_id,
                                              code_ if isinstance(code_, int) else None))
-        if self.engine.has_claim(rj.claim_id):
+        pool_claim = self.pool is not None and self.pool.owns(rj.claim_id)
+        if self.engine.has_claim(rj.claim_id) and not pool_claim:
             self._apply(self.engine.release(now, rj.claim_id))
         self.by_claim.pop(rj.claim_id, None)
         self.need_match = True
+        if self.pool is not None and pool_claim:
+            self.pool.job_ended(rj.claim_id, final)   # the shadow hears of it
 
     def _outcome(self, rj: RunningJob, rec: JobRecord | None, attrs: dict[str, Any],
                  ended: bool) -> tuple[JobStatus, str, int]:
@@ -604,6 +612,31 @@ class Startd:
             if final.evaluate("OnExitRemove") is False:
                 return JobStatus.IDLE, "", 0
         return JobStatus.COMPLETED, "", 0
+
+    # ------------------------------------------- jobs run for a pool's shadow (pool_link.py)
+    def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None:
+        job_id = JobId(number, 0)     # negative: not in the local queue
+        job_dir = self.paths.spool / "pool" / str(-number)
+        try:
+            job_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StartdError(f"cannot make {job_dir}: {exc.strerror}") from None
+        name = f"{job_ad.evaluate('ClusterId')}.{job_ad.evaluate('ProcId')} (pool)"
+        request = LaunchRequest(name, job_ad.to_old(), self.engine.slots[slot].ad.to_old(),
+                                str(self.paths.execute), str(job_dir / "final.ad"),
+                                knobs=self.starter_knobs)
+        rj = RunningJob(job_id, eid, slot)
+        rj.launched = self.launcher.launch(request)
+        rj.connect_by = self.clock.monotonic() + _CONNECT_TIMEOUT_S
+        self.running[job_id] = rj
+        self.by_claim[eid] = job_id
+        self._connect(rj)
+
+    def signal_pool_job(self, eid: str, command: str) -> None:
+        rj = self.running.get(self.by_claim.get(eid, JobId(0, 0)))
+        if rj is not None:
+            rj.evicted = True
+            self._tell(rj, command)
 
     # -------------------------------------------------------------- adoption
     def _adopt(self) -> None:

@@ -19,6 +19,7 @@ import selectors
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from collections.abc import Generator
 
@@ -27,16 +28,40 @@ from condorpy.clock import Clock
 from condorpy.config import Config
 from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.records import ClaimRefused, Output
-from condorpy.pool import claims, collector
+from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
+from condorpy.pool import claims, collector, shadow
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
-from condorpy.pool.security import ClientPolicy, Op, Send, client_policy
+from condorpy.pool.security import Await, ClientPolicy, Op, Send, client_policy
 from condorpy.pool.server import claim_session_key, parse_claim_id, serve_handshake
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
+from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")
+
+
+class JobHost(Protocol):
+    """What the daemon does for a job a shadow runs here."""
+
+    paths: StatePaths
+
+    def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None: ...
+
+    def signal_pool_job(self, eid: str, command: str) -> None: ...
+
+
+@dataclass
+class PoolJob:
+    """A job a shadow runs on one of this daemon's claims."""
+
+    eid: str
+    ad: ClassAd
+    slot: str | None = None
+    exchange: AsyncExchange | None = None
+    ended: bool = False
+    killed: bool = False
+    final: dict[str, object] | None = None
 
 EXCHANGE_TIMEOUT = 20.0      # seconds for one collector exchange (SEC_TCP_SESSION_TIMEOUT)
 RETRY_FIRST = 5.0            # a failed round is tried again this soon, then twice as late
@@ -96,21 +121,25 @@ class PoolLink:
 
     def __init__(self, settings: PoolSettings, engine: PolicyEngine,
                  sel: selectors.BaseSelector, clock: Clock,
-                 apply: Callable[[list[Output]], None] = lambda outputs: None) -> None:
+                 apply: Callable[[list[Output]], None] = lambda outputs: None,
+                 host: "JobHost | None" = None) -> None:
         self.settings = settings
         self.apply = apply
+        self.host = host
         self.engine = engine
         self.sel = sel
         self.clock = clock
         self.birthdate = int(clock.time())
         self.listener = self._listen()
-        host, port = self.listener.getsockname()[:2]
-        self.address = Address(host, port, (("noUDP", ""),)).sinful()
+        ip, port = self.listener.getsockname()[:2]
+        self.address = Address(ip, port, (("noUDP", ""),)).sinful()
         self.peer = settings.collector.hostport()
         self.claim_ids: dict[str, str] = {}       # slot -> the claim id the collector has
         self.sessions: dict[str, bytes] = {}      # claim session id -> AES key
         self.pool_claims: dict[str, claims.RequestClaim] = {}   # granted claims
         self.inbound: set[AsyncExchange] = set()
+        self.jobs: dict[str, PoolJob] = {}        # engine claim id -> job run for a shadow
+        self._job_seq = 0
         self._seq = 0
         self._fresh_claim_ids = False
         self.advertised: dict[str, str] = {}     # ad Name -> engine slot name
@@ -317,11 +346,16 @@ class PoolLink:
         except OSError:
             return
         peer = f"{addr[0]}:{addr[1]}"
-        ex = AsyncExchange.accepted(conn, peer, self._serve(peer),
+        holder: list[AsyncExchange] = []
+        ex = AsyncExchange.accepted(conn, peer, self._serve(peer, holder),
                                     self.clock.monotonic() + EXCHANGE_TIMEOUT,
                                     f"command from {peer}")
+        holder.append(ex)
         self.inbound.add(ex)
-        self.sel.register(conn, ex.interest(), ("pool", ex))
+        if ex.done:
+            self._close_inbound(ex)
+        else:
+            self.sel.register(conn, ex.interest(), ("pool", ex))
 
     def _close_inbound(self, ex: AsyncExchange) -> None:
         self.inbound.discard(ex)
@@ -332,8 +366,15 @@ class PoolLink:
         ex.close()
         if ex.error is not None:
             log.error("pool: %s", ex.error)
+        for eid, job in list(self.jobs.items()):
+            if job.exchange is ex and not job.ended:
+                # the shadow is gone: its job must not run on unseen
+                log.warning("pool: the shadow of %s went away; killing the job", eid)
+                job.killed = True
+                self._kill(eid, hard=True)
 
-    def _serve(self, peer: str) -> Generator[Op, bytes | None, None]:
+    def _serve(self, peer: str, holder: list[AsyncExchange]
+               ) -> Generator[Op, bytes | None, None]:
         inbound = yield from serve_handshake(peer, self.sessions.get, CONDOR_VERSION)
         r = Reader(inbound.payload, peer, crypto=True)
         cmd = claims.parse(inbound.command, r)
@@ -350,6 +391,12 @@ class PoolLink:
         if self._fresh_claim_ids:
             self._fresh_claim_ids = False
             self.next_update = 0.0
+        eid = engine_id(cmd.claim_id)
+        if isinstance(cmd, claims.ActivateClaim) and eid in self.jobs:
+            # the connection is now the job's: the starter's calls to the shadow
+            job = self.jobs[eid]
+            job.exchange = holder[0]
+            yield from self._run_for_shadow(peer, job)
 
     def _decide(self, cmd: claims.ClaimCommand, peer: str) -> Writer | None:
         now = self.clock.time()
@@ -357,15 +404,16 @@ class PoolLink:
         if isinstance(cmd, claims.RequestClaim):
             return self._request_claim(cmd, peer, now, w)
         if isinstance(cmd, claims.ActivateClaim):
-            log.info("pool: ACTIVATE_CLAIM from %s refused: condorpy does not run jobs "
-                     "for a shadow yet", peer)
-            failure = None
-            if cmd.ad.get("_condor_send_activation_failure_ad") is True:
-                failure = _failure_ad("condorpy cannot run jobs for a pool yet")
-            return claims.activate_reply(w, claims.NOT_OK, failure)
+            return self._activate(cmd, peer, now, w)
         if cmd.command in claims.DEACTIVATES:
-            log.info("pool: command %d for claim %s from %s", cmd.command,
-                     _short(cmd.claim_id), peer)
+            eid = engine_id(cmd.claim_id)
+            log.info("pool: %s for %s from %s", {403: "DEACTIVATE_CLAIM",
+                     404: "DEACTIVATE_CLAIM_FORCIBLY"}.get(cmd.command, str(cmd.command)),
+                     eid, peer)
+            job = self.jobs.get(eid)
+            if job is not None and not job.ended:
+                job.killed = True
+                self._kill(eid, hard=cmd.command == claims.DEACTIVATE_CLAIM_FORCIBLY)
             return claims.deactivate_reply(w, cmd.claim_id in self.pool_claims)
         # RELEASE_CLAIM
         if cmd.claim_id in self.pool_claims:
@@ -380,6 +428,107 @@ class PoolLink:
             log.info("pool: claim %s released by %s", _short(cmd.claim_id), peer)
             self._fresh_claim_ids = True
         return None
+
+    def _activate(self, cmd: claims.ActivateClaim, peer: str, now: float,
+                  w: Writer) -> Writer:
+        eid = engine_id(cmd.claim_id)
+        refusal = ""
+        if cmd.claim_id not in self.pool_claims or not self.engine.has_claim(eid):
+            refusal = "no such claim"
+        elif self.host is None:
+            refusal = "this daemon cannot run jobs"
+        else:
+            self.jobs[eid] = PoolJob(eid, cmd.ad)
+            out = self.engine.activate(now, eid, cmd.ad)
+            self.apply(out)
+            if self.jobs[eid].slot is None:
+                del self.jobs[eid]
+                refusal = next((o.reason for o in out if isinstance(o, ActivationRefused)),
+                               "the policy refused the activation")
+        if refusal:
+            log.info("pool: ACTIVATE_CLAIM for %s from %s refused: %s", eid, peer, refusal)
+            failure = None
+            if cmd.ad.get("_condor_send_activation_failure_ad") is True:
+                failure = _failure_ad(refusal)
+            return claims.activate_reply(w, claims.NOT_OK, failure)
+        log.info("pool: %s activated by %s for job %s.%s", eid, peer,
+                 cmd.ad.get("ClusterId"), cmd.ad.get("ProcId"))
+        return claims.activate_reply(w, claims.OK)
+
+    # ------------------------------------------------------------------ jobs
+    def launch(self, host: "JobHost", eid: str, slot: str) -> None:
+        """The engine started the job of pool claim ``eid`` (StartJob): the starter is
+        launched once the shadow has been told (begin_execution)."""
+        self.host = host
+        job = self.jobs.get(eid)
+        if job is None:
+            log.error("pool: claim %s activated without a job", eid)
+            return
+        job.slot = slot
+
+    def _run_for_shadow(self, peer: str, job: "PoolJob") -> Generator[Op, bytes | None, None]:
+        ad = yield from shadow.get_job_info(peer)
+        job.ad = ad
+        yield from shadow.register_starter_info(peer, self._starter_info(job))
+        yield from shadow.begin_execution(peer)
+        self._start(job)
+        if not job.ended:
+            yield Await(f"the end of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
+        status, reason, final = shadow.exit_status(job.final or {}, job.killed)
+        log.info("pool: job %s.%s of %s ended: reason %d, status %d",
+                 job.ad.get("ClusterId"), job.ad.get("ProcId"), job.eid, reason, status)
+        try:
+            yield from shadow.job_exit(peer, status, reason, final)
+        except CondorpyError as exc:
+            # the shadow may hang up once it has the exit: nothing is lost then
+            log.info("pool: after job_exit: %s", exc)
+        self.jobs.pop(job.eid, None)
+
+    def _starter_info(self, job: "PoolJob") -> ClassAd:
+        ads = self._ads()
+        slot_ad = ads.get(job.slot or "", ClassAd())
+        info = ClassAd()
+        for attr in ("UidDomain", "FileSystemDomain", "Machine", "Arch", "OpSys", "Name"):
+            if slot_ad.get(attr) is not None:
+                info[attr] = slot_ad.get(attr)
+        info["StarterIpAddr"] = self.address
+        info["CondorVersion"] = CONDOR_VERSION
+        info["HasReconnect"] = False
+        if self.host is not None:
+            info["CondorScratchDir"] = str(self.host.paths.execute)
+        return info
+
+    def _start(self, job: "PoolJob") -> None:
+        host = self.host
+        if host is None or job.slot is None:
+            job.ended, job.final = True, {"HoldReason": "no slot", "HoldReasonCode": 6}
+            return
+        self._job_seq += 1
+        try:
+            host.launch_pool_job(job.eid, job.slot, job.ad, -self._job_seq)
+        except CondorpyError as exc:
+            log.error("pool: cannot start the job of %s: %s", job.eid, exc)
+            job.ended = True
+            job.final = {"HoldReason": str(exc), "HoldReasonCode": 6}
+
+    def job_ended(self, eid: str, final: dict[str, object] | None) -> None:
+        """The daemon saw the starter of pool claim ``eid`` end."""
+        job = self.jobs.get(eid)
+        if job is None or job.ended:
+            return
+        job.ended = True
+        job.final = dict(final or {})
+        ex = job.exchange
+        if ex is not None and ex in self.inbound:
+            ex.resume(self.clock.monotonic() + EXCHANGE_TIMEOUT)
+            if ex.done:
+                self._close_inbound(ex)
+            else:
+                self.sel.modify(ex.sock, ex.interest(), ("pool", ex))
+
+    def _kill(self, eid: str, hard: bool) -> None:
+        if self.host is not None:
+            self.host.signal_pool_job(eid, "hard_kill" if hard else "soft_kill")
 
     def _request_claim(self, req: claims.RequestClaim, peer: str, now: float,
                        w: Writer) -> Writer:

@@ -30,6 +30,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_ROOT = HERE / ".cache" / "root"
+# A directory at the same path inside the pool and outside it: the "shared file system"
+# of jobs that condorpy runs for the pool's shadow.
+SHARED = Path("/tmp/condorpy-refpool-shared")
 SUITE = "trixie"
 
 
@@ -86,6 +89,7 @@ class RefPool:
         self.root = Path(os.environ.get("CONDORPY_REFPOOL_ROOT", "") or root or DEFAULT_ROOT)
         self.port = 0
         self.extra = ""
+        self.shared = SHARED
 
     # ------------------------------------------------------------------ build
     def built(self) -> bool:
@@ -181,6 +185,12 @@ class RefPool:
                 stale.unlink()
         cfg.write_text(CONFIG.format(port=self.port, extra=extra))
         self._mount(self.root)
+        self.shared.mkdir(exist_ok=True)
+        self.shared.chmod(0o1777)
+        inside = self.root / str(self.shared).lstrip("/")
+        inside.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["mountpoint", "-q", str(inside)]).returncode != 0:
+            _run(["mount", "--bind", str(self.shared), str(inside)])
         _run(["chroot", str(self.root), "/bin/sh", "-c",
               "mkdir -p /var/log/condor /var/lib/condor/spool /var/lib/condor/execute "
               "/run/condor /var/lock/condor && chown -R condor:condor /var/log/condor "
@@ -212,6 +222,9 @@ class RefPool:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         pidfile.unlink(missing_ok=True)
+        inside = self.root / str(self.shared).lstrip("/")
+        if subprocess.run(["mountpoint", "-q", str(inside)]).returncode == 0:
+            subprocess.run(["umount", "-l", str(inside)], check=False)
         self._umount(self.root)
 
     def log(self, name: str) -> str:
