@@ -41,6 +41,7 @@ NAMES = {GET_JOB_INFO: "get_job_info", JOB_EXIT: "job_exit",
 JOB_EXITED = 100
 JOB_KILLED = 102
 JOB_COREDUMPED = 103
+JOB_SHOULD_REQUEUE = 107
 JOB_SHOULD_HOLD = 112
 
 
@@ -80,8 +81,11 @@ def begin_execution(peer: str) -> Generator[Op, bytes | None, None]:
     yield from call(BEGIN_EXECUTION, peer)
 
 
-def exit_status(final: dict[str, Any], killed: bool) -> tuple[int, int, ClassAd]:
-    """(wait status, exit reason, final ad) for ``job_exit`` from a starter's final ad."""
+def exit_status(final: dict[str, Any], killed: bool, evicted: bool = False
+                ) -> tuple[int, int, ClassAd]:
+    """(wait status, exit reason, final ad) for ``job_exit`` from a starter's final ad;
+    ``killed``: the shadow asked for it (deactivation), ``evicted``: this execution
+    point's policy took the slot back, so the job goes back to the queue."""
     ad = ClassAd()
     for k, v in final.items():
         if isinstance(v, (bool, int, float, str)):
@@ -99,6 +103,8 @@ def exit_status(final: dict[str, Any], killed: bool) -> tuple[int, int, ClassAd]
         ad["ExitCode"] = code
     if "HoldReasonCode" in final:
         reason = JOB_SHOULD_HOLD
+    elif evicted and not killed:
+        reason = JOB_SHOULD_REQUEUE
     return status, reason, ad
 
 

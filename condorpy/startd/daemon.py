@@ -592,7 +592,7 @@ class Startd:
         self.by_claim.pop(rj.claim_id, None)
         self.need_match = True
         if self.pool is not None and pool_claim:
-            self.pool.job_ended(rj.claim_id, final)   # the shadow hears of it
+            self.pool.job_ended(rj.claim_id, final, rj.evicted)   # the shadow hears of it
 
     def _outcome(self, rj: RunningJob, rec: JobRecord | None, attrs: dict[str, Any],
                  ended: bool) -> tuple[JobStatus, str, int]:
@@ -635,7 +635,6 @@ class Startd:
     def signal_pool_job(self, eid: str, command: str) -> None:
         rj = self.running.get(self.by_claim.get(eid, JobId(0, 0)))
         if rj is not None:
-            rj.evicted = True
             self._tell(rj, command)
 
     # -------------------------------------------------------------- adoption

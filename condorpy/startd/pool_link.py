@@ -32,8 +32,9 @@ from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
 from condorpy.pool import claims, collector, shadow
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
-from condorpy.pool.security import Await, ClientPolicy, Op, Send, client_policy
-from condorpy.pool.server import claim_session_key, parse_claim_id, serve_handshake
+from condorpy.pool.security import Await, ClientPolicy, Op, Receive, Send, client_policy
+from condorpy.pool.server import (claim_session_key, parse_claim_id, resume_session,
+                                  serve_handshake)
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
 from condorpy.startd.paths import StatePaths
@@ -61,6 +62,7 @@ class PoolJob:
     exchange: AsyncExchange | None = None
     ended: bool = False
     killed: bool = False
+    evicted: bool = False
     final: dict[str, object] | None = None
 
 EXCHANGE_TIMEOUT = 20.0      # seconds for one collector exchange (SEC_TCP_SESSION_TIMEOUT)
@@ -139,6 +141,9 @@ class PoolLink:
         self.pool_claims: dict[str, claims.RequestClaim] = {}   # granted claims
         self.inbound: set[AsyncExchange] = set()
         self.jobs: dict[str, PoolJob] = {}        # engine claim id -> job run for a shadow
+        self.outbound: dict[AsyncExchange, Callable[[AsyncExchange], None]] = {}
+        self.next_alive: dict[str, float] = {}    # claim id -> when to send its ALIVE
+        self.next_refresh: dict[str, float] = {}  # claim id -> when its job renews its lease
         self._job_seq = 0
         self._seq = 0
         self._fresh_claim_ids = False
@@ -215,8 +220,10 @@ class PoolLink:
         due = self.next_update
         if self.current is not None:
             due = min(due, self.current.deadline)
-        for ex in self.inbound:
+        for ex in (*self.inbound, *self.outbound):
             due = min(due, ex.deadline)
+        for when in self.next_alive.values():
+            due = min(due, when)
         return max(0.0, due - now)
 
     def tick(self, now: float) -> None:
@@ -224,9 +231,14 @@ class PoolLink:
             self._finish()
         for ex in [e for e in self.inbound if e.overdue(now)]:
             self._close_inbound(ex)
+        for ex in [e for e in self.outbound if e.overdue(now)]:
+            self._close_outbound(ex)
+        self._alives(now)
         for cid in [c for c in self.pool_claims if not self.engine.has_claim(engine_id(c))]:
             # the engine ended the claim (lease, preemption, vacate): forget its session
             del self.pool_claims[cid]
+            self.next_alive.pop(cid, None)
+            self.next_refresh.pop(cid, None)
             self.sessions.pop(parse_claim_id(cid).session_id, None)
             for slot, c in list(self.claim_ids.items()):
                 if c == cid:
@@ -299,6 +311,13 @@ class PoolLink:
         """The event loop's entry: the listener or an exchange is ready."""
         if obj is self:
             self._accept()
+            return
+        if isinstance(obj, AsyncExchange) and obj in self.outbound:
+            obj.handle(mask)
+            if obj.done:
+                self._close_outbound(obj)
+            else:
+                self.sel.modify(obj.sock, obj.interest(), ("pool", obj))
             return
         if isinstance(obj, AsyncExchange) and obj in self.inbound:
             obj.handle(mask)
@@ -455,6 +474,71 @@ class PoolLink:
                  cmd.ad.get("ClusterId"), cmd.ad.get("ProcId"))
         return claims.activate_reply(w, claims.OK)
 
+    # ------------------------------------------------------------------ keep-alives
+    def _alives(self, now: float) -> None:
+        """A claim stays alive while its schedd says so: an idle claim sends ALIVE to
+        the schedd every alive interval (``claim.cpp``); a claim whose job runs is kept
+        alive by its shadow's connection (HTCondor's "starter handles alives")."""
+        wall = self.clock.time()
+        for cid, req in list(self.pool_claims.items()):
+            eid = engine_id(cid)
+            job = self.jobs.get(eid)
+            if job is not None and job.exchange in self.inbound and not job.ended:
+                if now >= self.next_refresh.get(cid, 0.0):
+                    self.next_refresh[cid] = now + 5
+                    self.apply(self.engine.alive(wall, eid))
+                continue
+            due = self.next_alive.setdefault(cid, now + max(5, req.alive_interval or 300))
+            if now < due:
+                continue
+            self.next_alive[cid] = now + max(5, req.alive_interval or 300)
+            self._send_alive(cid, req)
+
+    def _send_alive(self, cid: str, req: claims.RequestClaim) -> None:
+        try:
+            addr = parse_address(req.scheduler_addr, source="the schedd's address")
+            peer = addr.hostport()
+            ex = AsyncExchange.connect(addr, self._alive_protocol(cid, peer),
+                                       self.clock.monotonic() + EXCHANGE_TIMEOUT,
+                                       f"ALIVE for {engine_id(cid)}")
+        except CondorpyError as exc:
+            log.warning("pool: cannot send ALIVE for %s: %s", engine_id(cid), exc)
+            return
+
+        def done(ex: AsyncExchange) -> None:
+            eid = engine_id(cid)
+            if ex.error is not None:
+                log.warning("pool: ALIVE for %s: %s", eid, ex.error)
+            elif ex.result == -1:
+                log.info("pool: the schedd no longer knows %s: releasing it", eid)
+                self.pool_claims.pop(cid, None)
+                if self.engine.has_claim(eid):
+                    self.apply(self.engine.release(self.clock.time(), eid))
+            elif self.engine.has_claim(eid):
+                self.apply(self.engine.alive(self.clock.time(), eid))
+        self.outbound[ex] = done
+        self.sel.register(ex.sock, ex.interest(), ("pool", ex))
+
+    def _alive_protocol(self, cid: str, peer: str) -> Generator[Op, bytes | None, int]:
+        yield from resume_session(claims.ALIVE, cid, peer, CONDOR_VERSION)
+        yield Send(Writer(crypto=True).put_secret(cid).payload())
+        payload = yield Receive("the answer to ALIVE")
+        assert payload is not None
+        r = Reader(payload, peer, crypto=True)
+        answer = r.get_int("the answer to ALIVE")
+        r.end("the answer to ALIVE")
+        return answer
+
+    def _close_outbound(self, ex: AsyncExchange) -> None:
+        done = self.outbound.pop(ex, None)
+        try:
+            self.sel.unregister(ex.sock)
+        except (KeyError, ValueError):
+            pass
+        ex.close()
+        if done is not None:
+            done(ex)
+
     # ------------------------------------------------------------------ jobs
     def launch(self, host: "JobHost", eid: str, slot: str) -> None:
         """The engine started the job of pool claim ``eid`` (StartJob): the starter is
@@ -474,7 +558,7 @@ class PoolLink:
         self._start(job)
         if not job.ended:
             yield Await(f"the end of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
-        status, reason, final = shadow.exit_status(job.final or {}, job.killed)
+        status, reason, final = shadow.exit_status(job.final or {}, job.killed, job.evicted)
         log.info("pool: job %s.%s of %s ended: reason %d, status %d",
                  job.ad.get("ClusterId"), job.ad.get("ProcId"), job.eid, reason, status)
         try:
@@ -511,12 +595,14 @@ class PoolLink:
             job.ended = True
             job.final = {"HoldReason": str(exc), "HoldReasonCode": 6}
 
-    def job_ended(self, eid: str, final: dict[str, object] | None) -> None:
-        """The daemon saw the starter of pool claim ``eid`` end."""
+    def job_ended(self, eid: str, final: dict[str, object] | None, evicted: bool) -> None:
+        """The daemon saw the starter of pool claim ``eid`` end (``evicted``: by its
+        policy)."""
         job = self.jobs.get(eid)
         if job is None or job.ended:
             return
         job.ended = True
+        job.evicted = evicted
         job.final = dict(final or {})
         ex = job.exchange
         if ex is not None and ex in self.inbound:
@@ -579,6 +665,9 @@ class PoolLink:
             self.current = None
         for ex in list(self.inbound):
             self._close_inbound(ex)
+        for ex in list(self.outbound):
+            self.outbound.pop(ex)
+            ex.close()
         names = sorted(self.advertised)
         for name in names:
             try:

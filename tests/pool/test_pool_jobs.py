@@ -169,3 +169,40 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     except OSError:
         return ""
+
+
+def test_a_job_outliving_its_claim_lease_is_kept_alive_by_its_shadow(
+        daemon: Daemon, refpool: RefPool, jobdir: Path) -> None:
+    cluster = submit(refpool, jobdir, """\
+executable = /bin/sleep
+arguments = 30
+job_lease_duration = 12
+log = job.log
+should_transfer_files = NO
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue
+""")
+    wait_for(lambda: queued(refpool, cluster) == 0, 150, lambda: daemon.output()[-3000:])
+    assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "0"], daemon.output()
+    assert "lease expired" not in daemon.output()
+
+
+def test_a_job_condorpy_vacates_goes_back_to_the_pools_queue(
+        daemon: Daemon, refpool: RefPool, jobdir: Path) -> None:
+    marker = jobdir / "started"
+    cluster = submit(refpool, jobdir, f"""\
+executable = /bin/sh
+arguments = "-c 'touch {marker}; exec sleep 300'"
+log = job.log
+should_transfer_files = NO
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue
+""")
+    wait_for(marker.exists, 120, lambda: daemon.output()[-3000:])
+    daemon.call("vacate", fast=True)
+    wait_for(lambda: "Job was evicted" in (jobdir / "job.log").read_text(), 60,
+             lambda: daemon.output()[-3000:])
+    # evicted, not ended: the job is in the queue again (idle, or already running anew)
+    status = refpool.condor("condor_q", str(cluster), "-af", "JobStatus").stdout.split()
+    assert status and status[0] in ("1", "2"), status
+    assert history(refpool, cluster, "JobStatus") == {}
