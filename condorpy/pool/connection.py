@@ -9,6 +9,7 @@ exchanges such as a collector update and by tests.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import selectors
 import socket
@@ -24,6 +25,7 @@ from condorpy.pool.security import Await, ClientPolicy, Op, Receive, Send, Sessi
 from condorpy.pool.sinful import Address
 
 T = TypeVar("T")
+log = logging.getLogger("condorpy.pool")
 
 
 class Channel:
@@ -166,9 +168,10 @@ class AsyncExchange:
         self.error: Exception | None = None
         self.waiting = False
         self.awaiting: str | None = None       # an Await in progress: what it waits for
+        self.started = False
         self.result_ready = False
         if connected:
-            self._advance(None)
+            self.handle(0)      # start the protocol: a peer speaks first or we do
 
     @classmethod
     def connect(cls, addr: Address, protocol: Generator[Op, bytes | None, object],
@@ -222,14 +225,20 @@ class AsyncExchange:
             self._handle(mask)
         except CondorpyError as exc:
             self._fail(exc)
+        except Exception as exc:   # a bug closes this connection; the loop goes on
+            log.exception("%s: internal error", self.label)
+            self._fail(PoolError(f"{self.label}: internal error ({exc!r})", peer=self.peer))
 
     def _handle(self, mask: int) -> None:
-        if not self.connected:
-            err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-            if err:
-                raise PoolError(f"cannot connect: {os.strerror(err)}", peer=self.peer)
-            self.connected = True
+        if not self.started:
+            if not self.connected:
+                err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    raise PoolError(f"cannot connect: {os.strerror(err)}", peer=self.peer)
+                self.connected = True
+            self.started = True
             self._advance(None)
+            return
         if mask & selectors.EVENT_WRITE and self.out:
             try:
                 n = self.sock.send(self.out)
@@ -294,6 +303,9 @@ class AsyncExchange:
             self._advance(None)
         except CondorpyError as exc:
             self._fail(exc)
+        except Exception as exc:
+            log.exception("%s: internal error", self.label)
+            self._fail(PoolError(f"{self.label}: internal error ({exc!r})", peer=self.peer))
 
     def close(self) -> None:
         self.sock.close()

@@ -659,7 +659,14 @@ class PoolLink:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
-        """Invalidate every advertised slot (waiting a few seconds at most) and close."""
+        """End the jobs run for shadows, invalidate every advertised slot (waiting a few
+        seconds at most) and close."""
+        for eid, job in self.jobs.items():
+            if not job.ended:
+                # A restarted daemon cannot yet take a shadow's job back: end it now,
+                # and the shadow, losing its connection, requeues it.
+                log.info("pool: stopping: killing the job of %s", eid)
+                self._kill(eid, hard=True)
         if self.current is not None:
             self.current.close()
             self.current = None

@@ -206,3 +206,29 @@ queue
     status = refpool.condor("condor_q", str(cluster), "-af", "JobStatus").stdout.split()
     assert status and status[0] in ("1", "2"), status
     assert history(refpool, cluster, "JobStatus") == {}
+
+
+def test_condor_hold_and_release_of_a_running_job(
+        daemon: Daemon, refpool: RefPool, jobdir: Path) -> None:
+    once, marker = jobdir / "once", jobdir / "started"
+    cluster = submit(refpool, jobdir, f"""\
+executable = /bin/sh
+arguments = "-c 'test -e {once} && exit 0; touch {once} {marker}; exec sleep 300'"
+log = job.log
+should_transfer_files = NO
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue
+""")
+    wait_for(marker.exists, 120, lambda: daemon.output()[-3000:])
+    pids = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep 300"]
+    assert pids
+    refpool.condor("condor_hold", str(cluster))
+    wait_for(lambda: all(_cmdline(p) != "sleep 300" for p in pids), 60,
+             lambda: daemon.output()[-3000:])
+    wait_for(lambda: refpool.condor("condor_q", str(cluster), "-af", "JobStatus")
+             .stdout.split() == ["5"], 60)
+    refpool.condor("condor_release", str(cluster))
+    wait_for(lambda: queued(refpool, cluster) == 0, 120, lambda: daemon.output()[-3000:])
+    assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "0"]
+    log = (jobdir / "job.log").read_text()
+    assert "Job was held" in log and "Job was released" in log
