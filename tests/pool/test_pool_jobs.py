@@ -147,18 +147,17 @@ def test_condor_rm_of_a_running_job_ends_it_on_condorpy(
     marker = jobdir / "started"
     cluster = submit(refpool, jobdir, f"""\
 executable = /bin/sh
-arguments = "-c 'touch {marker}; exec sleep 300'"
+arguments = "-c 'echo $$ > {marker}.tmp; mv {marker}.tmp {marker}; exec sleep 300'"
 log = job.log
 should_transfer_files = NO
 requirements = regexp("condorpy", TARGET.CondorVersion)
 queue
 """)
     wait_for(marker.exists, 120, lambda: daemon.output()[-3000:])
-    pids = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep 300"]
-    assert pids, "the job's process is not running"
+    pid = marker.read_text().strip()
+    assert _cmdline(pid) == "sleep 300", "the job's process is not running"
     refpool.condor("condor_rm", str(cluster))
-    wait_for(lambda: all(_cmdline(p) != "sleep 300" for p in pids), 60,
-             lambda: daemon.output()[-3000:])
+    wait_for(lambda: _cmdline(pid) != "sleep 300", 60, lambda: daemon.output()[-3000:])
     wait_for(lambda: "Job was aborted" in (jobdir / "job.log").read_text(), 60)
     wait_for(lambda: not [a for a in daemon.call("status")["ads"] if "slot1_" in a], 60,
              lambda: daemon.output()[-3000:])
@@ -213,18 +212,17 @@ def test_condor_hold_and_release_of_a_running_job(
     once, marker = jobdir / "once", jobdir / "started"
     cluster = submit(refpool, jobdir, f"""\
 executable = /bin/sh
-arguments = "-c 'test -e {once} && exit 0; touch {once} {marker}; exec sleep 300'"
+arguments = "-c 'test -e {once} && exit 0; touch {once}; echo $$ > {marker}.tmp; mv {marker}.tmp {marker}; exec sleep 300'"
 log = job.log
 should_transfer_files = NO
 requirements = regexp("condorpy", TARGET.CondorVersion)
 queue
 """)
     wait_for(marker.exists, 120, lambda: daemon.output()[-3000:])
-    pids = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep 300"]
-    assert pids
+    pid = marker.read_text().strip()
+    assert _cmdline(pid) == "sleep 300"
     refpool.condor("condor_hold", str(cluster))
-    wait_for(lambda: all(_cmdline(p) != "sleep 300" for p in pids), 60,
-             lambda: daemon.output()[-3000:])
+    wait_for(lambda: _cmdline(pid) != "sleep 300", 60, lambda: daemon.output()[-3000:])
     wait_for(lambda: refpool.condor("condor_q", str(cluster), "-af", "JobStatus")
              .stdout.split() == ["5"], 60)
     refpool.condor("condor_release", str(cluster))
