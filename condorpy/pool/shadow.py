@@ -81,6 +81,11 @@ def begin_execution(peer: str) -> Generator[Op, bytes | None, None]:
     yield from call(BEGIN_EXECUTION, peer)
 
 
+def register_job_info(peer: str, update: ClassAd) -> Generator[Op, bytes | None, None]:
+    """A running job's news: ``JobState`` ("Running", "Suspended") and usage."""
+    yield from call(REGISTER_JOB_INFO, peer, args=lambda w: put_classad(w, update))
+
+
 def exit_status(final: dict[str, Any], killed: bool, evicted: bool = False
                 ) -> tuple[int, int, ClassAd]:
     """(wait status, exit reason, final ad) for ``job_exit`` from a starter's final ad;

@@ -302,8 +302,10 @@ class Startd:
         elif isinstance(a, Suspend) and rj is not None:
             self._tell(rj, "suspend")
             self._set_status(rj.job_id, JobStatus.SUSPENDED)
+            self._pool_job_update(rj, {"JobState": "Suspended"})
         elif isinstance(a, Continue) and rj is not None:
             self._tell(rj, "continue")
+            self._pool_job_update(rj, {"JobState": "Running"})
             if self.store.job(rj.job_id) is not None:
                 self._set_status(rj.job_id, JobStatus.RUNNING)
         elif isinstance(a, SoftKill) and rj is not None:
@@ -528,6 +530,7 @@ class Startd:
                      and k.lower() not in _QUEUE_OWNED}
             if attrs and rj.job_id.cluster > 0:
                 self.store.update(rj.job_id, attrs)
+            self._pool_job_update(rj, attrs)
         elif event == "done":
             ad = msg.get("ad") if isinstance(msg.get("ad"), dict) else {}
             self._finish(rj, ad)
@@ -631,6 +634,10 @@ class Startd:
         self.running[job_id] = rj
         self.by_claim[eid] = job_id
         self._connect(rj)
+
+    def _pool_job_update(self, rj: RunningJob, attrs: dict[str, Any]) -> None:
+        if self.pool is not None and rj.job_id.cluster < 0 and attrs:
+            self.pool.job_update(rj.claim_id, attrs)   # to the shadow: register_job_info
 
     def signal_pool_job(self, eid: str, command: str) -> None:
         rj = self.running.get(self.by_claim.get(eid, JobId(0, 0)))

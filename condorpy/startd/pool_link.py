@@ -18,7 +18,7 @@ import logging
 import selectors
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from collections.abc import Generator
@@ -64,6 +64,7 @@ class PoolJob:
     killed: bool = False
     evicted: bool = False
     final: dict[str, object] | None = None
+    updates: list[dict[str, object]] = field(default_factory=list)
 
 EXCHANGE_TIMEOUT = 20.0      # seconds for one collector exchange (SEC_TCP_SESSION_TIMEOUT)
 RETRY_FIRST = 5.0            # a failed round is tried again this soon, then twice as late
@@ -556,8 +557,15 @@ class PoolLink:
         yield from shadow.register_starter_info(peer, self._starter_info(job))
         yield from shadow.begin_execution(peer)
         self._start(job)
-        if not job.ended:
-            yield Await(f"the end of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
+        while True:
+            while job.updates:
+                update = ClassAd()
+                for k, v in job.updates.pop(0).items():
+                    update[k] = v
+                yield from shadow.register_job_info(peer, update)
+            if job.ended:
+                break
+            yield Await(f"news of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
         status, reason, final = shadow.exit_status(job.final or {}, job.killed, job.evicted)
         log.info("pool: job %s.%s of %s ended: reason %d, status %d",
                  job.ad.get("ClusterId"), job.ad.get("ProcId"), job.eid, reason, status)
@@ -604,8 +612,19 @@ class PoolLink:
         job.ended = True
         job.evicted = evicted
         job.final = dict(final or {})
+        self._wake(job)
+
+    def job_update(self, eid: str, attrs: dict[str, object]) -> None:
+        """News of a running pool job (state, usage) for its shadow."""
+        job = self.jobs.get(eid)
+        if job is None or job.ended:
+            return
+        job.updates.append(dict(attrs))
+        self._wake(job)
+
+    def _wake(self, job: "PoolJob") -> None:
         ex = job.exchange
-        if ex is not None and ex in self.inbound:
+        if ex is not None and ex in self.inbound and ex.awaiting is not None:
             ex.resume(self.clock.monotonic() + EXCHANGE_TIMEOUT)
             if ex.done:
                 self._close_inbound(ex)

@@ -230,3 +230,37 @@ queue
     assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "0"]
     log = (jobdir / "job.log").read_text()
     assert "Job was held" in log and "Job was released" in log
+
+
+def test_a_job_condorpys_policy_suspends_shows_suspended_in_the_pool(
+        tmp_path: Path, refpool: RefPool, jobdir: Path) -> None:
+    d = Daemon(tmp_path, CONFIG.format(collector=refpool.collector, host=HOST) + """
+WANT_SUSPEND = True
+SUSPEND = Activity == "Busy" && (time() - EnteredCurrentActivity) > 4
+CONTINUE = (time() - EnteredCurrentActivity) > 8
+PREEMPT = False
+""", cpus=4)
+    d.start()
+    try:
+        cluster = submit(refpool, jobdir, """\
+executable = /bin/sleep
+arguments = 12
+log = job.log
+should_transfer_files = NO
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue
+""")
+        seen: set[str] = set()
+
+        def watch() -> bool:
+            seen.update(refpool.condor("condor_q", str(cluster), "-af", "JobStatus",
+                                       check=False).stdout.split())
+            return "7" in seen
+        wait_for(watch, 120, lambda: f"JobStatus seen: {seen}; {d.output()[-3000:]}")
+        wait_for(lambda: queued(refpool, cluster) == 0, 120, lambda: d.output()[-3000:])
+        assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "0"]
+        log = (jobdir / "job.log").read_text()
+        assert "Job was suspended" in log and "Job was unsuspended" in log, log
+    finally:
+        d.stop()
+        d.kill_leftovers()
