@@ -251,3 +251,73 @@ def test_replies_have_htcondors_shape() -> None:
     r = Reader(claims.deactivate_reply(Writer(crypto=True), True).payload(), PEER,
                crypto=True)
     assert get_classad(r)["Start"] is True
+
+
+# --- the shadow's answers ---------------------------------------------------------------
+
+from condorpy.pool import shadow  # noqa: E402
+
+
+def run_call(gen: Generator[Op, bytes | None, object], answer: bytes) -> object:
+    sent = next(gen)
+    assert isinstance(sent, Send)
+    r = Reader(sent.payload, "test", crypto=True)
+    number = r.get_int()
+    assert number in shadow.NAMES
+    op = gen.send(None)
+    assert isinstance(op, Receive)
+    try:
+        gen.send(answer)
+    except StopIteration as stop:
+        return stop.value
+    raise AssertionError("the call did not end")
+
+
+def job_answer() -> bytes:
+    job = ClassAd()
+    job["Cmd"] = "/bin/true"
+    job["ClusterId"] = 7
+    return put_classad(Writer(crypto=True).put_int(0), job).payload()
+
+
+def test_get_job_info_reads_the_job_ad() -> None:
+    ad = run_call(shadow.get_job_info(PEER), job_answer())
+    assert isinstance(ad, ClassAd) and ad["ClusterId"] == 7
+
+
+def test_a_negative_answer_is_an_error_with_the_shadows_errno() -> None:
+    with pytest.raises(CondorpyError, match=r"get_job_info with -1 \(errno 13\)"):
+        run_call(shadow.get_job_info(PEER), Writer(crypto=True).put_int(-1).put_int(13)
+                 .payload())
+
+
+@pytest.mark.parametrize("damage", ["truncated", "oversized", "garbled", "extra"])
+@pytest.mark.parametrize("call", ["get_job_info", "begin_execution", "job_exit"])
+def test_damaged_answers_from_the_shadow_are_wire_errors(call: str, damage: str) -> None:
+    good = job_answer() if call == "get_job_info" else Writer(crypto=True).put_int(0).payload()
+    if damage == "truncated":
+        data = good[:-3] if len(good) > 8 else good[:5]
+    elif damage == "oversized":
+        data = good[:8] + (1 << 40).to_bytes(8, "big") + good[16:]
+    elif damage == "garbled":
+        data = good[:8] + b"\xfe" * max(8, len(good) - 8)
+    else:
+        data = good + b"\0" * 8
+    gen: Generator[Op, bytes | None, object]
+    if call == "get_job_info":
+        gen = shadow.get_job_info(PEER)
+    elif call == "begin_execution":
+        gen = shadow.begin_execution(PEER)
+    else:
+        gen = shadow.job_exit(PEER, 0, shadow.JOB_EXITED, ClassAd())
+    with pytest.raises(WireError) as e:
+        run_call(gen, data)
+    assert PEER in str(e.value)
+
+
+def test_exit_status_is_a_wait_status_with_htcondors_reasons() -> None:
+    assert shadow.exit_status({"ExitBySignal": False, "ExitCode": 3}, False)[:2] == (768, 100)
+    assert shadow.exit_status({"ExitBySignal": True, "ExitSignal": 9}, True)[:2] == (9, 102)
+    assert shadow.exit_status({"ExitBySignal": True, "ExitSignal": 15}, False,
+                              evicted=True)[:2] == (15, 107)
+    assert shadow.exit_status({"HoldReasonCode": 6, "HoldReason": "x"}, False)[1] == 112

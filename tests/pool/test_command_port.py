@@ -102,3 +102,25 @@ def test_a_truncated_message_waits_then_is_dropped_without_holding_the_daemon(
         t0 = time.monotonic()
         assert daemon.call("ping")          # the daemon serves meanwhile
         assert time.monotonic() - t0 < 5
+
+
+def test_an_unreachable_collector_is_retried_and_the_daemon_serves_meanwhile(
+        daemon: Daemon) -> None:
+    wait_for(lambda: daemon.output().count("cannot connect") >= 2, 30, daemon.output)
+    line = next(ln for ln in daemon.output().splitlines() if "cannot connect" in ln)
+    assert "Connection refused" in line and "127.0.0.1:" in line
+    assert daemon.call("ping")
+
+
+@pytest.mark.parametrize("value, why", [
+    ("cm.example.org:notaport", "bad port"),
+    ("127.0.0.1:0", "COLLECTOR_HOST"),
+    ("<127.0.0.1:9618", "bad sinful"),
+])
+def test_a_bad_collector_host_stops_the_start_with_one_clear_line(
+        tmp_path: Path, value: str, why: str) -> None:
+    d = Daemon(tmp_path, f"COLLECTOR_HOST = {value}\n")
+    res = d.cli("startd", "-f", check=False)
+    assert res.returncode == 1
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and why in lines[0] and "Traceback" not in res.stderr, res.stderr
