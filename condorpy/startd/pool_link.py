@@ -681,11 +681,24 @@ class PoolLink:
         """End the jobs run for shadows, invalidate every advertised slot (waiting a few
         seconds at most) and close."""
         for eid, job in self.jobs.items():
-            if not job.ended:
-                # A restarted daemon cannot yet take a shadow's job back: end it now,
-                # and the shadow, losing its connection, requeues it.
-                log.info("pool: stopping: killing the job of %s", eid)
-                self._kill(eid, hard=True)
+            if job.ended:
+                continue
+            # A restarted daemon cannot yet take a shadow's job back: end it now and
+            # tell the shadow so (job_exit, "requeue"), as an eviction.
+            log.info("pool: stopping: the job of %s is killed and goes back to its "
+                     "schedd's queue", eid)
+            self._kill(eid, hard=True)
+            job.ended, job.evicted = True, True
+            job.final = {"ExitBySignal": True, "ExitSignal": 9}
+            ex = job.exchange
+            if ex is not None and ex in self.inbound and ex.awaiting is not None:
+                ex.resume(self.clock.monotonic() + SHUTDOWN_TIMEOUT)
+                try:
+                    ex.sock.settimeout(SHUTDOWN_TIMEOUT)
+                    ex.sock.sendall(bytes(ex.out))
+                    ex.out.clear()
+                except OSError as exc:
+                    log.warning("pool: could not tell the shadow of %s: %s", eid, exc)
         if self.current is not None:
             self.current.close()
             self.current = None

@@ -191,6 +191,8 @@ class RefPool:
         inside.mkdir(parents=True, exist_ok=True)
         if subprocess.run(["mountpoint", "-q", str(inside)]).returncode != 0:
             _run(["mount", "--bind", str(self.shared), str(inside)])
+        # a fresh queue every session: no job of an earlier run may take a test's slot
+        shutil.rmtree(self.root / "var/lib/condor/spool", ignore_errors=True)
         _run(["chroot", str(self.root), "/bin/sh", "-c",
               "mkdir -p /var/log/condor /var/lib/condor/spool /var/lib/condor/execute "
               "/run/condor /var/lock/condor && chown -R condor:condor /var/log/condor "

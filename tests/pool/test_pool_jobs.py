@@ -264,3 +264,29 @@ queue
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def test_a_daemon_stopping_under_a_pool_job_tells_the_shadow_and_leaves_nothing(
+        tmp_path: Path, refpool: RefPool, jobdir: Path) -> None:
+    d = Daemon(tmp_path, CONFIG.format(collector=refpool.collector, host=HOST), cpus=4)
+    d.start()
+    marker = jobdir / "started"
+    try:
+        cluster = submit(refpool, jobdir, f"""\
+executable = /bin/sh
+arguments = "-c 'echo $$ > {marker}.tmp; mv {marker}.tmp {marker}; exec sleep 300'"
+log = job.log
+should_transfer_files = NO
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue
+""")
+        wait_for(marker.exists, 120, lambda: d.output()[-3000:])
+        pid = marker.read_text().strip()
+        d.stop()
+        wait_for(lambda: _cmdline(pid) != "sleep 300", 30)
+        wait_for(lambda: "Job was evicted" in (jobdir / "job.log").read_text(), 60)
+        status = refpool.condor("condor_q", str(cluster), "-af", "JobStatus").stdout.split()
+        assert status == ["1"], status       # back in the queue, nothing ran elsewhere
+    finally:
+        d.stop()
+        d.kill_leftovers()
