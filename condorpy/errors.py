@@ -178,6 +178,14 @@ class QueueError(StartdError):
         super().__init__(f"{message} ({path})" if path else message)
 
 
+class HookError(StartdError):
+    """A job hook or startd cron job is misconfigured or misbehaved. Names the hook."""
+
+    def __init__(self, message: str, *, hook: str | None = None) -> None:
+        super().__init__(message)
+        self.hook = hook
+
+
 # --- pool (CEDAR) -----------------------------------------------------------------
 
 class PoolError(CondorpyError):

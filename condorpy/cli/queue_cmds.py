@@ -92,7 +92,9 @@ def who_main(argv: list[str]) -> int:
         raise SystemExit(f"condorpy who: unexpected argument {rest[0]!r}")
     got = _fetch(config, "who", {})
     ads = _ads(got["ads"], "the daemon's slots")
-    sys.stdout.write(render_who(ads, startd_pid=got.get("pid")))
+    dirs = got.get("job_dirs")
+    sys.stdout.write(render_who(ads, startd_pid=got.get("pid"),
+                                job_dirs=dirs if isinstance(dirs, dict) else None))
     return 0
 
 

@@ -10,6 +10,7 @@ import argparse
 
 from condorpy.startd.core import load_core
 from condorpy.startd.daemon import Startd, daemonize
+from condorpy.startd.metrics import metrics_address
 
 
 def main(argv: list[str]) -> int:
@@ -21,7 +22,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("-f", "--foreground", action="store_true",
                    help="stay in the foreground and log to standard error too")
     args = p.parse_args(argv)
-    load_core(args.config)          # a bad configuration fails here, before detaching
+    core = load_core(args.config)   # a bad configuration fails here, before detaching
+    metrics_address(core.config)
     if not args.foreground:
         daemonize()
     daemon = Startd(args.config, foreground=args.foreground)

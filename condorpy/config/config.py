@@ -14,7 +14,8 @@ from condorpy.config.defaults import CODE_DEFAULTS, PARAM_DEFAULTS
 from condorpy.config.facts import DetectedFacts, computed_defaults, host_facts
 from condorpy.config.macros import Expander
 from condorpy.config.reader import Entry, Reader
-from condorpy.config.typed import boolean_value, duration_value, integer_value, number_value
+from condorpy.config.typed import (address_value, boolean_value, duration_value,
+                                   integer_value, number_value)
 from condorpy.errors import ClassAdError, ConfigError
 
 if TYPE_CHECKING:
@@ -246,6 +247,12 @@ class Config:
         """Seconds: a number, an expression, or a number with s/m/h/d."""
         return cast("float | None",
                     self._typed(name, default, duration_value, "a duration"))
+
+    def get_address(self, name: str, default: tuple[str, int] | None = None
+                    ) -> tuple[str, int] | None:
+        """A listening address ``host:port`` (``[::1]:port`` for IPv6) as (host, port)."""
+        return cast("tuple[str, int] | None",
+                    self._typed(name, default, address_value, "a host:port address"))
 
     def get_expr(self, name: str, default: str | Expr | None = None) -> Expr | None:
         """The value parsed as a ClassAd expression; ``default`` may be text or an Expr."""

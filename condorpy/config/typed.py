@@ -89,6 +89,21 @@ def duration_value(text: str) -> float | None:
     return number_value(text)
 
 
+_ADDRESS = re.compile(r"\s*(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9_.-]+)):(\d{1,5})\s*\Z")
+
+
+def address_value(text: str) -> tuple[str, int] | None:
+    """A listening address ``host:port`` (``[v6addr]:port`` for IPv6) as (host, port);
+    port 0 asks the kernel for a free one. None for anything else."""
+    m = _ADDRESS.match(text)
+    if m is None:
+        return None
+    port = int(m.group(3))
+    if port > 65535:
+        return None
+    return (m.group(1) or m.group(2)), port
+
+
 def _constant(text: str) -> object:
     """``text`` evaluated as a ClassAd expression in an empty ad (what HTCondor's typed
     look-ups do for values such as ``$(A) && true``); None when it is not one."""

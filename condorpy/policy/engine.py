@@ -50,7 +50,8 @@ class PolicyEngine(SlotMachine):
             return self._slot(name)
         wanted = tuple(states)
         for slot in self.slots.values():
-            if not slot.deleted and slot.kind != "dynamic" and slot.state in wanted:
+            if not slot.deleted and not slot.leaving and slot.kind != "dynamic" \
+                    and slot.state in wanted:
                 return slot
         return next(s for s in self.slots.values() if not s.deleted)
 
@@ -101,6 +102,8 @@ class PolicyEngine(SlotMachine):
     def _acceptable(self, slot: Slot, job_ad: Any) -> tuple[bool, str]:
         if self.machine.shutting_down:
             return False, "startd is shutting down"
+        if slot.leaving:
+            return False, "the slot leaves the layout (reconfig)"
         b = self.backend
         if self.machine.draining:
             start = self.machine.drain_start

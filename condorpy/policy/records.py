@@ -338,6 +338,7 @@ class Slot:
     totals: dict[str, float] = field(default_factory=dict)
     latched: dict[str, Any] = field(default_factory=dict)
     deleted: bool = False
+    leaving: bool = False             # a reconfigured layout drops it once it is free
     inputs_gen: int = -1              # generation of machine inputs last put in the ad
     layer: Any = None                 # the slot layer's record (condorpy.slots.model.Slot)
     requirements: str = "START"       # the slot layer's Requirements, restored after drains

@@ -33,7 +33,7 @@ from condorpy.policy.settings import VANILLA_VARIANTS, PolicySettings
 from condorpy.policy.states import TRANSITIONS, Activity, State, check_move
 from condorpy.slots.ads import Measurements, SlotStatus, device_attr_name, put_custom_resources
 from condorpy.slots.load import SlotLoadInput, distribute_load, slot_idle_times
-from condorpy.slots.manager import SlotManager
+from condorpy.slots.manager import LayoutChange, SlotManager
 from condorpy.slots.model import Slot as LayerSlot
 
 S, A = State, Activity
@@ -97,6 +97,7 @@ class SlotMachine:
         self._gen = 0
         self._claims: dict[str, str] = {}        # claim id -> slot name
         self._ended: dict[str, str] = {}         # ended claim id -> its last slot
+        self._layout_change: LayoutChange | None = None
         self._build_slots()
 
     # ------------------------------------------------------------------ layout
@@ -144,6 +145,55 @@ class SlotMachine:
         self.publish_requirements(slot)
         self._emit_state(slot, transition, reason)
         return slot
+
+    def relayout(self, new: SlotManager) -> LayoutChange:
+        """A reconfigured slot layout. Slots it drops or redefines take no new claim
+        and leave as they become free; its new slots come once every slot leaving is
+        gone, so the machine is never promised twice. Running jobs are not touched."""
+        change = self.layout.change_to(new)
+        self.layout.take_settings(new)
+        self._layout_change = None if change.empty else change
+        for name in change.going:
+            if name in self.slots:
+                self.slots[name].leaving = True
+        self._relayout()
+        return change
+
+    @property
+    def layout_pending(self) -> LayoutChange | None:
+        return self._layout_change
+
+    def _relayout(self) -> None:
+        change = self._layout_change
+        if change is None:
+            return
+        left = []
+        for name in change.going:
+            slot = self.slots.get(name)
+            if slot is None:
+                continue
+            if slot.state in (S.OWNER, S.UNCLAIMED, S.DRAINED) \
+                    and slot.activity in (A.IDLE, A.BENCHMARKING) \
+                    and slot.claim is None and slot.pending is None \
+                    and not self.layout.dynamic_slots(slot.layer):
+                if slot.activity is A.BENCHMARKING:
+                    self.emit(StopBenchmarks(self.now, slot.name))
+                slot.deleted = True
+                self.layout.remove_top(slot.layer)
+                self._slot_measured.pop(name, None)
+                self.emit(DeleteSlot(self.now, name))
+                del self.slots[name]
+            else:
+                left.append(name)
+        if left:
+            self._layout_change = LayoutChange(tuple(left), change.coming)
+            return
+        self._layout_change = None
+        status = SlotStatus("Owner", "Idle", self.now)
+        for planned in change.coming:
+            layer = self.layout.add_top(planned)
+            ad = self.layout.new_slot_ad(layer, self.now, status, self._measurements())
+            self._add_slot(layer, ad, transition="reconfig", reason="new slot layout")
 
     def reconfigure(self, settings: PolicySettings) -> None:
         """New policy knobs (a reconfig): every slot's policy expressions are replaced
@@ -467,6 +517,8 @@ class SlotMachine:
 
     def _cycle(self, now: float) -> None:
         self._advance(now)
+        if self._layout_change is not None:
+            self._relayout()
         slots = [s for s in self.slots.values() if not s.deleted]
         # _measure inline, the same batches for every slot
         gen = self._inputs()[0]

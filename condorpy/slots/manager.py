@@ -7,7 +7,7 @@ frozen records.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Mapping
 
 from condorpy.classad import ClassAd, Error, Undefined
@@ -25,6 +25,19 @@ from condorpy.slots.model import Refusal, Slot, SlotKind
 from condorpy.slots.resources import Resources
 
 
+@dataclass(frozen=True)
+class LayoutChange:
+    """What a reconfigured layout changes: the top-level slots that leave (gone from
+    the new layout, or defined differently) and the new layout's slots that come."""
+
+    going: tuple[str, ...]
+    coming: tuple[PlannedSlot, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.going and not self.coming
+
+
 class SlotManager:
     """Holds the slots. Build it with :meth:`from_config`; tests may pass a plan."""
 
@@ -39,13 +52,18 @@ class SlotManager:
         self._free: dict[str, Resources] = {}              # p-slots: what is left
         self._children: dict[str, dict[int, Slot]] = {}    # p-slot name -> sub id -> d-slot
         self._base: tuple[Any, ClassAd] | None = None       # new_slot_ad's machine part
+        self.planned = tuple(planned)
         for p in planned:
-            kind = SlotKind.PARTITIONABLE if p.partitionable else SlotKind.STATIC
-            slot = Slot(p.slot_id, p.type_id, kind, p.resources)
-            self._slots[slot.name] = slot
-            if p.partitionable:
-                self._free[slot.name] = p.resources
-                self._children[slot.name] = {}
+            self._add(p)
+
+    def _add(self, p: PlannedSlot) -> Slot:
+        kind = SlotKind.PARTITIONABLE if p.partitionable else SlotKind.STATIC
+        slot = Slot(p.slot_id, p.type_id, kind, p.resources)
+        self._slots[slot.name] = slot
+        if p.partitionable:
+            self._free[slot.name] = p.resources
+            self._children[slot.name] = {}
+        return slot
 
     @classmethod
     def from_config(cls, cfg: KnobReader, inventory: MachineInventory,
@@ -59,6 +77,54 @@ class SlotManager:
         settings = ad_settings(cfg, inventory, [(p.slot_id, p.type_id) for p in planned],
                                started_at)
         return cls(planned, inventory, settings, policies, clock)
+
+    # --- a new layout at reconfig -------------------------------------------------
+
+    def change_to(self, new: "SlotManager") -> LayoutChange:
+        """How ``new``'s layout differs from the slots held now. A slot stays when the
+        new layout has one with the same id, type, kind, cpus, memory and custom
+        resources. Disk and swap are shares of what is measured, which moves with every
+        reading and with the number of slots: a slot keeps its share until a restart
+        rather than leave the layout over it."""
+        wanted = {p.slot_id: p for p in new.planned}
+        kept: set[int] = set()
+        going = []
+        for slot in sorted(self._slots.values(), key=lambda s: s.slot_id):
+            p = wanted.get(slot.slot_id)
+            if p is not None and p.type_id == slot.type_id \
+                    and p.partitionable == slot.is_partitionable \
+                    and _same_size(p.resources, slot.resources):
+                kept.add(slot.slot_id)
+            else:
+                going.append(slot.name)
+        coming = tuple(p for p in new.planned if p.slot_id not in kept)
+        return LayoutChange(tuple(going), coming)
+
+    def take_settings(self, new: "SlotManager") -> None:
+        """Ad settings and carving policies of a reconfigured layout, for the slots
+        made from now on."""
+        self.settings = new.settings
+        self._policies = dict(new._policies)
+        self.planned = new.planned
+        self._base = None
+
+    def remove_top(self, slot: Slot) -> None:
+        """Take a free static or partitionable slot out of the layout."""
+        if slot.is_dynamic or self._slots.get(slot.name) != slot \
+                or self._children.get(slot.name):
+            raise SlotError(f"{slot.name} is not a free top-level slot", slot=slot.name)
+        del self._slots[slot.name]
+        self._free.pop(slot.name, None)
+        self._children.pop(slot.name, None)
+        self._base = None
+
+    def add_top(self, planned: PlannedSlot) -> Slot:
+        """Add a slot of a reconfigured layout, once the slots it replaces are gone."""
+        name = f"slot{planned.slot_id}"
+        if name in self._slots:
+            raise SlotError(f"{name} is still in the layout", slot=name)
+        self._base = None
+        return self._add(planned)
 
     # --- lookup ---------------------------------------------------------------------
 
@@ -225,6 +291,11 @@ class SlotManager:
         return distribute_load(measured.total_load_avg, [
             SlotLoadInput(s.name, status_of[s.name].condor_load,
                           status_of[s.name].state == "Owner") for s in slots])
+
+
+def _same_size(a: Resources, b: Resources) -> bool:
+    return (a.cpus, a.memory_mb, dict(a.custom), dict(a.devices)) == \
+        (b.cpus, b.memory_mb, dict(b.custom), dict(b.devices))
 
 
 def _restore_order(free: Resources, given: Resources) -> Resources:

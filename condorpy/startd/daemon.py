@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from condorpy.classad import ClassAd, Error, Undefined
+from condorpy.classad import CallContext, ClassAd, Error, Undefined
 from condorpy.clock import Clock, SystemClock
 from condorpy.config import Config, load_config
 from condorpy.errors import ClassAdError, CondorpyError, RequestError, StartdError
 from condorpy.machine.probe import measure_activity
+from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import (Action, ClaimAccepted, ClaimEnded, ClaimRefused,
                                      Continue, CreateSlot, DeleteSlot, DrainCancelled,
@@ -45,12 +46,17 @@ from condorpy.policy.records import (Action, ClaimAccepted, ClaimEnded, ClaimRef
 from condorpy.policy.states import State
 from condorpy.startd import control
 from condorpy.startd.core import Core, load_core
+from condorpy.startd.children import ChildRunner
+from condorpy.startd.cron import StartdCron
+from condorpy.startd.hooks import JobHooks
+from condorpy.startd.metrics import Metrics
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
 from condorpy.startd.pool_link import PoolLink, pool_settings
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
+from condorpy.slots.manager import SlotManager
 from condorpy.slots.model import Refusal
 
 log = logging.getLogger("condorpy.startd")
@@ -76,11 +82,13 @@ class RunningJob:
     after: JobStatus | None = None
     after_reason: str = ""
     after_code: int = 0
+    after_subcode: int = 0
     evicted: bool = False            # the policy took the slot back: requeue the job
     hard_kill_at: float | None = None
     cpu: tuple[float, float] | None = None   # (cpu seconds, monotonic) of the last usage
     state: str = "starting"
     socket_gone: bool = False        # the starter closed its socket without "done"
+    queued: list[str] = field(default_factory=list)   # told before the link was up
     job_pid: int | None = None
 
 
@@ -109,6 +117,7 @@ class Startd:
             log.info("%s", note)
         self.store = JobStore(self.paths.spool)
         self.engine: PolicyEngine = self.core.engine(self.clock)
+        self.metrics = Metrics.from_config(self.cfg, self.engine, self.clock)
         self.starter_knobs = _starter_knobs(config_path, self.env)
         self.launcher = ForkServer.start(env=self.env)
         self.sel = selectors.DefaultSelector()
@@ -121,6 +130,7 @@ class Startd:
         self.next_cycle = 0.0
         self.last_cycle = 0.0
         self.next_probe = 0.0
+        self.next_periodic = 0.0
         self.last_keyboard: Any = None
         self.uid = os.geteuid()
         self.started_at = self.clock.time()
@@ -129,6 +139,10 @@ class Startd:
         self._listen: socket.socket | None = None
         self.cycle_times: list[float] = []      # seconds per policy cycle, the last 100
         self.idle_jobs: dict[JobId, JobRecord] | None = None
+        # Job hooks, startd cron and benchmarks (hooks.py, cron.py): children of the loop.
+        self.children = ChildRunner(self.sel, self.clock)
+        self.hooks = JobHooks(self)
+        self.cron = StartdCron(self, self.hooks.stats)
         # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/pool_link.py
         self.pool: PoolLink | None = None
         if pool_cfg is not None:
@@ -144,10 +158,12 @@ class Startd:
         self._apply(self.engine.take_output())
         self._adopt()
         self._open_control()
+        self.metrics.start()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, self._on_signal)
         signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
         self.sel.register(self._sig_r, selectors.EVENT_READ, ("signal", None))
+        self.cron.configure()
         self._cycle()
         log.info("condorpy startd started: %d slots, control socket %s, state in %s",
                  len(self.engine.slots), self.paths.socket, self.paths.spool)
@@ -185,12 +201,15 @@ class Startd:
 
     def _timeout(self) -> float:
         now = self.clock.monotonic()
-        due = min(self.next_cycle, self.next_probe)
+        due = min(self.next_cycle, self.next_probe, self.next_periodic)
         for rj in self.running.values():
             if rj.link is None and rj.launched is not None:
                 due = min(due, now + 0.002)
             if rj.hard_kill_at is not None:
                 due = min(due, rj.hard_kill_at)
+        for extra in (self.children.next_due(), self.hooks.next_due(), self.cron.next_due()):
+            if extra is not None:
+                due = min(due, extra)
         if self.pool is not None:
             due = min(due, now + self.pool.timeout(now))
         if self.need_match:
@@ -209,14 +228,20 @@ class Startd:
         self._guard("kills", lambda: self._hard_kills(now))
         if now >= self.next_probe:
             self._guard("probe", self._probe)
+        self._guard("hook children", self.children.step)
+        self._guard("startd cron", lambda: self.cron.step(now))
+        self._guard("fetch work", lambda: self.hooks.step(now))
         # A claim made since the last cycle shortens the interval at once
         # (UPDATE_INTERVAL while unclaimed, POLLING_INTERVAL while claimed).
         self.next_cycle = min(self.next_cycle,
                               self.last_cycle + max(1, self.engine.poll_interval()))
         if now >= self.next_cycle:
             self._guard("policy cycle", self._cycle)
+        if now >= self.next_periodic:
+            self._guard("job policy", self._job_policy)
         if self.need_match and self.stopping is None:
             self._guard("matchmaking", self._match)
+        self._guard("metrics", lambda: self.metrics.after_step(len(self.running)))
         if self.pool is not None:
             pool = self.pool
             self._guard("pool", lambda: pool.tick(self.clock.monotonic()))
@@ -228,6 +253,8 @@ class Startd:
             self._control_io(obj, mask)
         elif kind == "starter":
             self._starter_io(obj)
+        elif kind == "child":
+            self.children.on_event(obj, mask)
         elif kind == "pool" and self.pool is not None:
             self.pool.handle(obj, mask)
         elif kind == "signal":
@@ -254,7 +281,7 @@ class Startd:
             elif sig == signal.SIGHUP:
                 self.reconfig()
             elif sig == signal.SIGCHLD:
-                _reap()
+                self.children.reap_all()
 
     # ------------------------------------------------------------------ policy
     def _probe(self) -> None:
@@ -269,6 +296,7 @@ class Startd:
         now = self.clock.time()
         self.engine.set(now, {"KeyboardIdle": act.keyboard_idle, "ConsoleIdle": console,
                               "LoadAvg": act.total_load_avg})
+        self.metrics.owner_activity(act.keyboard_idle, console, act.total_load_avg)
         # The owner came back: evaluate at once, not at the next POLLING_INTERVAL.
         if self.last_keyboard is not None and act.keyboard_idle < self.last_keyboard:
             self.next_cycle = now_mono
@@ -276,8 +304,10 @@ class Startd:
 
     def _cycle(self) -> None:
         t0 = self.clock.monotonic()
+        self.cron.publish()
         outputs = self.engine.cycle(self.clock.time())
         self.cycle_times.append(self.clock.monotonic() - t0)
+        self.metrics.stats.policy_cycle(self.cycle_times[-1], self.clock.time())
         del self.cycle_times[:-100]
         self._apply(outputs)
         self.last_cycle = t0
@@ -286,6 +316,7 @@ class Startd:
 
     def _apply(self, outputs: list[Output]) -> None:
         for o in outputs:
+            self.metrics.observe(o)
             if isinstance(o, StateChange):
                 log.info("%s: %s/%s (transition %s%s) %s", o.slot, o.state.value,
                          o.activity.value, o.transition,
@@ -322,8 +353,7 @@ class Startd:
         elif isinstance(a, ClaimRefused):
             self.store.release_claim(a.claim)
         elif isinstance(a, RunBenchmarks):
-            # No benchmark programs yet: report them done so the slot can be claimed.
-            self._apply(self.engine.benchmarks_done(self.clock.time(), a.slot))
+            self.cron.bench.request(a.slot)
         elif isinstance(a, (StartBackfill, KillBackfill)):
             self._apply(self.engine.backfill_exited(self.clock.time(), a.slot))
         elif isinstance(a, Exit):
@@ -374,7 +404,7 @@ class Startd:
     def _free_slots(self) -> list[str]:
         out = []
         for s in self.engine.slots.values():
-            if s.deleted or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
+            if s.deleted or s.leaving or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
                 continue
             if s.kind == "partitionable" and s.resources.get("Cpus", 0) <= 0:
                 continue        # nothing left to carve a job from
@@ -407,7 +437,8 @@ class Startd:
             self.by_claim[claim_id] = rec.job_id
             self.running[rec.job_id] = RunningJob(rec.job_id, claim_id, name)
             self._apply(self.engine.activate(now, claim_id))
-            if rec.job_id in self.running and self.running[rec.job_id].launched is None:
+            if rec.job_id in self.running and self.running[rec.job_id].launched is None \
+                    and self.running[rec.job_id].state != "preparing":
                 # not activated: give the claim back and leave the job idle
                 self.running.pop(rec.job_id, None)
                 self._apply(self.engine.release(now, claim_id))
@@ -420,6 +451,7 @@ class Startd:
         if self.pool is not None and self.pool.owns(claim_id):
             self.pool.launch(self, claim_id, slot_name)
             return
+        activated = self.clock.monotonic()
         job_id = self.by_claim.get(claim_id)
         rec = self.store.job(job_id) if job_id is not None else None
         if job_id is None or rec is None:
@@ -427,6 +459,8 @@ class Startd:
             return
         rj = self.running.setdefault(job_id, RunningJob(job_id, claim_id, slot_name))
         rj.slot = slot_name
+        if self.hooks.prepare(rj, rec, claim_id, slot_name):
+            return          # launched once PREPARE_JOB has said go
         slot = self.engine.slots[slot_name]
         job_dir = self.paths.spool / "jobs" / str(job_id)
         job_ad = rec.ad.copy()
@@ -452,6 +486,7 @@ class Startd:
             self._finish(rj, {"HoldReason": str(exc), "HoldReasonCode": 6})
             return
         rj.launched = launched
+        self.metrics.stats.job_launched(job_id, activated)
         rj.connect_by = self.clock.monotonic() + _CONNECT_TIMEOUT_S
         self._connect(rj)
         self.store.start_job(job_id, StarterRecord(
@@ -485,6 +520,9 @@ class Startd:
         if ok:
             rj.link = link
             self.sel.register(link.fileno(), selectors.EVENT_READ, ("starter", rj))
+            queued, rj.queued = rj.queued, []
+            for cmd in queued:
+                self._tell(rj, cmd)
         return ok
 
     def _result_ready(self, rj: RunningJob) -> bool:
@@ -516,6 +554,7 @@ class Startd:
         if event in ("hello", "state"):
             if isinstance(msg.get("job_pid"), int):
                 rj.job_pid = msg["job_pid"]
+                self.metrics.stats.job_running(rj.job_id, self.clock.monotonic())
             # start_job made the job Running when its starter was launched
             rj.state = str(msg.get("state", rj.state))
         elif event == "usage":
@@ -530,6 +569,7 @@ class Startd:
                      and k.lower() not in _QUEUE_OWNED}
             if attrs and rj.job_id.cluster > 0:
                 self.store.update(rj.job_id, attrs)
+            self.hooks.usage(rj, usage)
             self._pool_job_update(rj, attrs)
         elif event == "done":
             ad = msg.get("ad") if isinstance(msg.get("ad"), dict) else {}
@@ -538,6 +578,11 @@ class Startd:
             log.warning("job %s: starter says: %s", rj.job_id, msg.get("message"))
 
     def _tell(self, rj: RunningJob, cmd: str) -> None:
+        if rj.link is None and rj.launched is not None and not rj.socket_gone:
+            # The starter is still starting: the command goes as soon as it listens
+            # (a vacate right after a start must not be lost).
+            rj.queued.append(cmd)
+            return
         if rj.link is None or not rj.link.send(cmd):
             log.warning("job %s: cannot send %s to its starter", rj.job_id, cmd)
 
@@ -565,7 +610,10 @@ class Startd:
         attrs = {k: v for k, v in (final or {}).items()
                  if isinstance(v, (bool, int, float, str)) and k.lower() not in _QUEUE_OWNED
                  and (sent is None or sent.evaluate(k) != v or sent.lookup(k) is None)}
-        status, reason, code = self._outcome(rj, rec, attrs, final is not None)
+        status, reason, code, subcode = self.hooks.outcome(
+            rj, rec, *self._outcome(rj, rec, attrs, final is not None))
+        self.metrics.stats.job_ended(rj.job_id, rj.claim_id, status, code,
+                                     rj.evicted or final is None)
         if rec is not None:
             started = rec.ad.evaluate("JobCurrentStartDate")
             now_i = int(self.clock.time())
@@ -574,16 +622,18 @@ class Startd:
                 attrs["RemoteWallClockTime"] = wall + max(0, now_i - started)
                 attrs["LastRemoteWallClockTime"] = float(max(0, now_i - started))
             new = self.store.end_job(rj.job_id, attrs, status, reason=reason or None,
-                                     code=code or None, claim_id=rj.claim_id)
+                                     code=code or None, subcode=subcode or None,
+                                     claim_id=rj.claim_id)
             if status is JobStatus.IDLE:
                 self._idle()[rj.job_id] = new
                 self.need_match = True
             if rj.after is not None:
-                self._log_stop(rec.ad, status, reason, code)
+                self._log_stop(rec.ad, status, reason, code, subcode)
         else:
             self.store.forget_starter(rj.job_id)
         log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
                  f" ({reason})" if reason else "")
+        self._guard("job hooks", lambda: self.hooks.job_ended(rj, rec, status, attrs))
         now = self.clock.time()
         if self.engine.has_claim(rj.claim_id):
             code_ = attrs.get("ExitCode")
@@ -598,23 +648,59 @@ class Startd:
             self.pool.job_ended(rj.claim_id, final, rj.evicted)   # the shadow hears of it
 
     def _outcome(self, rj: RunningJob, rec: JobRecord | None, attrs: dict[str, Any],
-                 ended: bool) -> tuple[JobStatus, str, int]:
+                 ended: bool) -> tuple[JobStatus, str, int, int]:
         if rj.after is not None:
-            return rj.after, rj.after_reason, rj.after_code
+            return rj.after, rj.after_reason, rj.after_code, rj.after_subcode
         if "HoldReasonCode" in attrs:
+            sub = attrs.get("HoldReasonSubCode")
             return (JobStatus.HELD, str(attrs.get("HoldReason", "held by the starter")),
-                    int(attrs["HoldReasonCode"]))
+                    int(attrs["HoldReasonCode"]), sub if isinstance(sub, int) else 0)
         if rj.evicted or not ended:
-            return JobStatus.IDLE, "", 0
+            return JobStatus.IDLE, "", 0, 0
         if rec is not None:
             final = rec.ad.copy()
             for k, v in attrs.items():
                 final[k] = v
-            if final.evaluate("OnExitHold") is True:
-                return JobStatus.HELD, "The on_exit_hold expression evaluated to TRUE.", 3
-            if final.evaluate("OnExitRemove") is False:
-                return JobStatus.IDLE, "", 0
-        return JobStatus.COMPLETED, "", 0
+            got = job_policy.at_exit(final, int(JobStatus.RUNNING), self._system_policy(),
+                                     self._job_ctx(), self.clock.time())
+            if got is not None:
+                return _DECIDED[got.action], got.reason, got.code, got.subcode
+        return JobStatus.COMPLETED, "", 0, 0
+
+    # ------------------------------------------------------------ job policy
+    def _system_policy(self) -> job_policy.SystemPolicy:
+        return job_policy.SystemPolicy.from_config(self.cfg.get)
+
+    def _job_ctx(self) -> CallContext:
+        return CallContext(now=self.clock.time, tz_offset=self.clock.utc_offset)
+
+    def _job_policy(self) -> None:
+        """The jobs' periodic_hold, periodic_release and periodic_remove (and the
+        SYSTEM_PERIODIC_* knobs), every PERIODIC_EXPR_INTERVAL as the schedd does."""
+        self.next_periodic = self.clock.monotonic() + \
+            max(1, self.cfg.get_int("PERIODIC_EXPR_INTERVAL", 60))
+        system, ctx, now = self._system_policy(), self._job_ctx(), self.clock.time()
+        for rec in self.store.jobs():
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                if not self.store.left_in_queue(rec):
+                    self.store.to_history(rec.job_id)
+                continue
+            rj = self.running.get(rec.job_id)
+            if rj is not None and rj.after is not None:
+                continue        # already on its way out
+            got = job_policy.periodic(rec.ad, int(rec.status), system, ctx, now,
+                                      running=rj is not None)
+            if got is None:
+                continue
+            log.info("job %s: %s (%s)", rec.job_id, got.action.value, got.reason)
+            if got.action is job_policy.JobAction.RELEASE:
+                self._set_status(rec.job_id, JobStatus.IDLE)
+                why = got.reason
+                self._log_event(rec.ad, lambda ul: ul.released(why))
+            elif got.action is job_policy.JobAction.HOLD and rec.status is not JobStatus.HELD:
+                self._stop_job(rec, JobStatus.HELD, got.reason, got.code, got.subcode)
+            elif got.action is job_policy.JobAction.REMOVE:
+                self._stop_job(rec, JobStatus.REMOVED, got.reason, 0)
 
     # ------------------------------------------- jobs run for a pool's shadow (pool_link.py)
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None:
@@ -676,16 +762,19 @@ class Startd:
                              if not isinstance(o, StartJob)])
             if alive:
                 log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid, rj.slot)
+                self.metrics.stats.adopted("adopted")
             else:
                 result = Path(launched.result_path)
                 if result.exists():
                     log.info("job %s: its starter %d ended while the daemon was away",
                              srec.job_id, srec.pid)
+                    self.metrics.stats.adopted("finished")
                     self._finish(rj, _read_result(result))
                 else:
                     log.warning("job %s: its starter %d vanished; the job goes back to "
                                 "the queue", srec.job_id, srec.pid)
                     rj.evicted = True
+                    self.metrics.stats.adopted("lost")
                     self._finish(rj, None)
         # Claims the store holds for jobs that never got a starter recorded.
         for c in self.store.claims():
@@ -777,7 +866,7 @@ class Startd:
     def _cmd_ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return {"pid": os.getpid(), "since": self.started_at, "user": peer.user,
                 "slots": len(self.engine.slots), "running": len(self.running),
-                "cycle_seconds": list(self.cycle_times)}
+                "cycle_seconds": list(self.cycle_times), "metrics": self.metrics.bound}
 
     def _cmd_q(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return {"schedd": self._schedd_name(), "address": str(self.paths.socket),
@@ -792,22 +881,28 @@ class Startd:
 
     def _cmd_who(self, args: dict[str, Any], peer: control.Peer) -> Any:
         ads = []
+        dirs: dict[str, str] = {}
         for ad in self.engine.ads():
             cid = ad.evaluate("ClaimId")
             jid = self.by_claim.get(cid) if isinstance(cid, str) else None
             rj = self.running.get(jid) if jid is not None else None
             if rj is not None:
                 ad["JobId"] = str(rj.job_id)
+                # the local queue is this machine's own schedd
+                ad["ClientMachine"] = self.engine.hostname
                 if rj.launched is not None:
                     ad["StarterPid"] = rj.launched.pid
                 if rj.job_pid is not None:
                     ad["JobPid"] = rj.job_pid
+                where = _job_dir(rj)
+                if where is not None:
+                    dirs[str(rj.job_id)] = where
                 rec = self.store.job(rj.job_id)
                 if rec is not None:
                     ad["JobCmd"] = rec.ad.evaluate("Cmd")
             ads.append(ad.to_old())
         return {"now": self.clock.time(), "name": self._schedd_name(), "pid": os.getpid(),
-                "log": str(self.paths.log), "ads": ads}
+                "log": str(self.paths.log), "ads": ads, "job_dirs": dirs}
 
     def _cmd_config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
         out = {}
@@ -877,6 +972,11 @@ class Startd:
     def _cmd_rm(self, args: dict[str, Any], peer: control.Peer) -> Any:
         done = []
         for rec in self._select(args, peer):
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                # finished, and kept in the queue by LeaveJobInQueue: rm lets it go
+                self.store.to_history(rec.job_id)
+                done.append(str(rec.job_id))
+                continue
             reason = str(args.get("reason") or f"via condorpy rm (by user {peer.user})")
             self._stop_job(rec, JobStatus.REMOVED, reason, 0)
             done.append(str(rec.job_id))
@@ -885,7 +985,7 @@ class Startd:
     def _cmd_hold(self, args: dict[str, Any], peer: control.Peer) -> Any:
         done = []
         for rec in self._select(args, peer):
-            if rec.status is JobStatus.HELD:
+            if rec.status in (JobStatus.HELD, JobStatus.COMPLETED, JobStatus.REMOVED):
                 continue
             reason = str(args.get("reason") or f"via condorpy hold (by user {peer.user})")
             self._stop_job(rec, JobStatus.HELD, reason, 1)
@@ -904,11 +1004,12 @@ class Startd:
         self.need_match = True
         return done
 
-    def _log_stop(self, ad: ClassAd, status: JobStatus, reason: str, code: int) -> None:
+    def _log_stop(self, ad: ClassAd, status: JobStatus, reason: str, code: int,
+                  subcode: int = 0) -> None:
         if status is JobStatus.REMOVED:
             self._log_event(ad, lambda ul: ul.aborted(reason))
         elif status is JobStatus.HELD:
-            self._log_event(ad, lambda ul: ul.held(reason, code, 0))
+            self._log_event(ad, lambda ul: ul.held(reason, code, subcode))
 
     def _log_event(self, ad: ClassAd, write: Callable[[UserLog], None]) -> None:
         """Write one event to the job's user log as its owner (never as root)."""
@@ -939,22 +1040,23 @@ class Startd:
         finally:
             ul.close()
 
-    def _stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int) -> None:
+    def _stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int,
+                  subcode: int = 0) -> None:
         rj = self.running.get(rec.job_id)
         if rj is None:
-            self._set_status(rec.job_id, status, reason=reason, code=code or None)
-            self._log_stop(rec.ad, status, reason, code)
+            self._set_status(rec.job_id, status, reason=reason, code=code or None,
+                             subcode=subcode or None)
+            self._log_stop(rec.ad, status, reason, code, subcode)
+            if status is JobStatus.HELD:
+                self.metrics.stats.job_held(code)
             return
         rj.after, rj.after_reason, rj.after_code = status, reason, code
+        rj.after_subcode = subcode
         # As the shadow does: a soft kill with the job's KillSig, then a hard kill
         # once the vacate time (the job's JobMaxVacateTime, else 600 s) has passed.
         grace = _number(rec.ad.evaluate("JobMaxVacateTime"), 600.0)
         rj.hard_kill_at = self.clock.monotonic() + grace
-        if rj.link is None:
-            if rj.launched is not None:
-                kill_quietly(rj.launched.pid, signal.SIGTERM)
-        else:
-            self._tell(rj, "soft_kill")
+        self._tell(rj, "soft_kill")
 
     # Administration ------------------------------------------------------------
     def _cmd_vacate(self, args: dict[str, Any], peer: control.Peer) -> Any:
@@ -994,23 +1096,46 @@ class Startd:
 
     def reconfig(self) -> set[str]:
         """Re-read the configuration and apply what changed without touching jobs; a
-        bad configuration leaves the daemon on the old one, saying why."""
+        bad configuration leaves the daemon on the old one, saying why. A new slot
+        layout applies to slots as they become free."""
         try:
             new, changed = self.cfg.reload()
-            from_cfg = Core(new, self.core.inventory).settings(self.engine.layout)
+            core = Core(new, self.core.inventory)
+            layout = SlotManager.from_config(new, core.inventory, started_at=self.started_at,
+                                             clock=self.clock)
+            from_cfg = core.settings(layout)
+            self.metrics.reconfig(new)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
             raise
         self.cfg = new
-        self.core = Core(new, self.core.inventory)
+        self.core = core
         self.engine.reconfigure(from_cfg)
+        change = self.engine.relayout(layout)
+        self._apply(self.engine.take_output())
         if self.pool is not None:
             self.pool.reconfig(new)
         self.starter_knobs = _starter_knobs(self.config_path, self.env)
+        self.hooks.reconfig()
+        self.cron.configure(reconfig=True)
         for name in sorted(changed):
             log.info("reconfig: %s changed", name)
-        log.info("reconfig: %d knob(s) changed; slot layout changes take effect at the "
-                 "next start", len(changed))
+        sized = sorted(n for n in changed if _sizes_machine(n))
+        if sized:
+            log.warning("reconfig: %s size the machine, which is measured at start: "
+                        "restart the daemon to apply them", ", ".join(sized))
+        pending = self.engine.layout_pending
+        if change.empty:
+            log.info("reconfig: %d knob(s) changed; the slot layout is unchanged", len(changed))
+        elif pending is None:
+            log.info("reconfig: %d knob(s) changed; new slot layout in place (%s left, %s "
+                     "came)", len(changed), ", ".join(change.going) or "none",
+                     ", ".join(f"slot{p.slot_id}" for p in change.coming) or "none")
+        else:
+            log.info("reconfig: %d knob(s) changed; new slot layout: %s leave as they "
+                     "become free, then %s come", len(changed), ", ".join(pending.going),
+                     ", ".join(f"slot{p.slot_id}" for p in pending.coming) or "no slot")
+        self.need_match = True
         self.next_cycle = self.clock.monotonic()
         return changed
 
@@ -1032,11 +1157,43 @@ class Startd:
                 self.paths.socket.unlink()
             except OSError:
                 pass
+        # No hook or cron job outlives the daemon.
+        self.cron.close()
+        self.children.close()
+        self.metrics.close()
         # The fork server goes; the starters it launched run on.
         self.launcher.close()
         self.store.close()
         log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
                  len(self.running))
+
+
+def _job_dir(rj: RunningJob) -> str | None:
+    """The job's working directory, as condor_who shows it: the job process's cwd
+    when it can be read, else the sandbox its starter made."""
+    if rj.job_pid is not None:
+        try:
+            return os.readlink(f"/proc/{rj.job_pid}/cwd")
+        except OSError:
+            pass
+    if rj.launched is not None:
+        return os.path.dirname(rj.launched.socket_path)
+    return None
+
+
+_DECIDED = {job_policy.JobAction.HOLD: JobStatus.HELD,
+            job_policy.JobAction.REMOVE: JobStatus.REMOVED,
+            job_policy.JobAction.REQUEUE: JobStatus.IDLE,
+            job_policy.JobAction.RELEASE: JobStatus.IDLE}
+
+_MACHINE_SIZE_KNOBS = frozenset({"NUM_CPUS", "MAX_NUM_CPUS", "MEMORY", "RESERVED_MEMORY",
+                                  "RESERVED_DISK", "RESERVED_SWAP", "COUNT_HYPERTHREAD_CPUS",
+                                  "DISK", "EXECUTE"})
+
+
+def _sizes_machine(knob: str) -> bool:
+    name = knob.upper()
+    return name in _MACHINE_SIZE_KNOBS or name.startswith("MACHINE_RESOURCE_")
 
 
 def _number(value: Any, default: float) -> float:
@@ -1088,16 +1245,6 @@ def _sent_ad(job_dir: Path) -> ClassAd | None:
         return ClassAd.parse_old((job_dir / "job.ad").read_text(), source="job.ad")
     except (OSError, UnicodeDecodeError, ClassAdError):
         return None
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def _setup_logging(paths: StatePaths, foreground: bool) -> None:

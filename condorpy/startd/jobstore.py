@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from condorpy.classad import ClassAd, Expr, parse_expr
+from condorpy.classad import CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import ClassAdError, QueueError
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "JobStore",
@@ -403,7 +403,7 @@ class JobStore:
         entered = ad.get("EnteredCurrentStatus")
         if not isinstance(entered, int):
             entered = self._now()
-        if status in _FINAL:
+        if status in _FINAL and not self._left_in_queue(ad):
             db.execute("DELETE FROM jobs WHERE cluster=? AND proc=?",
                        (job_id.cluster, job_id.proc))
             db.execute("DELETE FROM starters WHERE cluster=? AND proc=?",
@@ -414,6 +414,30 @@ class JobStore:
             db.execute("UPDATE jobs SET status=?, entered=?, ad=? "
                        "WHERE cluster=? AND proc=?",
                        (int(status), entered, _ad_text(ad), job_id.cluster, job_id.proc))
+
+    def _left_in_queue(self, ad: ClassAd) -> bool:
+        """A finished job stays in the queue while its LeaveJobInQueue is true."""
+        if ad.lookup("LeaveJobInQueue") is None:
+            return False
+        return ad.evaluate("LeaveJobInQueue", None,
+                           CallContext(now=self._clock)) is True
+
+    def to_history(self, job_id: JobId) -> bool:
+        """Move a finished job still in the queue to the history: its LeaveJobInQueue
+        turned false, or it was removed by command. False when it is not finished."""
+        with self._transaction() as db:
+            rec = self._load(db, job_id)
+            if rec.status not in _FINAL:
+                return False
+            db.execute("DELETE FROM jobs WHERE cluster=? AND proc=?",
+                       (job_id.cluster, job_id.proc))
+            db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?, ?)",
+                       (job_id.cluster, job_id.proc, int(rec.status), rec.entered_status,
+                        _ad_text(rec.ad)))
+            return True
+
+    def left_in_queue(self, rec: JobRecord) -> bool:
+        return self._left_in_queue(rec.ad)
 
     def update(self, job_id: JobId, attrs: Mapping[str, Any]) -> None:
         """Set attributes of a job's ad (values, or Expr for expressions). JobStatus
@@ -481,7 +505,7 @@ class JobStore:
 
     def end_job(self, job_id: JobId, attrs: Mapping[str, Any], status: JobStatus, *,
                 reason: str | None = None, code: int | None = None,
-                claim_id: str | None = None) -> JobRecord:
+                subcode: int | None = None, claim_id: str | None = None) -> JobRecord:
         """Everything a job's end changes, in one transaction: what its starter reported,
         its new status, its starter record and its claim dropped. A daemon restarted
         at any moment therefore sees the end recorded exactly once or not at all."""
@@ -492,7 +516,7 @@ class JobStore:
             rec = self._load(db, job_id)
             for name, value in attrs.items():
                 rec.ad[name] = value
-            out = self._change_status(db, job_id, rec, status, reason, code, None, now)
+            out = self._change_status(db, job_id, rec, status, reason, code, subcode, now)
             db.execute("DELETE FROM starters WHERE cluster=? AND proc=?",
                        (job_id.cluster, job_id.proc))
             if claim_id is not None:

@@ -495,6 +495,9 @@ def _bool_text(value: str, key: str, src: str, line: int) -> bool:
     return got
 
 
+_DEFAULT_LEASE = "2400"
+
+
 class _AdBuilder:
     """The job ad of one proc, from the expanded submit keys."""
 
@@ -581,6 +584,12 @@ def _build_ad(b: _AdBuilder, *, cluster_id: int, proc_id: int, owner: str,
         ad[attr] = path or "/dev/null"
         if not path or path == "/dev/null":
             ad[xfer] = False
+        elif attr != "In":
+            # a real output file says whether it is streamed (stream_output/_error)
+            key = "stream_output" if attr == "Out" else "stream_error"
+            flag = b.get(key, f"Stream{attr}")
+            ad[f"Stream{attr}"] = flag is not None and _bool_text(flag, key, b.src,
+                                                                  b.line(key))
 
     log = b.get("log", "UserLog")
     if log and log.strip():
@@ -623,6 +632,18 @@ def _build_ad(b: _AdBuilder, *, cluster_id: int, proc_id: int, owner: str,
     leave = b.get("leave_in_queue")
     b.expr("LeaveJobInQueue", leave if leave and leave.strip() else "false",
            "leave_in_queue")
+    # A vanilla job can reconnect, so it gets a lease even when the file names none
+    # (JOB_DEFAULT_LEASE_DURATION, 2400 s by default).
+    lease = b.get("job_lease_duration", "JobLeaseDuration")
+    lease = lease.strip() if lease and lease.strip() else _DEFAULT_LEASE
+    if lease.isdigit():
+        ad["JobLeaseDuration"] = int(lease)
+    else:
+        b.expr("JobLeaseDuration", lease, "job_lease_duration")
+
+    vacate = b.get("job_max_vacate_time", "JobMaxVacateTime")
+    if vacate and vacate.strip():
+        b.expr("JobMaxVacateTime", vacate, "job_max_vacate_time")
 
     kill_sig = b.get("kill_sig")
     if kill_sig:
@@ -687,8 +708,9 @@ def _set_arguments(b: _AdBuilder) -> None:
         return
     inner = _v2_quoted(raw)
     if inner is None:
-        # V1: words split at whitespace; the ad keeps them joined by single spaces
-        b.ad["Args"] = " ".join(raw.split())
+        # V1: words split at whitespace; the ad keeps them joined by single spaces, in
+        # the raw form (the submit file's \" is a plain quote there), as condor_submit
+        b.ad["Args"] = " ".join(raw.split()).replace('\\"', '"')
         return
     words = parse_v2_words(inner)
     if words is None:

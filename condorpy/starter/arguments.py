@@ -3,7 +3,9 @@
 V2 (``Arguments``, ``Environment``): words separated by whitespace; a single-quoted
 span keeps whitespace, and ``''`` inside it is one literal quote. The job ad stores the
 string with the submit file's outer double quotes removed.
-V1 (``Args``): words separated by whitespace, ``\\"`` is a literal double quote.
+V1 (``Args``): the raw form condor_submit stores, words separated by whitespace and
+nothing else special (HTCondor's ArgList V1 raw on Unix); the submit file's ``\\"``
+escape is undone by condor_submit before the ad is written.
 V1 environment (``Env``): ``NAME=value`` entries separated by ``;``.
 """
 
@@ -23,28 +25,7 @@ def split_v2(text: str, *, attribute: str = "Arguments") -> list[str]:
 
 
 def split_v1(text: str) -> list[str]:
-    words: list[str] = []
-    current: list[str] = []
-    in_word = False
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n and text[i + 1] == '"':
-            current.append('"')
-            in_word = True
-            i += 2
-        elif ch.isspace():
-            if in_word:
-                words.append("".join(current))
-                current, in_word = [], False
-            i += 1
-        else:
-            current.append(ch)
-            in_word = True
-            i += 1
-    if in_word:
-        words.append("".join(current))
-    return words
+    return text.split()
 
 
 def job_arguments(v2: str | None, v1: str | None) -> list[str]:

@@ -390,3 +390,126 @@ def test_policy_is_evaluated_every_polling_interval_once_claimed(daemon: Daemon,
     time.sleep(3.5)                      # POLLING_INTERVAL = 1 in the test configuration
     assert len(daemon.call("ping")["cycle_seconds"]) >= before + 2
     daemon.cli("rm", "-all")
+
+
+def _slot_kinds(d: Daemon) -> dict[str, str]:
+    out = d.cli("status", "-af", "Name", "SlotType").stdout.split("\n")
+    return dict(line.split()[:2] for line in out if line.strip())
+
+
+def test_reconfig_new_layout_applies_as_slots_become_free(tmp_path: Path) -> None:
+    static = "NUM_SLOTS_TYPE_1 = 2\nSLOT_TYPE_1 = cpus=1, mem=1024\n"
+    d = Daemon(tmp_path, extra=static)
+    d.start()
+    try:
+        kinds = _slot_kinds(d)
+        assert sorted(k.split("@")[0] for k in kinds) == ["slot1", "slot2"]
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\nqueue\n",
+               work)
+        wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
+        busy = next(n for n, a in _who_slots(d).items() if a)
+        text = d.config.read_text().replace(static, "NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
+                                            "SLOT_TYPE_1_PARTITIONABLE = True\n")
+        d.config.write_text(text)
+        out = d.cli("reconfig").stdout
+        assert "NUM_SLOTS_TYPE_1" in out
+        # the free static slot is gone at once; the busy one keeps its job
+        kinds = _slot_kinds(d)
+        assert [n.split("@")[0] for n in kinds] == [busy]
+        assert counts(d).get(2) == 1
+        log = (d.state / "log" / "StartLog").read_text()
+        assert "leave as they become free" in log
+        d.cli("rm", "-all")
+        wait_for(lambda: list(_slot_kinds(d).values()) == ["Partitionable"], 30, d.output)
+        # the new p-slot runs jobs
+        submit(d, "executable = /bin/true\nrequest_memory = 16\nqueue 2\n", work)
+        wait_for(lambda: counts(d).get(4) == 2, 30, d.output)
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def _who_slots(d: Daemon) -> dict[str, bool]:
+    ads = d.call("who")["ads"]
+    out = {}
+    for text in ads:
+        name = next(line.split("=", 1)[1].strip().strip('"') for line in text.splitlines()
+                    if line.startswith("Name "))
+        out[name.split("@")[0]] = "JobId" in text
+    return out
+
+
+def test_who_shows_each_running_job_with_its_pid_and_directory(daemon: Daemon,
+                                                               tmp_path: Path) -> None:
+    work = _jobs_dir(tmp_path)
+    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\nqueue\n",
+           work)
+    wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
+    wait_for(lambda: "JobPid" in "".join(daemon.call("who")["ads"]), 30, daemon.output)
+    out = daemon.cli("who").stdout
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("--Startd : ") and "has 1 job(s) running" in lines[0]
+    assert lines[1].split() == ["OWNER", "CLIENT", "SLOT", "JOB", "RUNTIME", "PID", "JOB_DIR"]
+    row = lines[2].split()
+    host = daemon.call("who")["name"].split("@", 1)[1]
+    assert row[1] == host and row[3] == "1.0" and row[-1] == str(work), out
+    assert os.readlink(f"/proc/{row[-2]}/cwd") == str(work)
+    daemon.cli("rm", "-all")
+
+
+def test_periodic_hold_release_and_remove_are_applied(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, extra="PERIODIC_EXPR_INTERVAL = 1\n")
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        # 1.0 runs and is held by its own periodic_hold, with its reason and code 3
+        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                  "periodic_hold = JobStatus == 2 && time() - EnteredCurrentStatus > 1\n"
+                  "periodic_hold_reason = \"ran too long\"\nperiodic_hold_subcode = 7\n"
+                  "queue\n", work)
+        # 2.0 is submitted on hold and released by periodic_release, then completes
+        submit(d, "executable = /bin/true\nrequest_memory = 16\nhold = true\n"
+                  "periodic_release = true\nqueue\n", work)
+        # 3.0 runs and is removed by periodic_remove
+        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                  "periodic_remove = JobStatus == 2\nqueue\n", work)
+        wait_for(lambda: d.statuses() == {"1.0": 5, "2.0": 4, "3.0": 3}, 60,
+                 lambda: f"{d.statuses()} {d.output()}")
+        held = d.cli("q", "1.0", "-af", "HoldReason", "HoldReasonCode",
+                     "HoldReasonSubCode").stdout.strip()
+        assert held == "ran too long 3 7"
+        removed = d.cli("history", "3.0", "-af", "RemoveReason").stdout.strip()
+        assert removed == "The job attribute PeriodicRemove expression 'JobStatus == 2' " \
+                          "evaluated to TRUE"
+        assert not d.db().execute("SELECT pid FROM starters").fetchall()
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_leave_in_queue_keeps_a_finished_job_until_it_turns_false_or_rm(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, extra="PERIODIC_EXPR_INTERVAL = 1\n")
+    d.start()
+    try:
+        work = _jobs_dir(tmp_path)
+        submit(d, "executable = /bin/true\nrequest_memory = 16\nleave_in_queue = true\n"
+                  "queue\n", work)
+        submit(d, "executable = /bin/true\nrequest_memory = 16\n"
+                  "leave_in_queue = time() - CompletionDate < 2\nqueue\n", work)
+        wait_for(lambda: d.statuses() == {"1.0": 4, "2.0": 4}, 30, d.output)
+        q = d.cli("q", "-af", "ClusterId", "JobStatus").stdout.split("\n")
+        assert "1 4" in q
+        # 2.0 leaves once its expression turns false; 1.0 stays until rm
+        wait_for(lambda: d.cli("q", "-af", "ClusterId").stdout.split() == ["1"], 30,
+                 d.output)
+        assert "2" in d.cli("history", "-af", "ClusterId").stdout.split()
+        assert d.cli("hold", "1.0", check=False).returncode == 1
+        assert d.statuses()["1.0"] == 4           # a finished job is not held
+        d.cli("rm", "1.0")
+        assert d.cli("q", "-af", "ClusterId").stdout.split() == []
+        assert sorted(d.cli("history", "-af", "ClusterId", "JobStatus").stdout
+                      .strip().split("\n")) == ["1 4", "2 4"]
+    finally:
+        d.stop()
+        d.kill_leftovers()

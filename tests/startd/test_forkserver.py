@@ -302,8 +302,12 @@ def test_starter_has_its_own_session_files_and_clean_environment(env: Env,
     assert not [v for v in environ if v.startswith((b"NOTIFY_SOCKET=", b"INVOCATION_ID="))]
     # Nothing of the startd's is held open: only stdio, the control socket, and what
     # the starter opens itself (selector, pidfd).
-    fds = {int(n): os.readlink(f"/proc/{launched.pid}/fd/{n}")
-           for n in os.listdir(f"/proc/{launched.pid}/fd")}
+    fds = {}
+    for n in os.listdir(f"/proc/{launched.pid}/fd"):
+        try:        # the starter may close a descriptor of its own while we look
+            fds[int(n)] = os.readlink(f"/proc/{launched.pid}/fd/{n}")
+        except FileNotFoundError:
+            pass
     assert not [t for t in fds.values() if t.startswith("socket:")][1:], fds
     os.kill(launched.pid, signal.SIGTERM)
     assert "ExitBySignal = true" in final_ad(launched)

@@ -287,3 +287,16 @@ def test_undefined_macro_is_empty_and_default_used() -> None:
     ad = one("executable = /bin/x\narguments = a$(nothing)b $(nothing:dflt)\nqueue\n")
     assert ad["Args"] == "ab dflt"
     assert ad.evaluate("NoSuchAttr") is Undefined
+
+
+def test_attributes_condor_submit_dry_run_writes_too() -> None:
+    # checked against condor_submit -dry-run (tests/pool/test_submit_dryrun.py)
+    ad = one('executable = /bin/echo\narguments = a b\\"c d\noutput = o\n'
+             "job_max_vacate_time = 30\nqueue\n")
+    assert ad["Args"] == 'a b"c d'            # V1 raw: the escape is undone
+    assert ad["JobLeaseDuration"] == 2400 and ad["JobMaxVacateTime"] == 30
+    assert ad["StreamOut"] is False and ad.lookup("StreamErr") is None
+    assert one("executable = /bin/true\njob_lease_duration = 60\noutput = o\n"
+               "stream_output = true\nqueue\n")["JobLeaseDuration"] == 60
+    assert one("executable = /bin/true\noutput = o\nstream_output = true\nqueue\n")[
+        "StreamOut"] is True

@@ -24,8 +24,11 @@ def test_v2_unterminated_quote_names_attribute() -> None:
         split_v2("'open")
 
 
-def test_v1_words_and_escaped_quote() -> None:
-    assert split_v1(r'a \"b\" c') == ["a", '"b"', "c"]
+def test_v1_raw_is_split_at_whitespace_only() -> None:
+    # Args holds condor_submit's raw V1 form (the submit file's \" already undone):
+    # HTCondor's starter splits it at whitespace and keeps every other character.
+    assert split_v1('a "b" c') == ["a", '"b"', "c"]
+    assert split_v1(r'a\"b') == ['a\\"b']
     assert split_v1("  x\ty ") == ["x", "y"]
 
 

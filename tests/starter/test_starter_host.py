@@ -116,7 +116,7 @@ def test_arguments_environment_and_files(settings: StarterSettings, tmp_path: Pa
 
 def test_old_syntax_arguments_and_env(settings: StarterSettings, tmp_path: Path) -> None:
     d = outdir(tmp_path)
-    job = {"Cmd": "/bin/echo", "Args": r'a \"b\"  c', "Env": "X=1;Y=2",
+    job = {"Cmd": "/bin/echo", "Args": 'a "b"  c', "Env": "X=1;Y=2",
            "Out": str(d / "o"), "ClusterId": 1}
     assert run(job, None, settings).attributes["ExitCode"] == 0
     assert (d / "o").read_text() == 'a "b" c\n'

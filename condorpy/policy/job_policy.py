@@ -1,0 +1,173 @@
+"""A job's own policy: the periodic and on-exit expressions the schedd evaluates
+(``periodic_hold``, ``periodic_release``, ``periodic_remove``, ``on_exit_hold``,
+``on_exit_remove``, ``TimerRemove`` and the administrator's ``SYSTEM_PERIODIC_*``).
+
+The order and the outcomes are HTCondor's user job policy: the first check that fires
+wins, in the order TimerRemove, PeriodicHold (a job not held), PeriodicRelease (a held
+job), PeriodicRemove, then at exit OnExitHold and OnExitRemove. A job's own expression
+is consulted before the system one of the same kind. A job expression that is present
+but does not evaluate to a boolean holds a running job (code 5, "evaluated to
+UNDEFINED"), as the shadow does, and changes nothing for a job waiting in the queue, as
+the schedd does; a system expression that does not is ignored. Pure: ads, knob texts
+and the clock come in, a decision goes out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Mapping
+
+from condorpy.classad import CallContext, ClassAd, Error, Undefined, parse_expr
+from condorpy.errors import ClassAdError
+
+# HoldReasonCode values (HTCondor's condor_holdcodes.h)
+HOLD_JOB_POLICY = 3
+HOLD_JOB_POLICY_UNDEFINED = 5
+HOLD_SYSTEM_POLICY = 26
+HOLD_SYSTEM_POLICY_UNDEFINED = 27
+
+
+class JobAction(Enum):
+    HOLD = "hold"
+    RELEASE = "release"
+    REMOVE = "remove"
+    REQUEUE = "requeue"     # at exit only: OnExitRemove is false, the job runs again
+
+
+@dataclass(frozen=True)
+class JobDecision:
+    action: JobAction
+    reason: str
+    code: int = 0           # HoldReasonCode, for a hold
+    subcode: int = 0
+    fired: str = ""         # the attribute or knob that decided
+
+
+@dataclass(frozen=True)
+class SystemPolicy:
+    """The SYSTEM_PERIODIC_{HOLD,RELEASE,REMOVE} knobs with their _REASON and _SUBCODE
+    companions, as texts (an empty or missing knob is no policy)."""
+
+    knobs: Mapping[str, str]
+
+    @classmethod
+    def from_config(cls, get: Any) -> "SystemPolicy":
+        names = [f"SYSTEM_PERIODIC_{k}{s}" for k in ("HOLD", "RELEASE", "REMOVE")
+                 for s in ("", "_REASON", "_SUBCODE")]
+        return cls({n: v for n in names if (v := get(n))})
+
+
+# Job status codes, as in the queue
+_HELD = 5
+_PERIODIC = (("PeriodicHold", "SYSTEM_PERIODIC_HOLD", JobAction.HOLD),
+             ("PeriodicRelease", "SYSTEM_PERIODIC_RELEASE", JobAction.RELEASE),
+             ("PeriodicRemove", "SYSTEM_PERIODIC_REMOVE", JobAction.REMOVE))
+
+
+def periodic(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
+             now: float, *, running: bool = False) -> JobDecision | None:
+    """What the periodic expressions decide for a job in ``status`` now, if anything;
+    ``running``: the job has a starter (an undefined expression then holds it)."""
+    got = _periodic(ad, status, system, ctx, now)
+    if got is not None and got.code == HOLD_JOB_POLICY_UNDEFINED and not running:
+        return None
+    return got
+
+
+def _periodic(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
+              now: float) -> JobDecision | None:
+    timer = ad.evaluate("TimerRemove", None, ctx)
+    if ad.lookup("TimerRemove") is not None:
+        if not isinstance(timer, (int, float)) or isinstance(timer, bool):
+            return _undefined(ad, "TimerRemove", JobAction.HOLD)
+        if 0 <= timer < now:
+            return JobDecision(JobAction.REMOVE,
+                               _default_reason(ad, "TimerRemove", True), HOLD_JOB_POLICY,
+                               fired="TimerRemove")
+    for attr, knob, action in _PERIODIC:
+        if action is JobAction.HOLD and status == _HELD:
+            continue
+        if action is JobAction.RELEASE and status != _HELD:
+            continue
+        got = _single(ad, attr, knob, action, system, ctx)
+        if got is not None:
+            return got
+    return None
+
+
+def at_exit(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
+            now: float) -> JobDecision | None:
+    """What happens to a job whose ad carries its exit (ExitCode or ExitSignal, and
+    ExitBySignal): a periodic decision first, then OnExitHold, then OnExitRemove;
+    None means it completed."""
+    got = periodic(ad, status, system, ctx, now, running=True)
+    if got is not None:
+        return got
+    for attr, action in (("OnExitHold", JobAction.HOLD), ("OnExitRemove", JobAction.REQUEUE)):
+        if ad.lookup(attr) is None:
+            continue
+        value = ad.evaluate(attr, None, ctx)
+        if not isinstance(value, bool):
+            return _undefined(ad, attr, JobAction.HOLD)
+        if attr == "OnExitHold" and value:
+            code, sub, reason = _custom(ad, attr, ctx, HOLD_JOB_POLICY)
+            return JobDecision(JobAction.HOLD, reason or _default_reason(ad, attr, True),
+                               code, sub, attr)
+        if attr == "OnExitRemove" and not value:
+            return JobDecision(JobAction.REQUEUE,
+                               _default_reason(ad, attr, False), fired=attr)
+    return None
+
+
+def _single(ad: ClassAd, attr: str, knob: str, action: JobAction, system: SystemPolicy,
+            ctx: CallContext) -> JobDecision | None:
+    if ad.lookup(attr) is not None:
+        value = ad.evaluate(attr, None, ctx)
+        if not isinstance(value, bool):
+            return _undefined(ad, attr, JobAction.HOLD)
+        if value:
+            code, sub, reason = _custom(ad, attr, ctx, HOLD_JOB_POLICY)
+            return JobDecision(action, reason or _default_reason(ad, attr, True), code, sub,
+                               attr)
+    text = system.knobs.get(knob)
+    if not text:
+        return None
+    if _knob_value(ad, text, ctx) is not True:
+        return None
+    reason = _knob_value(ad, system.knobs.get(f"{knob}_REASON", ""), ctx)
+    sub = _knob_value(ad, system.knobs.get(f"{knob}_SUBCODE", ""), ctx)
+    if not isinstance(reason, str) or not reason:
+        reason = f"The system macro {knob} expression '{text}' evaluated to TRUE"
+    return JobDecision(action, reason, HOLD_SYSTEM_POLICY,
+                       sub if isinstance(sub, int) and not isinstance(sub, bool) else 0, knob)
+
+
+def _knob_value(ad: ClassAd, text: str, ctx: CallContext) -> Any:
+    if not text.strip():
+        return Undefined
+    try:
+        return parse_expr(text).evaluate(ad, None, ctx)
+    except ClassAdError:
+        return Error
+
+
+def _custom(ad: ClassAd, attr: str, ctx: CallContext, code: int) -> tuple[int, int, str]:
+    """``<attr>Reason`` and ``<attr>SubCode`` as the job set them (submit's
+    periodic_hold_reason and friends)."""
+    reason = ad.evaluate(f"{attr}Reason", None, ctx)
+    sub = ad.evaluate(f"{attr}SubCode", None, ctx)
+    return (code, sub if isinstance(sub, int) and not isinstance(sub, bool) else 0,
+            reason if isinstance(reason, str) else "")
+
+
+def _default_reason(ad: ClassAd, attr: str, value: bool) -> str:
+    expr = ad.lookup(attr)
+    return (f"The job attribute {attr} expression '{expr}' evaluated to "
+            f"{'TRUE' if value else 'FALSE'}")
+
+
+def _undefined(ad: ClassAd, attr: str, action: JobAction) -> JobDecision:
+    expr = ad.lookup(attr)
+    return JobDecision(action, f"The job attribute {attr} expression '{expr}' evaluated to "
+                       "UNDEFINED", HOLD_JOB_POLICY_UNDEFINED, fired=attr)

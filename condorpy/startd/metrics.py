@@ -1,0 +1,678 @@
+"""Prometheus metrics of the startd: a snapshot published by the loop, a collector that
+reads it, and prometheus-client's own HTTP server on ``CONDORPY_METRICS_ADDRESS``.
+
+Threads: the event loop is the only writer. It keeps event counters in
+:class:`MetricsStats` and, after a step in which something changed (and at least once a
+second, for owner activity), publishes one frozen :class:`Snapshot` by assigning a
+single attribute. prometheus-client serves each scrape on a thread of its own; the
+:class:`StartdCollector` reads that attribute once and builds fresh metric families
+from it. No lock is shared with the loop, a scrape never touches the engine, and a
+policy cycle never waits for a scrape.
+
+Names follow Prometheus's conventions: the ``condorpy_`` prefix, base units (seconds,
+bytes), ``_total`` only on counters, labels from small fixed sets (slot state, activity
+and type; outcome; cause; hold code; hook type; cron job name) and never a job or a
+d-slot name: d-slots are counted by state.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import platform
+from operator import attrgetter, methodcaller
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    HistogramMetricFamily, InfoMetricFamily, Metric)
+
+from condorpy import __version__
+from condorpy.clock import Clock
+from condorpy.config import Config
+from condorpy.errors import StartdError
+from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Slot,
+                                     SoftKill, StateChange)
+from condorpy.policy.states import TRANSITIONS, Activity, State
+from condorpy.slots.ads import HTCONDOR_VERSION
+from condorpy.startd.jobstore import JobStatus
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from condorpy.policy.engine import PolicyEngine
+    from condorpy.startd.jobstore import JobId
+
+log = logging.getLogger("condorpy.startd")
+
+KNOB = "CONDORPY_METRICS_ADDRESS"
+# 9618 is HTCondor's collector (and shared port); 9619 is the next one up and is used
+# by no HTCondor daemon. Loopback only unless the administrator says otherwise.
+DEFAULT_PORT = 9619
+DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
+_REFRESH_S = 1.0        # the longest a snapshot goes unpublished while the loop runs
+_FIGURES_MAX_AGE_S = 30.0
+
+OUTCOMES = ("completed", "removed", "held", "evicted")
+CAUSES = ("preempt", "rank", "vacate", "drain", "kill")
+ADOPTIONS = ("adopted", "finished", "lost")
+# Hold codes the daemon itself gives (HTCondor's CONDOR_HOLD_CODE numbers): 1 by a user
+# or administrator, 3 on_exit_hold, 6 the starter could not start the job, 34 over its
+# memory. Exported at zero so that a dashboard shows them before the first hold.
+HOLD_CODES = ("1", "3", "6", "34")
+# HTCondor's hook types (<KEYWORD>_HOOK_<TYPE>): startd and starter hooks.
+HOOKS = ("FETCH_WORK", "REPLY_FETCH", "EVICT_CLAIM", "PREPARE_JOB_BEFORE_TRANSFER",
+         "PREPARE_JOB", "UPDATE_JOB_INFO", "JOB_EXIT")
+SLOT_TYPES = ("static", "partitionable", "dynamic")
+CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+# Resource name in a slot -> (metric, factor to base units). Memory is MiB, Disk KiB.
+_BUILTIN_RESOURCES = {"Cpus": ("condorpy_cpus", 1.0),
+                      "Memory": ("condorpy_memory_bytes", 1024.0 * 1024.0),
+                      "Disk": ("condorpy_disk_bytes", 1024.0),
+                      "GPUs": ("condorpy_gpus", 1.0)}
+_STATES = tuple(s.value for s in State)
+
+
+def _valid_pairs() -> tuple[tuple[str, str], ...]:
+    """Every (state, activity) a slot can be in: the ends of the manual's arrows."""
+    pairs = {(State.OWNER.value, Activity.IDLE.value)}
+    for t in TRANSITIONS.values():
+        pairs.add((t.dest[0].value, t.dest[1].value))
+        if t.source[1] is not None:
+            pairs.add((t.source[0].value, t.source[1].value))
+    return tuple(sorted(pairs))
+
+
+VALID_PAIRS = _valid_pairs()
+
+
+def metrics_address(cfg: Config) -> tuple[str, int] | None:
+    """Where the endpoint listens: ``CONDORPY_METRICS_ADDRESS`` (``host:port``), by
+    default 127.0.0.1:9619; a knob set to nothing turns it off (None). A bad value is a
+    ConfigError naming the knob, its file and line."""
+    if cfg.raw(KNOB) is not None and cfg.get(KNOB) is None:
+        return None
+    return cfg.get_address(KNOB, DEFAULT_ADDRESS)
+
+
+# ------------------------------------------------------------------ the event counters
+class _Histogram:
+    """Bucket counts kept by the loop (no lock: one writer, read through snapshots)."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)     # the last one is +Inf
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    def view(self) -> HistogramView:
+        cum, acc = [], 0
+        for c in self.counts:
+            acc += c
+            cum.append(acc)
+        return HistogramView(self.bounds, tuple(cum), self.sum)
+
+
+@dataclass(frozen=True)
+class HistogramView:
+    bounds: tuple[float, ...]
+    cumulative: tuple[int, ...]     # per bound, then +Inf (= the count)
+    sum: float
+
+    def buckets(self) -> list[tuple[str, float]]:
+        out = [(_le(b), float(c)) for b, c in zip(self.bounds, self.cumulative)]
+        out.append(("+Inf", float(self.cumulative[-1])))
+        return out
+
+
+def _le(bound: float) -> str:
+    return repr(float(bound))
+
+
+@dataclass(frozen=True)
+class StatsView:
+    """The counters at one moment (what a snapshot carries)."""
+
+    jobs_started: int
+    exits: tuple[tuple[str, int], ...]
+    holds: tuple[tuple[str, int], ...]
+    evictions: tuple[tuple[str, int], ...]
+    adoptions: tuple[tuple[str, int], ...]
+    hooks: tuple[tuple[str, int, int], ...]     # (hook, runs, failures)
+    cron: tuple[tuple[str, int, int], ...]      # (job, runs, failures)
+    cycle: HistogramView
+    latency: HistogramView
+    last_cycle: float                           # wall time of the last policy cycle
+
+
+class MetricsStats:
+    """Counters the daemon bumps on events. Called from the event loop only.
+
+    Hooks and cron report through :meth:`hook_run` and :meth:`cron_run`; both are
+    exported at zero for every known hook type and every STARTD_CRON_JOBLIST job."""
+
+    def __init__(self) -> None:
+        self.jobs_started = 0
+        self.exits = dict.fromkeys(OUTCOMES, 0)
+        self.holds = dict.fromkeys(HOLD_CODES, 0)
+        self.evictions = dict.fromkeys(CAUSES, 0)
+        self.adoptions = dict.fromkeys(ADOPTIONS, 0)
+        self.hooks: dict[str, list[int]] = {h: [0, 0] for h in HOOKS}
+        self.cron: dict[str, list[int]] = {}
+        self.cycle = _Histogram(CYCLE_BUCKETS)
+        self.latency = _Histogram(LATENCY_BUCKETS)
+        self.last_cycle = 0.0
+        self.changed = True
+        self._launched: dict[str, float] = {}      # job id -> monotonic launch time
+        self._cause: dict[str, str] = {}            # claim id -> why it is being evicted
+        self._preempt_reason: dict[str, str] = {}   # slot -> reason it left Claimed/Busy
+
+    # jobs -------------------------------------------------------------------------
+    def job_launched(self, job_id: JobId | str, mono: float) -> None:
+        """A starter was launched for a job (a re-adopted one is not a new start)."""
+        self.jobs_started += 1
+        self._launched[str(job_id)] = mono
+        self.changed = True
+
+    def job_running(self, job_id: JobId | str, mono: float) -> None:
+        """The starter reported the job's process: the start latency is measured from
+        the activation that launched it."""
+        t0 = self._launched.pop(str(job_id), None)
+        if t0 is not None:
+            self.latency.observe(max(0.0, mono - t0))
+            self.changed = True
+
+    def job_ended(self, job_id: JobId | str, claim_id: str, status: JobStatus,
+                  hold_code: int, requeued: bool) -> None:
+        """A job's run ended with the queue status it went to; ``requeued``: it went
+        back to the queue because its slot was taken or its starter was lost."""
+        self._launched.pop(str(job_id), None)
+        cause = self._cause.pop(claim_id, None)
+        if status is JobStatus.REMOVED:
+            outcome = "removed"
+        elif status is JobStatus.HELD:
+            outcome = "held"
+            self.job_held(hold_code)
+        elif status is JobStatus.IDLE and requeued:
+            outcome = "evicted"
+            if cause is not None:
+                self.evictions[cause] += 1
+        else:
+            outcome = "completed"
+        self.exits[outcome] += 1
+        self.changed = True
+
+    def job_held(self, code: int) -> None:
+        key = str(int(code))
+        self.holds[key] = self.holds.get(key, 0) + 1
+        self.changed = True
+
+    def adopted(self, result: str) -> None:
+        """A starter found at start-up: ``adopted`` (alive, reconnected), ``finished``
+        (it ended while the daemon was away) or ``lost`` (gone without a result)."""
+        self.adoptions[result] = self.adoptions.get(result, 0) + 1
+        self.changed = True
+
+    # hooks and cron (called by condorpy.startd.hooks* / cron*) ------------------------
+    def hook_run(self, hook: str, ok: bool) -> None:
+        row = self.hooks.setdefault(hook.upper(), [0, 0])
+        row[0] += 1
+        row[1] += 0 if ok else 1
+        self.changed = True
+
+    def cron_run(self, job: str, ok: bool) -> None:
+        row = self.cron.setdefault(job, [0, 0])
+        row[0] += 1
+        row[1] += 0 if ok else 1
+        self.changed = True
+
+    def declare_cron(self, jobs: Iterable[str]) -> None:
+        """Cron jobs to export at zero before their first run."""
+        for job in jobs:
+            self.cron.setdefault(job, [0, 0])
+
+    # policy -----------------------------------------------------------------------
+    def policy_cycle(self, seconds: float, wall: float) -> None:
+        self.cycle.observe(seconds)
+        self.last_cycle = wall
+        self.changed = True
+
+    def observe(self, o: Output, engine: PolicyEngine) -> None:
+        """Follow the engine's outputs to name the cause of each eviction, decided by
+        the first kill a claim gets; it is counted when the job is requeued."""
+        if isinstance(o, StateChange):
+            if o.state is State.PREEMPTING or o.activity is Activity.RETIRING:
+                self._preempt_reason.setdefault(o.slot, o.reason)
+            elif o.state is not State.CLAIMED:
+                self._preempt_reason.pop(o.slot, None)
+            return
+        if not isinstance(o, (SoftKill, HardKill, KillStarter)) or o.claim in self._cause:
+            return
+        slot = engine.slots.get(o.slot)
+        why = slot.evict_why if slot is not None else None
+        reason = self._preempt_reason.get(o.slot, "")
+        if slot is not None and slot.pending is not None or why is EvictWhy.RANK:
+            cause = "rank"
+        elif why is EvictWhy.DRAIN:
+            cause = "drain"
+        elif not isinstance(o, SoftKill):
+            cause = "kill"           # no vacate grace: SIGKILL at once
+        elif why is EvictWhy.SHUTDOWN or reason == "condor_vacate":
+            cause = "vacate"
+        else:
+            cause = "preempt"
+        self._cause[o.claim] = cause
+
+    def view(self) -> StatsView:
+        return StatsView(
+            self.jobs_started, tuple(self.exits.items()), tuple(sorted(self.holds.items())),
+            tuple(self.evictions.items()), tuple(self.adoptions.items()),
+            tuple((k, v[0], v[1]) for k, v in sorted(self.hooks.items())),
+            tuple((k, v[0], v[1]) for k, v in sorted(self.cron.items())),
+            self.cycle.view(), self.latency.view(), self.last_cycle)
+
+
+# ------------------------------------------------------------------ the snapshot
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a scrape reports, as the loop saw it at ``at`` (wall time)."""
+
+    at: float
+    slots: tuple[tuple[tuple[str, str, str], int], ...]      # (state, activity, type)
+    resources: tuple[tuple[str, str, float], ...]            # (resource, state, amount)
+    machine: tuple[tuple[str, float], ...]                   # (resource, total)
+    keyboard_idle: float | None
+    console_idle: float | None
+    load_average: float
+    jobs_load_average: float
+    drain_how: str | None
+    drain_started: float
+    shutting_down: bool
+    badput: float
+    unclaimed: float
+    preempting_since: float
+    starters: int
+    stats: StatsView
+    started_at: float
+
+
+@dataclass
+class _Owner:
+    keyboard_idle: float | None = None
+    console_idle: float | None = None
+    load: float = 0.0
+
+
+@dataclass(frozen=True)
+class SlotFigures:
+    """The slots aggregated: counts by (state, activity, type), resources by state."""
+
+    slots: tuple[tuple[tuple[str, str, str], int], ...]
+    resources: tuple[tuple[str, str, float], ...]        # (resource, state, amount)
+    machine: tuple[tuple[str, float], ...]               # (resource, total)
+    preempting_since: float
+
+
+def slot_figures(engine: PolicyEngine) -> SlotFigures:
+    """One pass over the slots, nothing evaluated; d-slots counted, never named. Every
+    valid (state, activity) of the slot types present is there, at 0 when empty (a
+    partitionable slot brings the dynamic type with it)."""
+    groups: dict[tuple[State, Activity, str], list[Slot]] = {}
+    for s in engine.slots.values():
+        if not s.deleted:
+            key = (s.state, s.activity, s.kind)
+            got = groups.get(key)
+            if got is None:
+                groups[key] = [s]
+            else:
+                got.append(s)
+    inv = engine.layout.inventory
+    names = ("Cpus", "Memory", "Disk", *inv.custom)
+    kinds = {kind for _s, _a, kind in groups}
+    if "partitionable" in kinds:
+        kinds.add("dynamic")
+    counts = {(st, act, k): 0 for st, act in VALID_PAIRS for k in SLOT_TYPES if k in kinds}
+    amounts = {(name, state.value): 0.0 for state in State for name in names}
+    oldest = 0.0
+    for (state, activity, kind), members in groups.items():
+        counts[(state.value, activity.value, kind)] = len(members)
+        rows = list(map(_RESOURCES, members))
+        for name in names:
+            amounts[(name, state.value)] += sum(map(methodcaller("get", name, 0.0), rows))
+        if state is State.PREEMPTING:
+            first = min(m.entered_state for m in members)
+            oldest = first if oldest == 0.0 else min(oldest, first)
+    machine = [("Cpus", float(inv.cpus)), ("Memory", float(inv.memory_mb)),
+               ("Disk", float(inv.disk_kb))]
+    for name, res in inv.custom.items():
+        machine.append((name, float(len(res.ids) if res.ids else res.count)))
+    return SlotFigures(tuple(sorted(counts.items())),
+                       tuple((n, st, a) for (n, st), a in amounts.items()),
+                       tuple(machine), oldest)
+
+
+_RESOURCES = attrgetter("resources")
+
+
+def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starters: int,
+                  owner: _Owner | None = None, started_at: float = 0.0,
+                  figures: SlotFigures | None = None) -> Snapshot:
+    """A snapshot from the slot figures (aggregated now unless given) and the rest."""
+    fig = figures if figures is not None else slot_figures(engine)
+    condor_load = 0.0
+    for s in engine.slots.values():       # the machine-wide figure every slot carries
+        if not s.deleted and s.total_load:
+            condor_load = s.total_load[1]
+            break
+    mw = engine.machine
+    own = owner or _Owner()
+    return Snapshot(
+        at=now, slots=fig.slots, resources=fig.resources, machine=fig.machine,
+        keyboard_idle=own.keyboard_idle, console_idle=own.console_idle,
+        load_average=own.load, jobs_load_average=condor_load,
+        drain_how=mw.drain.how if mw.drain is not None else None,
+        drain_started=mw.drain.started if mw.drain is not None else 0.0,
+        shutting_down=mw.shutting_down, badput=mw.badput, unclaimed=mw.unclaimed,
+        preempting_since=fig.preempting_since, starters=starters, stats=stats,
+        started_at=started_at)
+
+
+# ------------------------------------------------------------------ the collector
+class StartdCollector:
+    """Builds fresh metric families from the latest snapshot at every scrape."""
+
+    def __init__(self) -> None:
+        self.snapshot: Snapshot | None = None
+
+    def describe(self) -> list[Metric]:
+        # Names are known, but returning them would make the registry call collect()
+        # at registration, before the first snapshot; duplicates are ruled out by the
+        # registry being private.
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.snapshot       # one read: the loop swaps whole snapshots
+        if snap is None:
+            return
+        yield from _families(snap)
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)
+
+
+def _families(snap: Snapshot) -> Iterator[Metric]:
+    st = snap.stats
+    info = InfoMetricFamily("condorpy_build", "condorpy's version, the HTCondor version "
+                            "it speaks for, and Python's.")
+    info.add_metric([], {"version": __version__, "condor_version": HTCONDOR_VERSION,
+                         "python_version": platform.python_version()})
+    yield info
+    yield _gauge("condorpy_start_time_seconds", "When this daemon started (Unix time).",
+                 snap.started_at)
+    yield _gauge("condorpy_snapshot_timestamp_seconds",
+                 "When the event loop last published these figures (Unix time); it "
+                 "does so at least every second while it runs.", snap.at)
+
+    slots = GaugeMetricFamily("condorpy_slots", "Slots by state, activity and type "
+                              "(d-slots counted, never named).",
+                              labels=["state", "activity", "type"])
+    for (state, activity, kind), n in snap.slots:
+        slots.add_metric([state, activity, kind], n)
+    yield slots
+
+    fams: dict[str, GaugeMetricFamily] = {}
+    custom = GaugeMetricFamily("condorpy_custom_resources", "Custom machine resources "
+                               "held by slots in each state.", labels=["resource", "state"])
+    for name, doc in (("condorpy_cpus", "CPUs"), ("condorpy_memory_bytes", "Memory"),
+                      ("condorpy_disk_bytes", "Disk"), ("condorpy_gpus", "GPUs")):
+        fams[name] = GaugeMetricFamily(name, f"{doc} held by slots in each state (a "
+                                       "partitionable slot holds what is not carved).",
+                                       labels=["state"])
+    for res, state, amount in snap.resources:
+        known = _BUILTIN_RESOURCES.get(res)
+        if known is not None:
+            fams[known[0]].add_metric([state], amount * known[1])
+        else:
+            custom.add_metric([res, state], amount)
+    if not any(r == "GPUs" for r, _s, _a in snap.resources):
+        for state in _STATES:
+            fams["condorpy_gpus"].add_metric([state], 0.0)
+    yield from fams.values()
+    yield custom
+
+    mfams: dict[str, GaugeMetricFamily] = {}
+    mcustom = GaugeMetricFamily("condorpy_machine_custom_resources",
+                                "Custom resources the machine offers in all.",
+                                labels=["resource"])
+    for name, doc in (("condorpy_machine_cpus", "CPUs"),
+                      ("condorpy_machine_memory_bytes", "Memory"),
+                      ("condorpy_machine_disk_bytes", "Disk (free under EXECUTE)"),
+                      ("condorpy_machine_gpus", "GPUs")):
+        mfams[name] = GaugeMetricFamily(name, f"{doc} the machine offers to slots in all.")
+    for res, amount in snap.machine:
+        known = _BUILTIN_RESOURCES.get(res)
+        if known is not None:
+            mfams["condorpy_machine" + known[0][len("condorpy"):]].add_metric(
+                [], amount * known[1])
+        else:
+            mcustom.add_metric([res], amount)
+    if not any(r == "GPUs" for r, _a in snap.machine):
+        mfams["condorpy_machine_gpus"].add_metric([], 0.0)
+    yield from mfams.values()
+    yield mcustom
+
+    if snap.keyboard_idle is not None:
+        yield _gauge("condorpy_keyboard_idle_seconds", "Seconds since the keyboard or "
+                     "mouse was last used (KeyboardIdle).", snap.keyboard_idle)
+    if snap.console_idle is not None:
+        yield _gauge("condorpy_console_idle_seconds", "Seconds since the console was last "
+                     "used (ConsoleIdle).", snap.console_idle)
+    yield _gauge("condorpy_load_average", "The machine's load average (TotalLoadAvg).",
+                 snap.load_average)
+    yield _gauge("condorpy_jobs_load_average", "The part of the load that the jobs make "
+                 "(TotalCondorLoadAvg).", snap.jobs_load_average)
+
+    draining = GaugeMetricFamily("condorpy_draining", "1 while the machine drains, by "
+                                 "how.", labels=["how"])
+    for how in ("graceful", "quick", "fast"):
+        draining.add_metric([how], 1.0 if snap.drain_how == how else 0.0)
+    yield draining
+    yield _gauge("condorpy_drain_start_timestamp_seconds", "When the current drain "
+                 "started (Unix time); 0 when not draining.", snap.drain_started)
+    yield _gauge("condorpy_shutting_down", "1 while the daemon shuts down (condorpy off).",
+                 1.0 if snap.shutting_down else 0.0)
+    yield CounterMetricFamily("condorpy_drain_badput_cpu_seconds_total", "CPU-seconds of "
+                              "jobs evicted by draining (TotalMachineDrainingBadput).",
+                              value=snap.badput)
+    yield CounterMetricFamily("condorpy_drain_unclaimed_cpu_seconds_total", "CPU-seconds "
+                              "left unused while draining "
+                              "(TotalMachineDrainingUnclaimedTime).", value=snap.unclaimed)
+    yield _gauge("condorpy_preempting_since_timestamp_seconds", "When the slot that has "
+                 "been Preempting longest entered that state (Unix time); 0 when none is.",
+                 snap.preempting_since)
+    yield _gauge("condorpy_starters", "Starters the daemon follows (running jobs).",
+                 snap.starters)
+
+    yield CounterMetricFamily("condorpy_jobs_started_total", "Jobs started (starters "
+                              "launched; a re-adopted starter is not counted again).",
+                              value=st.jobs_started)
+    fam = CounterMetricFamily("condorpy_jobs_exited_total", "Job runs ended, by outcome.",
+                              labels=["outcome"])
+    for k, v in st.exits:
+        fam.add_metric([k], v)
+    yield fam
+    fam = CounterMetricFamily("condorpy_job_holds_total", "Jobs put on hold, by "
+                              "HoldReasonCode.", labels=["code"])
+    for k, v in st.holds:
+        fam.add_metric([k], v)
+    yield fam
+    fam = CounterMetricFamily("condorpy_evictions_total", "Running jobs sent back to the "
+                              "queue because their slot was taken, by cause.",
+                              labels=["cause"])
+    for k, v in st.evictions:
+        fam.add_metric([k], v)
+    yield fam
+    fam = CounterMetricFamily("condorpy_starters_adopted_total", "Starters found at "
+                              "start-up, by what became of them.", labels=["result"])
+    for k, v in st.adoptions:
+        fam.add_metric([k], v)
+    yield fam
+    runs = CounterMetricFamily("condorpy_hook_runs_total", "Job hook runs, by hook type.",
+                               labels=["hook"])
+    fails = CounterMetricFamily("condorpy_hook_failures_total", "Job hook runs that "
+                                "failed (exit status, timeout, bad output).",
+                                labels=["hook"])
+    for k, r, f in st.hooks:
+        runs.add_metric([k], r)
+        fails.add_metric([k], f)
+    yield runs
+    yield fails
+    runs = CounterMetricFamily("condorpy_cron_runs_total", "Startd cron job runs.",
+                               labels=["name"])
+    fails = CounterMetricFamily("condorpy_cron_failures_total", "Startd cron job runs "
+                                "that failed.", labels=["name"])
+    for k, r, f in st.cron:
+        runs.add_metric([k], r)
+        fails.add_metric([k], f)
+    yield runs
+    yield fails
+    yield HistogramMetricFamily("condorpy_policy_cycle_duration_seconds", "Time to "
+                                "evaluate the policy of every slot once.",
+                                buckets=st.cycle.buckets(), sum_value=st.cycle.sum)
+    yield HistogramMetricFamily("condorpy_job_start_latency_seconds", "From a claim's "
+                                "activation to its starter reporting the job's process.",
+                                buckets=st.latency.buckets(), sum_value=st.latency.sum)
+    yield _gauge("condorpy_last_policy_cycle_timestamp_seconds", "When the policy was "
+                 "last evaluated (Unix time).", st.last_cycle)
+
+
+# ------------------------------------------------------------------ the daemon's handle
+@dataclass
+class Metrics:
+    """The daemon's metrics: its counters, its snapshots and its endpoint."""
+
+    address: tuple[str, int] | None
+    engine: PolicyEngine
+    clock: Clock
+    stats: MetricsStats = field(default_factory=MetricsStats)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    collector: StartdCollector = field(default_factory=StartdCollector)
+    owner: _Owner = field(default_factory=_Owner)
+    started_at: float = 0.0
+    _server: WSGIServer | None = None
+    _next_publish: float = 0.0
+    _figures: SlotFigures | None = None
+    _figures_due: float = 0.0
+
+    @classmethod
+    def from_config(cls, cfg: Config, engine: PolicyEngine, clock: Clock) -> Metrics:
+        m = cls(metrics_address(cfg), engine, clock, started_at=clock.time())
+        m.registry.register(m.collector)
+        # The daemon's own CPU, memory and file descriptors (process_*), from /proc.
+        ProcessCollector(registry=m.registry)
+        m.stats.declare_cron(cfg.get_list("STARTD_CRON_JOBLIST"))
+        return m
+
+    @property
+    def enabled(self) -> bool:
+        return self.address is not None
+
+    @property
+    def bound(self) -> tuple[str, int] | None:
+        """The address the endpoint listens on (the real port when 0 was asked for)."""
+        if self._server is None:
+            return None
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        """Listen (prometheus-client's server, on a daemon thread of its own)."""
+        if self.address is None:
+            return
+        self.publish(self.clock.monotonic())
+        try:
+            self._server = _serve(self.address, self.registry)
+        except StartdError as exc:
+            # The jobs matter more than their figures: run on, and let the scrape's
+            # failure (the "metrics endpoint down" alert) tell the operator.
+            log.error("%s; running without a metrics endpoint", exc)
+            return
+        host, port = self.bound or self.address
+        log.info("metrics on http://%s/metrics",
+                 f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+
+    def reconfig(self, cfg: Config) -> None:
+        """A new address starts a new endpoint before the old one goes; a bad value or
+        an address in use raises and leaves the old endpoint as it was."""
+        address = metrics_address(cfg)
+        self.stats.declare_cron(cfg.get_list("STARTD_CRON_JOBLIST"))
+        if address == self.address:
+            return
+        new = _serve(address, self.registry) if address is not None else None
+        self.close()
+        self.address, self._server = address, new
+        log.info("reconfig: metrics %s", f"on {address[0]}:{address[1]}" if address
+                 else "turned off")
+
+    def observe(self, o: Output) -> None:
+        """Every output the daemon applies: slots changed (the figures are taken anew
+        at the next publish) and evictions get their cause."""
+        if self.address is not None:
+            self._figures = None
+            self.stats.observe(o, self.engine)
+
+    def owner_activity(self, keyboard_idle: float | None, console_idle: float | None,
+                       load: float) -> None:
+        self.owner.keyboard_idle, self.owner.console_idle = keyboard_idle, console_idle
+        self.owner.load = load
+
+    def after_step(self, starters: int) -> None:
+        """End of a loop step: publish when something changed, and every second."""
+        if self.address is None:
+            return
+        mono = self.clock.monotonic()
+        if self.stats.changed or mono >= self._next_publish:
+            self.publish(mono, starters)
+
+    def publish(self, mono: float, starters: int = 0) -> None:
+        self.stats.changed = False
+        self._next_publish = mono + _REFRESH_S
+        # Slots change only through the engine's outputs, which the daemon shows to
+        # observe(): a quiet machine reuses its figures (taken anew now and then all
+        # the same, should a change ever come without an output).
+        if self._figures is None or mono >= self._figures_due:
+            self._figures = slot_figures(self.engine)
+            self._figures_due = mono + _FIGURES_MAX_AGE_S
+        self.collector.snapshot = take_snapshot(
+            self.engine, self.stats.view(), now=self.clock.time(), starters=starters,
+            owner=_Owner(self.owner.keyboard_idle, self.owner.console_idle, self.owner.load),
+            started_at=self.started_at, figures=self._figures)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def _serve(address: tuple[str, int], registry: CollectorRegistry) -> WSGIServer:
+    host, port = address
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise StartdError(f"{KNOB}: cannot listen on {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
+    return server
+
+
+def scrape_text(registry: CollectorRegistry) -> str:
+    """The text a scrape returns (for tests and benchmarks)."""
+    from prometheus_client import generate_latest
+    return generate_latest(registry).decode()
