@@ -21,6 +21,7 @@ against traffic between the daemons of a real 23.9.6 pool, see ``docs/pool-proto
 
 from __future__ import annotations
 
+import hashlib
 import math
 import struct
 from collections.abc import Iterator
@@ -56,7 +57,6 @@ class Transcript:
     binds the first encrypted packet to the whole handshake before it."""
 
     def __init__(self) -> None:
-        import hashlib
         self.sent = hashlib.sha256()
         self.received = hashlib.sha256()
         self.sent_any = False

@@ -19,7 +19,7 @@ collector, whose private ads were read back with ``QUERY_STARTD_PVT_ADS``):
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from condorpy.classad import ClassAd
@@ -139,7 +139,3 @@ def query(cmd: int, constraint: str, policy: ClientPolicy, peer: str,
             out.append(get_classad(r, f"ad {len(out) + 1} of the query reply"))
         return out
     return command(cmd, policy, peer, lambda w: put_classad(w, q), read)
-
-
-def names(ads: Iterable[ClassAd]) -> list[str]:
-    return [str(a.get("Name")) for a in ads]

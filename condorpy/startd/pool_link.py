@@ -1,4 +1,5 @@
-"""The daemon's link to an HTCondor pool: advertising its slots to the collector.
+"""The daemon's link to an HTCondor pool: its slots advertised to the collector, claims
+from the pool's schedds and jobs from their shadows (``docs/pool.md``).
 
 With ``COLLECTOR_HOST`` (by default ``$(CONDOR_HOST)``) set, the daemon sends each slot's
 public and private ads (``UPDATE_STARTD_AD``) at start, every ``UPDATE_INTERVAL`` and
@@ -10,6 +11,10 @@ invalidations at shutdown wait, a few seconds at most.
 
 The command port (``STARTD_PORT``, else an ephemeral port, on ``NETWORK_INTERFACE``
 or the address that routes to the collector) is what the ads name as ``MyAddress``.
+With ``CONDORPY_POOL_ACCEPT_CLAIMS`` it takes claims there: every decision goes
+through the policy engine (``request_claim``, ``activate``, ``release``, ``alive``),
+and a job activated by a shadow runs under the daemon's own starter while this module
+answers the shadow as HTCondor's starter would (:mod:`condorpy.pool.shadow`).
 """
 
 from __future__ import annotations
