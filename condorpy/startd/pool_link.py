@@ -272,6 +272,9 @@ class PoolLink:
         live = {}
         for slot, ad in self._ads().items():
             ads = collector.slot_ads(ad, self.address, self.claim_id(slot))
+            if not self.settings.accept_claims:
+                # listed, never matched: a claim would only be refused
+                ads.public["Requirements"] = False
             live[ads.name] = slot
             self.queue.append(("update", self._maker(ads)))
         for gone in sorted(set(self.advertised) - set(live)):

@@ -79,9 +79,11 @@ def test_condor_status_lists_the_slots_at_start_and_not_after_stop(
              lambda: f"condor_status shows {status(refpool)}; daemon: {daemon.output()}")
     seen_after = time.monotonic() - t0
     rows = status(refpool, "State", "Activity", "Cpus", "Memory", "OpSys", "Arch",
-                  "LoadAvg", "MyAddress")
+                  "LoadAvg", "MyAddress", "Requirements")
     for name in want:
-        state, activity, cpus, memory, opsys, arch, load, addr = rows[name]
+        state, activity, cpus, memory, opsys, arch, load, addr, req = rows[name]
+        # CONDORPY_POOL_ACCEPT_CLAIMS is off: listed, but never matched
+        assert req == "false"
         assert (state, activity, cpus, memory) == ("Unclaimed", "Idle", "1", "1024")
         assert (opsys, arch) == ("LINUX", "X86_64")
         assert float(load) >= 0
