@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from condorpy.classad import ClassAd
 from condorpy.errors import SecurityError, WireError
+from condorpy.pool import claims
 from condorpy.pool.aesgcm import hkdf_key
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import DC_AUTHENTICATE, Op, Receive, Send, StartCrypto
@@ -129,3 +130,18 @@ def resume_session(command: int, claim_id: str, peer: str, version: str = ""
         raise SecurityError(f"session resumption refused ({reply.get('ReturnCode')!r})",
                             peer=peer)
     yield StartCrypto(claim_session_key(claim_id))
+
+
+
+def alive(claim_id: str, peer: str, version: str = "") -> Generator[Op, bytes | None, int]:
+    """``ALIVE`` (441), execution point to schedd on the claim's session: the claim id;
+    the answer is the schedd's alive interval, or -1 for a claim it no longer knows
+    (``claim.cpp`` ``sendAlive``, ``schedd.cpp`` ``receive_startd_alive``)."""
+    yield from resume_session(claims.ALIVE, claim_id, peer, version)
+    yield Send(Writer(crypto=True).put_secret(claim_id).payload())
+    payload = yield Receive("the answer to ALIVE")
+    assert payload is not None
+    r = Reader(payload, peer, crypto=True)
+    answer = r.get_int("the answer to ALIVE")
+    r.end("the answer to ALIVE")
+    return answer

@@ -37,9 +37,8 @@ from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
 from condorpy.pool import claims, collector, shadow
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
-from condorpy.pool.security import Await, ClientPolicy, Op, Receive, Send, client_policy
-from condorpy.pool.server import (claim_session_key, parse_claim_id, resume_session,
-                                  serve_handshake)
+from condorpy.pool.security import Await, ClientPolicy, Op, Send, client_policy
+from condorpy.pool.server import alive, claim_session_key, parse_claim_id, serve_handshake
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
 from condorpy.startd.paths import StatePaths
@@ -507,7 +506,7 @@ class PoolLink:
         try:
             addr = parse_address(req.scheduler_addr, source="the schedd's address")
             peer = addr.hostport()
-            ex = AsyncExchange.connect(addr, self._alive_protocol(cid, peer),
+            ex = AsyncExchange.connect(addr, alive(cid, peer, CONDOR_VERSION),
                                        self.clock.monotonic() + EXCHANGE_TIMEOUT,
                                        f"ALIVE for {engine_id(cid)}")
         except CondorpyError as exc:
@@ -527,16 +526,6 @@ class PoolLink:
                 self.apply(self.engine.alive(self.clock.time(), eid))
         self.outbound[ex] = done
         self.sel.register(ex.sock, ex.interest(), ("pool", ex))
-
-    def _alive_protocol(self, cid: str, peer: str) -> Generator[Op, bytes | None, int]:
-        yield from resume_session(claims.ALIVE, cid, peer, CONDOR_VERSION)
-        yield Send(Writer(crypto=True).put_secret(cid).payload())
-        payload = yield Receive("the answer to ALIVE")
-        assert payload is not None
-        r = Reader(payload, peer, crypto=True)
-        answer = r.get_int("the answer to ALIVE")
-        r.end("the answer to ALIVE")
-        return answer
 
     def _close_outbound(self, ex: AsyncExchange) -> None:
         done = self.outbound.pop(ex, None)

@@ -321,3 +321,33 @@ def test_exit_status_is_a_wait_status_with_htcondors_reasons() -> None:
     assert shadow.exit_status({"ExitBySignal": True, "ExitSignal": 15}, False,
                               evicted=True)[:2] == (15, 107)
     assert shadow.exit_status({"HoldReasonCode": 6, "HoldReason": "x"}, False)[1] == 112
+
+
+# --- ALIVE --------------------------------------------------------------------------------
+
+from condorpy.pool.server import alive  # noqa: E402
+
+
+def schedd_side(answer: bytes) -> Generator[Op, bytes | None, str]:
+    """What a schedd does with an ALIVE: resume the claim's session, read the claim id,
+    answer."""
+    inbound = yield from serve_handshake("startd", sessions, "$CondorVersion: 23.9.6 $")
+    assert inbound.command == claims.ALIVE
+    r = Reader(inbound.payload, "startd", crypto=True)
+    cid = r.get_secret()
+    r.end()
+    yield Send(answer)
+    return cid
+
+
+@pytest.mark.parametrize("interval", [300, -1])
+def test_alive_carries_the_claim_id_and_reads_the_schedds_answer(interval: int) -> None:
+    answer = Writer(crypto=True).put_int(interval).payload()
+    got, cid = pump(alive(CID, PEER, "v"), schedd_side(answer))
+    assert cid == CID and got == interval
+
+
+@pytest.mark.parametrize("answer", [b"", b"\0\0\0", (1).to_bytes(8, "big") + b"junk"])
+def test_a_damaged_alive_answer_is_a_wire_error(answer: bytes) -> None:
+    with pytest.raises(WireError):
+        pump(alive(CID, PEER, "v"), schedd_side(answer))
