@@ -1104,6 +1104,7 @@ class Startd:
             layout = SlotManager.from_config(new, core.inventory, started_at=self.started_at,
                                              clock=self.clock)
             from_cfg = core.settings(layout)
+            new_pool = pool_settings(new)       # a bad pool knob keeps the old config
             self.metrics.reconfig(new)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
@@ -1114,7 +1115,7 @@ class Startd:
         change = self.engine.relayout(layout)
         self._apply(self.engine.take_output())
         if self.pool is not None:
-            self.pool.reconfig(new)
+            self.pool.reconfig(new_pool)
         self.starter_knobs = _starter_knobs(self.config_path, self.env)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)

@@ -185,15 +185,15 @@ class PoolLink:
         self.sel.register(s, selectors.EVENT_READ, ("pool", self))
         return s
 
-    def reconfig(self, cfg: Config) -> None:
-        settings = pool_settings(cfg)
+    def reconfig(self, settings: PoolSettings | None) -> None:
+        """The pool knobs re-read; the command port and its address stay."""
         if settings is None:
             log.warning("reconfig: COLLECTOR_HOST is no longer set; the slots stay "
                         "advertised until the daemon restarts")
             return
         self.settings = PoolSettings(settings.collector, settings.update_interval,
                                      settings.policy, self.settings.interface,
-                                     self.settings.port)
+                                     self.settings.port, settings.accept_claims)
         self.peer = settings.collector.hostport()
         self.next_update = 0.0
 

@@ -124,3 +124,19 @@ def test_a_bad_collector_host_stops_the_start_with_one_clear_line(
     assert res.returncode == 1
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and why in lines[0] and "Traceback" not in res.stderr, res.stderr
+
+
+def test_a_reconfig_with_a_bad_collector_host_keeps_the_old_configuration(
+        tmp_path: Path) -> None:
+    d = Daemon(tmp_path, f"COLLECTOR_HOST = 127.0.0.1:{_free_port()}\n"
+                         "NETWORK_INTERFACE = 127.0.0.1\n")
+    d.start()
+    try:
+        d.config.write_text(d.config.read_text() + "COLLECTOR_HOST = <127.0.0.1:9618\n")
+        with pytest.raises(Exception, match="bad sinful"):
+            d.call("reconfig")
+        assert d.call("ping")
+        assert "reconfig failed, keeping the old configuration" in d.output()
+    finally:
+        d.stop()
+        d.kill_leftovers()
