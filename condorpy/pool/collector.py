@@ -26,7 +26,8 @@ from condorpy.classad import ClassAd
 from condorpy.classad.ast import quote_string
 from condorpy.errors import WireError
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool.security import ClientPolicy, Op, Receive, Send, Session, client_handshake
+from condorpy.pool.security import (ClientPolicy, Op, Receive, Send, Session,
+                                    client_handshake, resume)
 from condorpy.pool.wire_ad import get_classad, is_private, put_classad
 
 UPDATE_STARTD_AD = 0
@@ -90,10 +91,14 @@ def _quote(s: str) -> str:
 
 
 def command(cmd: int, policy: ClientPolicy, peer: str, body: Callable[[Writer], object],
-            reply: Callable[[Reader], object] | None = None
+            reply: Callable[[Reader], object] | None = None, reuse: Session | None = None
             ) -> Generator[Op, bytes | None, tuple[Session, object]]:
-    """One command to a collector: the handshake, the command's message, its reply."""
-    session = yield from client_handshake(cmd, policy, peer)
+    """One command to a collector: the handshake (or the resumption of the session
+    ``reuse`` an earlier handshake made), the command's message, its reply."""
+    if reuse is not None and reuse.sid and reuse.key:
+        session = yield from resume(cmd, reuse.sid, reuse.key, peer, policy.version)
+    else:
+        session = yield from client_handshake(cmd, policy, peer)
     w = Writer(crypto=session.encrypted)
     if session.raw:
         w.put_int(cmd)
@@ -109,18 +114,19 @@ def command(cmd: int, policy: ClientPolicy, peer: str, body: Callable[[Writer], 
     return session, result
 
 
-def update(ads: SlotAds, policy: ClientPolicy, peer: str
+def update(ads: SlotAds, policy: ClientPolicy, peer: str, reuse: Session | None = None
            ) -> Generator[Op, bytes | None, tuple[Session, object]]:
     def body(w: Writer) -> None:
         put_classad(w, ads.public, private=False)
         put_classad(w, ads.private)
-    return command(UPDATE_STARTD_AD, policy, peer, body)
+    return command(UPDATE_STARTD_AD, policy, peer, body, reuse=reuse)
 
 
-def invalidate(name: str, address: str, policy: ClientPolicy, peer: str
+def invalidate(name: str, address: str, policy: ClientPolicy, peer: str,
+               reuse: Session | None = None
                ) -> Generator[Op, bytes | None, tuple[Session, object]]:
     return command(INVALIDATE_STARTD_ADS, policy, peer,
-                   lambda w: put_classad(w, invalidation_ad(name, address)))
+                   lambda w: put_classad(w, invalidation_ad(name, address)), reuse=reuse)
 
 
 def query(cmd: int, constraint: str, policy: ClientPolicy, peer: str,

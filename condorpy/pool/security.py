@@ -31,6 +31,7 @@ as the first value of the command's message instead (a "raw" command).
 
 from __future__ import annotations
 
+import base64
 import os
 import pwd
 from collections.abc import Generator
@@ -117,6 +118,7 @@ class Session:
     user: str = ""
     valid_commands: tuple[int, ...] = ()
     remote_version: str = ""
+    key: bytes = field(default=b"", repr=False)   # the session's AES key, to resume it
 
 
 def _level(cfg: Config, knob: str, default: Level) -> Level:
@@ -277,7 +279,10 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
         peer_key = reply.get("ECDHPublicKey")
         if not isinstance(peer_key, str) or not peer_key:
             raise SecurityError("the peer sent no ECDHPublicKey", peer=peer)
-        yield StartCrypto(ecdh.session_key(peer_key, peer))
+        key = ecdh.session_key(peer_key, peer)
+        yield StartCrypto(key)
+    else:
+        key = b""
     payload = yield Receive("the post-authentication reply")
     assert payload is not None
     r = Reader(payload, peer, crypto=crypto)
@@ -296,5 +301,34 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
             continue
     return Session(raw=False, authenticated=authenticate, method=method, encrypted=crypto,
                    sid=str(post.get("Sid") or ""), user=str(post.get("User") or ""),
-                   valid_commands=tuple(valid), remote_version=remote_version)
+                   valid_commands=tuple(valid), remote_version=remote_version, key=key)
+
+
+def resume(command: int, sid: str, key: bytes, peer: str, version: str = ""
+           ) -> Generator[Op, bytes | None, Session]:
+    """Start ``command`` on an existing session (``sid``, ``key``) instead of a new
+    handshake: ``int 60010`` and an ad ``UseSession = "YES"``, ``Sid``, ``Command``,
+    ``Nonce``, ``ResumeResponse = true``; the peer answers ``ReturnCode =
+    "AUTHORIZED"`` (or ``"SID_NOT_FOUND"``) in the clear; then both encrypt with the
+    session's key (``condor_secman.cpp`` resume path)."""
+    ad = ClassAd()
+    ad["UseSession"] = "YES"
+    ad["Sid"] = sid
+    ad["Command"] = command
+    ad["Nonce"] = base64.b64encode(os.urandom(33)).decode("ascii")
+    ad["ResumeResponse"] = True
+    if version:
+        ad["RemoteVersion"] = version
+    yield Send(put_classad(Writer().put_int(DC_AUTHENTICATE), ad).payload())
+    payload = yield Receive("the session resumption reply")
+    assert payload is not None
+    r = Reader(payload, peer)
+    reply = get_classad(r, "the session resumption reply", max_attrs=200)
+    r.end("the session resumption reply")
+    if reply.get("ReturnCode") != "AUTHORIZED":
+        raise SecurityError(f"session resumption refused ({reply.get('ReturnCode')!r})",
+                            peer=peer)
+    yield StartCrypto(key)
+    return Session(raw=False, authenticated=True, encrypted=True, sid=sid,
+                   remote_version=str(reply.get("RemoteVersion") or ""), key=key)
 

@@ -31,7 +31,7 @@ from condorpy.errors import SecurityError, WireError
 from condorpy.pool import claims
 from condorpy.pool.aesgcm import hkdf_key
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool.security import DC_AUTHENTICATE, Op, Receive, Send, StartCrypto
+from condorpy.pool.security import DC_AUTHENTICATE, Op, Receive, Send, StartCrypto, resume
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 
@@ -111,26 +111,8 @@ def resume_session(command: int, claim_id: str, peer: str, version: str = ""
                    ) -> Generator[Op, bytes | None, None]:
     """The client side of the same exchange: start ``command`` on the session carried in
     ``claim_id`` (what a schedd does to reach a slot, and a startd to send ALIVE)."""
-    parts = parse_claim_id(claim_id)
-    ad = ClassAd()
-    ad["UseSession"] = "YES"
-    ad["Sid"] = parts.session_id
-    ad["Command"] = command
-    ad["Nonce"] = base64.b64encode(os.urandom(33)).decode("ascii")
-    ad["ResumeResponse"] = True
-    if version:
-        ad["RemoteVersion"] = version
-    yield Send(put_classad(Writer().put_int(DC_AUTHENTICATE), ad).payload())
-    payload = yield Receive("the session resumption reply")
-    assert payload is not None
-    r = Reader(payload, peer)
-    reply = get_classad(r, "the session resumption reply", max_attrs=200)
-    r.end("the session resumption reply")
-    if reply.get("ReturnCode") != "AUTHORIZED":
-        raise SecurityError(f"session resumption refused ({reply.get('ReturnCode')!r})",
-                            peer=peer)
-    yield StartCrypto(claim_session_key(claim_id))
-
+    yield from resume(command, parse_claim_id(claim_id).session_id,
+                      claim_session_key(claim_id), peer, version)
 
 
 def alive(claim_id: str, peer: str, version: str = "") -> Generator[Op, bytes | None, int]:

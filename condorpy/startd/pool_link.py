@@ -37,7 +37,7 @@ from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
 from condorpy.pool import claims, collector, shadow
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
-from condorpy.pool.security import Await, ClientPolicy, Op, Send, client_policy
+from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
 from condorpy.pool.server import alive, claim_session_key, parse_claim_id, serve_handshake
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
@@ -159,6 +159,9 @@ class PoolLink:
         self.signature: tuple[tuple[str, str, str], ...] = ()
         self.updates_sent = 0
         self.failures = 0
+        self.session: Session | None = None       # the collector's, once negotiated
+        # what the current exchange was queued as, and whether it resumes self.session
+        self.current_item: tuple[str, Callable[[], AsyncExchange], bool] | None = None
         self.round_failed = False
         self.retry = RETRY_FIRST
         log.info("joining the pool at %s as %s", self.peer, self.address)
@@ -290,7 +293,8 @@ class PoolLink:
     def _maker(self, ads: collector.SlotAds) -> Callable[[], AsyncExchange]:
         def make() -> AsyncExchange:
             return AsyncExchange.connect(self.settings.collector,
-                                 collector.update(ads, self.settings.policy, self.peer),
+                                 collector.update(ads, self.settings.policy, self.peer,
+                                                  self.session),
                                  self.clock.monotonic() + EXCHANGE_TIMEOUT,
                                  f"update of {ads.name}")
         return make
@@ -299,20 +303,22 @@ class PoolLink:
         def make() -> AsyncExchange:
             return AsyncExchange.connect(self.settings.collector,
                                  collector.invalidate(name, self.address,
-                                                      self.settings.policy, self.peer),
+                                                      self.settings.policy, self.peer,
+                                                      self.session),
                                  self.clock.monotonic() + EXCHANGE_TIMEOUT,
                                  f"invalidation of {name}")
         return make
 
     def _start_next(self, now: float) -> None:
         while self.current is None and self.queue:
-            _, make = self.queue.pop(0)
+            kind, make = self.queue.pop(0)
             try:
                 ex = make()
             except CondorpyError as exc:
                 self._report(exc)
                 continue
             self.current = ex
+            self.current_item = (kind, make, self.session is not None)
             self.sel.register(ex.sock, ex.interest(), ("pool", ex))
 
     def handle(self, obj: object, mask: int) -> None:
@@ -354,11 +360,26 @@ class PoolLink:
         except (KeyError, ValueError):
             pass
         ex.close()
-        if ex.error is not None:
+        item, self.current_item = self.current_item, None
+        if ex.error is not None and item is not None and item[2]:
+            # the collector forgot the session (expired, restarted): negotiate anew, now
+            log.info("pool: %s: %s; negotiating a new session", ex.label, ex.error)
+            self.session = None
+            self.queue.insert(0, (item[0], item[1]))
+        elif ex.error is not None:
+            self.session = None
             self._report(ex.error)
         else:
             self.updates_sent += 1
             self.retry = RETRY_FIRST
+            if isinstance(ex.result, tuple) and isinstance(ex.result[0], Session):
+                # later updates resume this session: no new key exchange each time
+                new = ex.result[0] if ex.result[0].sid else None
+                if new is not None and self.session is None:
+                    log.info("pool: security session %s with %s negotiated (%s%s); later "
+                             "updates resume it", new.sid, self.peer, new.method or "none",
+                             ", AES" if new.encrypted else "")
+                self.session = new
             log.debug("%s sent to %s", ex.label, self.peer)
 
     def _report(self, exc: Exception) -> None:
@@ -673,6 +694,13 @@ class PoolLink:
         self._fresh_claim_ids = True
         return claims.request_claim_reply(w, granted, ok=True, leftovers=leftovers)
 
+    def _invalidate_now(self, name: str) -> None:
+        with Connection.connect(self.settings.collector, SHUTDOWN_TIMEOUT) as c:
+            session, _ = c.run(collector.invalidate(name, self.address, self.settings.policy,
+                                                    self.peer, self.session))
+            if session.sid:
+                self.session = session
+
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
         """End the jobs run for shadows, invalidate every advertised slot (waiting a few
@@ -707,12 +735,17 @@ class PoolLink:
         names = sorted(self.advertised)
         for name in names:
             try:
-                with Connection.connect(self.settings.collector, SHUTDOWN_TIMEOUT) as c:
-                    c.run(collector.invalidate(name, self.address, self.settings.policy,
-                                               self.peer))
+                self._invalidate_now(name)
             except CondorpyError as exc:
-                log.warning("pool: could not invalidate %s: %s", name, exc)
-                break
+                if self.session is None:
+                    log.warning("pool: could not invalidate %s: %s", name, exc)
+                    break
+                self.session = None      # a stale session: once more, negotiating
+                try:
+                    self._invalidate_now(name)
+                except CondorpyError as exc2:
+                    log.warning("pool: could not invalidate %s: %s", name, exc2)
+                    break
         if names:
             log.info("pool: invalidated %d slot ad(s) at %s", len(names), self.peer)
         try:

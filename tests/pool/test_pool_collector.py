@@ -96,6 +96,8 @@ def test_condor_status_lists_the_slots_at_start_and_not_after_stop(
         assert cid.startswith(str(ad["MyAddress"]) + "#")
         assert '[Integrity="YES";Encryption="YES";' in cid and len(cid.split("]")[-1]) == 64
     print(f"slots listed {seen_after:.2f}s after the daemon was started")
+    # one key exchange: the other slots' updates resumed its session
+    assert daemon.output().count("negotiated (CLAIMTOBE, AES)") == 1, daemon.output()
 
     daemon.stop()
     assert status(refpool) == {}, "condor_status still lists the stopped daemon's slots"
