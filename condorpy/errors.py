@@ -184,3 +184,23 @@ class HookError(StartdError):
     def __init__(self, message: str, *, hook: str | None = None) -> None:
         super().__init__(message)
         self.hook = hook
+
+
+# --- pool (CEDAR) -----------------------------------------------------------------
+
+class PoolError(CondorpyError):
+    """Talking to an HTCondor pool failed. Names the peer (its address or role)."""
+
+    def __init__(self, message: str, *, peer: str | None = None) -> None:
+        self.peer = peer
+        self.reason = message
+        super().__init__(f"{message} (peer {peer})" if peer else message)
+
+
+class WireError(PoolError):
+    """Bytes from a peer are not what the CEDAR protocol allows: a bad packet header,
+    a truncated or oversized message, a malformed value or ClassAd."""
+
+
+class SecurityError(PoolError):
+    """The security handshake with a peer failed or was refused."""

@@ -21,7 +21,9 @@ ALLOWED: dict[str, set[str]] = {
     "policy": {"policy", "slots", "config", "classad", "errors", "clock", "inputs"},
     "machine": {"machine", "slots", "config", "classad", "errors", "clock", "inputs"},
     "starter": {"starter", "machine", "config", "classad", "errors", "clock", "inputs"},
-    "startd": {"startd", "starter", "policy", "machine", "slots", "config", "classad",
+    "pool": {"pool", "starter", "policy", "machine", "slots", "config", "classad", "errors",
+             "clock", "inputs"},
+    "startd": {"startd", "pool", "starter", "policy", "machine", "slots", "config", "classad",
                "errors", "clock", "inputs"},
 }
 

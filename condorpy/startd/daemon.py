@@ -56,6 +56,7 @@ from condorpy.startd import journal
 from condorpy.startd.journal import fields
 from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.placement import Placement, place
+from condorpy.startd.pool_link import PoolLink, pool_settings
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
@@ -112,6 +113,7 @@ class Startd:
         self.foreground = foreground
         self.core: Core = load_core(config_path, env=self.env)
         self.cfg: Config = self.core.config
+        pool_cfg = pool_settings(self.cfg)   # a bad pool knob stops the start here
         self.paths, notes = daemon_paths(self.cfg, self.env)
         make_dirs(self.paths)
         _setup_logging(self.paths, foreground, self.env)
@@ -147,6 +149,15 @@ class Startd:
         self.children = ChildRunner(self.sel, self.clock)
         self.hooks = JobHooks(self)
         self.cron = StartdCron(self, self.hooks.stats)
+        # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/pool_link.py
+        self.pool: PoolLink | None = None
+        if pool_cfg is not None:
+            try:
+                self.pool = PoolLink(pool_cfg, self.engine, self.sel, self.clock,
+                                     self._apply, self)
+            except CondorpyError:
+                self.launcher.close()
+                raise
 
     # ------------------------------------------------------------------ start-up
     def start(self) -> None:
@@ -212,6 +223,8 @@ class Startd:
         for extra in (self.children.next_due(), self.hooks.next_due(), self.cron.next_due()):
             if extra is not None:
                 due = min(due, extra)
+        if self.pool is not None:
+            due = min(due, now + self.pool.timeout(now))
         if self.need_match:
             due = now
         due = min(due, self.notify.next_due() or due)
@@ -243,6 +256,9 @@ class Startd:
         if self.need_match and self.stopping is None:
             self._guard("matchmaking", self._match)
         self._guard("metrics", lambda: self.metrics.after_step(len(self.running)))
+        if self.pool is not None:
+            pool = self.pool
+            self._guard("pool", lambda: pool.tick(self.clock.monotonic()))
         self._guard("notify", lambda: self.notify.tick(self.clock.monotonic(),
                                                        self._status_line))
 
@@ -255,6 +271,8 @@ class Startd:
             self._starter_io(obj)
         elif kind == "child":
             self.children.on_event(obj, mask)
+        elif kind == "pool" and self.pool is not None:
+            self.pool.handle(obj, mask)
         elif kind == "signal":
             try:
                 os.read(self._sig_r, 512)
@@ -334,8 +352,10 @@ class Startd:
         elif isinstance(a, Suspend) and rj is not None:
             self._tell(rj, "suspend")
             self._set_status(rj.job_id, JobStatus.SUSPENDED)
+            self._pool_job_update(rj, {"JobState": "Suspended"})
         elif isinstance(a, Continue) and rj is not None:
             self._tell(rj, "continue")
+            self._pool_job_update(rj, {"JobState": "Running"})
             if self.store.job(rj.job_id) is not None:
                 self._set_status(rj.job_id, JobStatus.RUNNING)
         elif isinstance(a, SoftKill) and rj is not None:
@@ -391,6 +411,8 @@ class Startd:
         return self.idle_jobs
 
     def _set_status(self, job_id: JobId, status: JobStatus, **why: Any) -> None:
+        if job_id.cluster < 0:
+            return      # a pool job: its queue is the pool's schedd
         rec = self.store.set_status(job_id, status, **why)
         if status is JobStatus.IDLE:
             self._idle()[job_id] = rec
@@ -445,6 +467,9 @@ class Startd:
 
     # ---------------------------------------------------------------- starters
     def _launch(self, claim_id: str, slot_name: str) -> None:
+        if self.pool is not None and self.pool.owns(claim_id):
+            self.pool.launch(self, claim_id, slot_name)
+            return
         activated = self.clock.monotonic()
         job_id = self.by_claim.get(claim_id)
         rec = self.store.job(job_id) if job_id is not None else None
@@ -564,9 +589,10 @@ class Startd:
             rj.cpu = (cpu, mono)
             attrs = {k: v for k, v in usage.items() if isinstance(v, (int, float, str))
                      and k.lower() not in _QUEUE_OWNED}
-            if attrs:
+            if attrs and rj.job_id.cluster > 0:
                 self.store.update(rj.job_id, attrs)
             self.hooks.usage(rj, usage)
+            self._pool_job_update(rj, attrs)
         elif event == "done":
             ad = msg.get("ad") if isinstance(msg.get("ad"), dict) else {}
             self._finish(rj, ad)
@@ -640,10 +666,14 @@ class Startd:
             code_ = attrs.get("ExitCode")
             self._apply(self.engine.job_exit(now, rj.claim_id,
                                              code_ if isinstance(code_, int) else None))
-        if self.engine.has_claim(rj.claim_id):
+        pool_claim = self.pool is not None and self.pool.owns(rj.claim_id)
+        if self.engine.has_claim(rj.claim_id) and not pool_claim:
+            # a fresh time: the calls above may have moved the engine's clock on
             self._apply(self.engine.release(self.clock.time(), rj.claim_id))
         self.by_claim.pop(rj.claim_id, None)
         self.need_match = True
+        if self.pool is not None and pool_claim:
+            self.pool.job_ended(rj.claim_id, final, rj.evicted)   # the shadow hears of it
 
     def _outcome(self, rj: RunningJob, rec: JobRecord | None, attrs: dict[str, Any],
                  ended: bool) -> tuple[JobStatus, str, int, int]:
@@ -699,6 +729,34 @@ class Startd:
                 self._stop_job(rec, JobStatus.HELD, got.reason, got.code, got.subcode)
             elif got.action is job_policy.JobAction.REMOVE:
                 self._stop_job(rec, JobStatus.REMOVED, got.reason, 0)
+
+    # ------------------------------------------- jobs run for a pool's shadow (pool_link.py)
+    def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None:
+        job_id = JobId(number, 0)     # negative: not in the local queue
+        job_dir = self.paths.spool / "pool" / str(-number)
+        try:
+            job_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StartdError(f"cannot make {job_dir}: {exc.strerror}") from None
+        name = f"{job_ad.evaluate('ClusterId')}.{job_ad.evaluate('ProcId')} (pool)"
+        request = LaunchRequest(name, job_ad.to_old(), self.engine.slots[slot].ad.to_old(),
+                                str(self.paths.execute), str(job_dir / "final.ad"),
+                                knobs=self.starter_knobs)
+        rj = RunningJob(job_id, eid, slot)
+        rj.launched = self.launcher.launch(request)
+        rj.connect_by = self.clock.monotonic() + _CONNECT_TIMEOUT_S
+        self.running[job_id] = rj
+        self.by_claim[eid] = job_id
+        self._connect(rj)
+
+    def _pool_job_update(self, rj: RunningJob, attrs: dict[str, Any]) -> None:
+        if self.pool is not None and rj.job_id.cluster < 0 and attrs:
+            self.pool.job_update(rj.claim_id, attrs)   # to the shadow: register_job_info
+
+    def signal_pool_job(self, eid: str, command: str) -> None:
+        rj = self.running.get(self.by_claim.get(eid, JobId(0, 0)))
+        if rj is not None:
+            self._tell(rj, command)
 
     # -------------------------------------------------------------- adoption
     def _adopt(self) -> None:
@@ -1080,6 +1138,7 @@ class Startd:
             layout = SlotManager.from_config(new, core.inventory, started_at=self.started_at,
                                              clock=self.clock)
             from_cfg = core.settings(layout)
+            new_pool = pool_settings(new)       # a bad pool knob keeps the old config
             self.metrics.reconfig(new)
         except CondorpyError as exc:
             log.error("reconfig failed, keeping the old configuration: %s", exc)
@@ -1090,6 +1149,8 @@ class Startd:
         self.engine.reconfigure(from_cfg)
         change = self.engine.relayout(layout)
         self._apply(self.engine.take_output())
+        if self.pool is not None:
+            self.pool.reconfig(new_pool)
         self.starter_knobs = _starter_knobs(self.config_path, self.env)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)
@@ -1121,6 +1182,8 @@ class Startd:
     # ------------------------------------------------------------------ stop
     def _shutdown(self) -> None:
         self.notify.stopping(f"stopping; {len(self.running)} job(s) left running")
+        if self.pool is not None:
+            self._guard("pool", self.pool.stop)
         for rj in self.running.values():
             if rj.link is not None:
                 rj.link.close()

@@ -1,0 +1,285 @@
+"""A real HTCondor pool for condorpy's pool tests: Debian trixie's htcondor (23.9.6:
+collector, negotiator, schedd, startd, shadow and the condor_* tools) in a chroot made
+with debootstrap, on loopback only.
+
+    python -m tests.pool.refpool build|start|stop|status
+
+The chroot is built once into ``tests/pool/.cache/root`` (about a minute, about 560 MB;
+``CONDORPY_REFPOOL_ROOT`` puts it elsewhere) and reused. Building and running need root
+(debootstrap, chroot, mounts) and, for the first build, Debian's mirror. The pool's
+configuration is written at every start, so the tests own it; the collector listens on
+127.0.0.1 at a free port chosen at start.
+
+Facts and traps (``docs/pool-protocol.md``): debootstrap stops at
+python3-cryptography's virtual dependency and ``apt-get -f install`` inside the chroot
+finishes the job; a chroot cannot unshare mount namespaces, so ``MOUNT_UNDER_SCRATCH``
+must be empty and PID namespaces off.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_ROOT = HERE / ".cache" / "root"
+# A directory at the same path inside the pool and outside it: the "shared file system"
+# of jobs that condorpy runs for the pool's shadow.
+SHARED = Path("/tmp/condorpy-refpool-shared")
+SUITE = "trixie"
+
+
+class PoolUnavailable(Exception):
+    """The reference pool cannot be built or started here (not root, no mirror, ...)."""
+
+
+CONFIG = """\
+# written by tests/pool/refpool.py at every start
+use ROLE : Personal
+CONDOR_HOST = 127.0.0.1
+COLLECTOR_HOST = 127.0.0.1:{port}
+NETWORK_INTERFACE = 127.0.0.1
+BIND_ALL_INTERFACES = False
+USE_SHARED_PORT = False
+use SECURITY : HOST_BASED
+ALLOW_WRITE = 127.0.0.1 $(ALLOW_WRITE)
+SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE
+use FEATURE : PartitionableSlot
+NUM_CPUS = 2
+MEMORY = 2048
+# a chroot cannot unshare mount namespaces
+MOUNT_UNDER_SCRATCH =
+USE_PID_NAMESPACES = False
+NEGOTIATOR_INTERVAL = 5
+SCHEDD_INTERVAL = 5
+{extra}
+"""
+
+
+def _run(cmd: list[str], log: Path | None = None, check: bool = True,
+         timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    out = open(log, "a") if log is not None else None
+    try:
+        res = subprocess.run(cmd, stdout=out or subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, timeout=timeout)
+    finally:
+        if out is not None:
+            out.close()
+    if check and res.returncode != 0:
+        tail = log.read_text()[-600:] if log is not None else res.stdout[-600:]
+        raise PoolUnavailable(f"{' '.join(cmd[:3])} failed ({res.returncode}): {tail}")
+    return res
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RefPool:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(os.environ.get("CONDORPY_REFPOOL_ROOT", "") or root or DEFAULT_ROOT)
+        self.port = 0
+        self.extra = ""
+        self.shared = SHARED
+
+    # ------------------------------------------------------------------ build
+    def built(self) -> bool:
+        return (self.root / "usr/sbin/condor_master").exists() and \
+            (self.root / "etc/condor").is_dir()
+
+    def build(self) -> None:
+        """Build the chroot unless it is there; safe to call from parallel sessions."""
+        if self.built():
+            return
+        if os.geteuid() != 0:
+            raise PoolUnavailable("building the reference pool needs root (debootstrap)")
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.root.parent / "build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.built():
+                return
+            self._build()
+
+    def _build(self) -> None:
+        log = self.root.parent / "build.log"
+        log.write_text("")
+        if shutil.which("debootstrap") is None:
+            _run(["apt-get", "update", "-qq"], log)
+            _run(["apt-get", "install", "-y", "-qq", "debootstrap"], log)
+        tmp = self.root.with_name(self.root.name + ".tmp")
+        if tmp.exists():
+            self._umount(tmp)
+            shutil.rmtree(tmp)
+        # debootstrap ends in an error at python3-cryptography's virtual dependency
+        _run(["debootstrap", "--variant=minbase", "--include=htcondor", SUITE, str(tmp)],
+             log, check=False)
+        if not (tmp / "usr/bin/apt-get").exists():
+            raise PoolUnavailable(f"debootstrap failed: {log.read_text()[-600:]}")
+        self._mount(tmp)
+        try:
+            env = "DEBIAN_FRONTEND=noninteractive"
+            _run(["chroot", str(tmp), "/bin/sh", "-c",
+                  f"apt-get update -qq && {env} apt-get -f install -y -qq"], log)
+            _run(["chroot", str(tmp), "dpkg", "-s", "htcondor"], log)
+            _run(["chroot", str(tmp), "/bin/sh", "-c",
+                  "id alice >/dev/null 2>&1 || useradd -m alice"], log)
+        finally:
+            self._umount(tmp)
+        tmp.rename(self.root)
+
+    # ------------------------------------------------------------------ mounts
+    @staticmethod
+    def _mount(root: Path) -> None:
+        for point, args in (("proc", ["-t", "proc", "proc"]), ("sys", ["-t", "sysfs", "sys"]),
+                            ("dev", ["--bind", "/dev"])):
+            target = root / point
+            if subprocess.run(["mountpoint", "-q", str(target)]).returncode != 0:
+                _run(["mount", *args, str(target)])
+
+    @staticmethod
+    def _umount(root: Path) -> None:
+        for point in ("dev", "sys", "proc"):
+            target = root / point
+            if subprocess.run(["mountpoint", "-q", str(target)]).returncode == 0:
+                subprocess.run(["umount", "-l", str(target)], check=False)
+
+    # ------------------------------------------------------------------ run
+    @property
+    def collector(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def condor(self, *argv: str, user: str | None = None, cwd: str | None = None,
+               check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run an HTCondor tool inside the pool (as ``user`` if given)."""
+        inner = " ".join(_quote(a) for a in argv)
+        if cwd:
+            inner = f"cd {_quote(cwd)} && {inner}"
+        cmd = ["chroot", str(self.root)]
+        cmd += ["su", user, "-c", inner] if user else ["/bin/sh", "-c", inner]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check and res.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} failed ({res.returncode}): "
+                                 f"{res.stdout[-2000:]}{res.stderr[-2000:]}")
+        return res
+
+    def start(self, extra: str = "") -> None:
+        self.build()
+        if os.geteuid() != 0:
+            raise PoolUnavailable("running the reference pool needs root (chroot)")
+        self.stop()
+        self.port = _free_port()
+        self.extra = extra
+        cfg = self.root / "etc/condor/config.d/99-condorpy-refpool.config"
+        # only the package's own files and this one: nothing left from another harness
+        for stale in (self.root / "etc/condor/config.d").glob("*"):
+            if not stale.name.startswith("00-") and stale != cfg:
+                stale.unlink()
+        cfg.write_text(CONFIG.format(port=self.port, extra=extra))
+        self._mount(self.root)
+        self.shared.mkdir(exist_ok=True)
+        self.shared.chmod(0o1777)
+        inside = self.root / str(self.shared).lstrip("/")
+        inside.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["mountpoint", "-q", str(inside)]).returncode != 0:
+            _run(["mount", "--bind", str(self.shared), str(inside)])
+        # a fresh queue every session: no job of an earlier run may take a test's slot
+        shutil.rmtree(self.root / "var/lib/condor/spool", ignore_errors=True)
+        _run(["chroot", str(self.root), "/bin/sh", "-c",
+              "mkdir -p /var/log/condor /var/lib/condor/spool /var/lib/condor/execute "
+              "/run/condor /var/lock/condor && chown -R condor:condor /var/log/condor "
+              "/var/lib/condor /run/condor /var/lock/condor && "
+              "condor_master -pidfile /run/condor/master.pid"])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            res = self.condor("condor_status", "-schedd", "-af", "Name", check=False,
+                              timeout=20)
+            if res.returncode == 0 and res.stdout.strip():
+                return
+            time.sleep(0.5)
+        log = self.root / "var/log/condor/MasterLog"
+        tail = log.read_text()[-600:] if log.exists() else ""
+        self.stop()
+        raise PoolUnavailable(f"the reference pool did not come up: {tail}")
+
+    def stop(self) -> None:
+        pidfile = self.root / "run/condor/master.pid"
+        try:
+            pid = int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pid = 0
+        if pid > 0 and _alive(pid):
+            os.kill(pid, signal.SIGTERM)   # the master takes its daemons down
+            end = time.monotonic() + 40
+            while _alive(pid) and time.monotonic() < end:
+                time.sleep(0.2)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        pidfile.unlink(missing_ok=True)
+        inside = self.root / str(self.shared).lstrip("/")
+        if subprocess.run(["mountpoint", "-q", str(inside)]).returncode == 0:
+            subprocess.run(["umount", "-l", str(inside)], check=False)
+        self._umount(self.root)
+
+    def log(self, name: str) -> str:
+        try:
+            return (self.root / "var/log/condor" / name).read_text()
+        except OSError:
+            return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _quote(s: str) -> str:
+    import shlex
+    return shlex.quote(s)
+
+
+def main(argv: list[str]) -> int:
+    pool = RefPool()
+    cmd = argv[0] if argv else "status"
+    try:
+        if cmd == "build":
+            pool.build()
+            print(f"reference pool built in {pool.root}")
+        elif cmd == "start":
+            pool.start()
+            print(f"reference pool up: collector {pool.collector}")
+        elif cmd == "stop":
+            pool.stop()
+        elif cmd == "status":
+            print(pool.condor("condor_status", "-any", "-af", "MyType", "Name",
+                              check=False).stdout)
+        else:
+            print("usage: python -m tests.pool.refpool build|start|stop|status",
+                  file=sys.stderr)
+            return 2
+    except PoolUnavailable as exc:
+        print(f"refpool: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
