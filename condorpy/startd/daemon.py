@@ -731,6 +731,14 @@ class Startd:
                 self._stop_job(rec, JobStatus.REMOVED, got.reason, 0)
 
     # ------------------------------------------- jobs run for a pool's shadow (pool_link.py)
+    def pool_command(self, command: str, args: dict[str, Any], user: str) -> Any:
+        """A pool tool's command (condor_vacate, condor_drain, ...), authorised by the
+        command port's ALLOW lists, through the local CLI's own handler."""
+        log.info("pool command %s from %s", command, user)
+        handler: Callable[[dict[str, Any], control.Peer], Any] = getattr(
+            self, f"_cmd_{command}")
+        return handler(args, control.Peer(os.getpid(), self.uid, os.getegid()))
+
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None:
         job_id = JobId(number, 0)     # negative: not in the local queue
         job_dir = self.paths.spool / "pool" / str(-number)

@@ -24,7 +24,7 @@ import selectors
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from collections.abc import Generator
 
@@ -34,11 +34,11 @@ from condorpy.config import Config
 from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
-from condorpy.pool import claims, collector, shadow
+from condorpy.pool import admin, claims, collector, secserver, shadow
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
-from condorpy.pool.server import alive, claim_session_key, parse_claim_id, serve_handshake
+from condorpy.pool.server import alive, claim_session_key, parse_claim_id
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
 from condorpy.startd.paths import StatePaths
@@ -54,6 +54,8 @@ class JobHost(Protocol):
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None: ...
 
     def signal_pool_job(self, eid: str, command: str) -> None: ...
+
+    def pool_command(self, command: str, args: dict[str, Any], user: str) -> Any: ...
 
 
 @dataclass
@@ -83,6 +85,8 @@ class PoolSettings:
     interface: str
     port: int
     accept_claims: bool = False
+    # who may run which command on the command port (ALLOW_*/DENY_*, SEC_<LEVEL>_*)
+    server: secserver.ServerPolicy | None = None
 
 
 def pool_settings(cfg: Config) -> PoolSettings | None:
@@ -104,7 +108,8 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         port=cfg.get_int("STARTD_PORT", 0),
         # Claims are taken only where asked: jobs cannot run for a shadow yet, and a
         # slot that is claimed but never activated would only hold the pool's jobs up.
-        accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", False))
+        accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", False),
+        server=secserver.server_policy(cfg))
 
 
 def _local_ip(settings: PoolSettings) -> str:
@@ -143,6 +148,7 @@ class PoolLink:
         self.peer = settings.collector.hostport()
         self.claim_ids: dict[str, str] = {}       # slot -> the claim id the collector has
         self.sessions: dict[str, bytes] = {}      # claim session id -> AES key
+        self.negotiated = secserver.SessionCache()  # sessions the pool's tools opened
         self.pool_claims: dict[str, claims.RequestClaim] = {}   # granted claims
         self.inbound: set[AsyncExchange] = set()
         self.jobs: dict[str, PoolJob] = {}        # engine claim id -> job run for a shadow
@@ -196,7 +202,8 @@ class PoolLink:
             return
         self.settings = PoolSettings(settings.collector, settings.update_interval,
                                      settings.policy, self.settings.interface,
-                                     self.settings.port, settings.accept_claims)
+                                     self.settings.port, settings.accept_claims,
+                                     settings.server)
         self.peer = settings.collector.hostport()
         self.next_update = 0.0
 
@@ -423,7 +430,18 @@ class PoolLink:
 
     def _serve(self, peer: str, holder: list[AsyncExchange]
                ) -> Generator[Op, bytes | None, None]:
-        inbound = yield from serve_handshake(peer, self.sessions.get, CONDOR_VERSION)
+        policy = self.settings.server or secserver.ServerPolicy({}, {}, {})
+        inbound = yield from secserver.serve(peer, peer.rpartition(":")[0].strip("[]"),
+                                             policy, self.negotiated, self.sessions.get,
+                                             admin.COMMANDS, self.clock.time,
+                                             CONDOR_VERSION)
+        if not inbound.claim_session:
+            # the pool's tools: condor_status -direct, condor_vacate, condor_drain, ...
+            r = Reader(inbound.payload, peer, crypto=inbound.crypto)
+            reply = self._admin(admin.parse(inbound.command, r), inbound, peer)
+            if reply is not None:
+                yield Send(reply.payload())
+            return
         r = Reader(inbound.payload, peer, crypto=True)
         cmd = claims.parse(inbound.command, r)
         try:
@@ -445,6 +463,55 @@ class PoolLink:
             job = self.jobs[eid]
             job.exchange = holder[0]
             yield from self._run_for_shadow(peer, job)
+
+    def _admin(self, cmd: admin.AdminCommand, inbound: secserver.Authorized, peer: str
+               ) -> Writer | None:
+        """An administration command, through the local CLI's own handler."""
+        w = Writer(crypto=inbound.crypto)
+        what = admin.NAMES.get(inbound.command, str(inbound.command))
+        log.info("pool: %s from %s at %s", what, inbound.user, peer)
+        if isinstance(cmd, admin.Query):
+            ads = [collector.slot_ads(ad, self.address, self.claim_id(slot)).public
+                   for slot, ad in self._ads().items()]
+            return admin.query_reply(w, cmd.ad, ads)
+        if self.host is None:
+            raise PoolError(f"{what} from {peer}: this daemon takes no commands")
+        if isinstance(cmd, admin.ConfigVal):
+            out = self.host.pool_command("config_val", {"names": [cmd.name]},
+                                         inbound.user)
+            value = out.get(cmd.name, {}).get("value") if isinstance(out, dict) else None
+            return admin.config_reply(w, value if isinstance(value, str) else None)
+        try:
+            if isinstance(cmd, admin.Vacate):
+                slots: list[str] = []
+                if cmd.slot is not None:
+                    slot = self.advertised.get(cmd.slot)
+                    if slot is None:
+                        log.warning("pool: %s from %s: no slot %s here", what, peer,
+                                    cmd.slot)
+                        return None
+                    slots = [slot]
+                self.host.pool_command("vacate", {"slots": slots, "fast": cmd.fast},
+                                       inbound.user)
+                return None
+            if isinstance(cmd, admin.Drain):
+                if cmd.on_completion.startswith("unsupported"):
+                    return admin.result_reply(w, False, error="condorpy drains with "
+                                              "nothing, resume or exit on completion")
+                out = self.host.pool_command("drain", {
+                    "how": cmd.how, "on_completion": cmd.on_completion,
+                    "reason": cmd.reason or f"by command (user {inbound.user})",
+                    "check": cmd.check, "start": cmd.start}, inbound.user)
+                rid = out.get("request_id") if isinstance(out, dict) else None
+                return admin.result_reply(w, True, str(rid) if rid else None)
+            self.host.pool_command("cancel_drain", {"request_id": cmd.request_id},
+                                   inbound.user)
+            return admin.result_reply(w, True)
+        except (CondorpyError, ValueError, TypeError) as exc:
+            log.warning("pool: %s from %s refused: %s", what, peer, exc)
+            if isinstance(cmd, admin.Vacate):
+                return None
+            return admin.result_reply(w, False, error=str(exc))
 
     def _decide(self, cmd: claims.ClaimCommand, peer: str) -> Writer | None:
         now = self.clock.time()

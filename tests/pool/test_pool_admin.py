@@ -1,0 +1,140 @@
+"""The pool's own administration tools (HTCondor 23.9.6, run inside the reference pool)
+against condorpy's command port: ``condor_status -direct``, ``condor_config_val
+-startd``, ``condor_vacate``, ``condor_drain`` and ``-cancel``. Each gives what it
+gives against HTCondor's own startd, and a client the ALLOW/DENY lists refuse gets
+nothing done."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.pool.refpool import RefPool
+from tests.startd.daemon_helpers import Daemon, wait_for
+
+pytestmark = pytest.mark.pool
+
+HOST = "condorpy-admin.example"
+
+CONFIG = """
+COLLECTOR_HOST = {collector}
+NETWORK_INTERFACE = 127.0.0.1
+FULL_HOSTNAME = {host}
+UID_DOMAIN = {host}
+SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE
+SEC_DEFAULT_ENCRYPTION = REQUIRED
+SEC_DEFAULT_INTEGRITY = REQUIRED
+SEC_DEFAULT_AUTHENTICATION = REQUIRED
+ALLOW_READ = *
+ALLOW_ADMINISTRATOR = root@{host}/127.0.0.1 root/127.0.0.1
+DENY_ADMINISTRATOR = intruder*/*
+DENY_READ = spy*/*
+UPDATE_INTERVAL = 600
+CONDORPY_TEST_KNOB = hello from condorpy
+use FEATURE : StaticSlots
+NUM_CPUS = 2
+MEMORY = 2048
+"""
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, refpool: RefPool) -> Iterator[Daemon]:
+    d = Daemon(tmp_path_factory.mktemp("admin"),
+               CONFIG.format(collector=refpool.collector, host=HOST), cpus=2)
+    d.start()
+    yield d
+    d.stop()
+    d.kill_leftovers()
+
+
+def address(d: Daemon) -> str:
+    m = re.search(r"as (<127\.0\.0\.1:\d+\?noUDP>)", d.output())
+    assert m, d.output()
+    return m.group(1)
+
+
+def as_user(user: str, *argv: str) -> tuple[str, ...]:
+    # CLAIMTOBE sends the tool's idea of its user: the knob sets it
+    return ("env", f"_CONDOR_SEC_CLAIMTOBE_USER={user}", *argv)
+
+
+def test_condor_status_direct_lists_the_slots_like_the_daemons_own_status(
+        daemon: Daemon, refpool: RefPool) -> None:
+    res = refpool.condor("condor_status", "-direct", address(daemon), "-af", "Name",
+                         "State", "Activity", "Cpus", "Memory", timeout=60)
+    rows = sorted(line.split() for line in res.stdout.splitlines() if line.strip())
+    assert rows == [[f"slot{i}@{HOST}", "Unclaimed", "Idle", "1", "1024"] for i in (1, 2)]
+    own = daemon.call("status")["ads"]
+    assert len(own) == 2
+    # the default table: the same columns as against HTCondor's startd
+    table = refpool.condor("condor_status", "-direct", address(daemon)).stdout
+    assert re.search(r"Name\s+OpSys\s+Arch\s+State\s+Activity\s+LoadAv\s+Mem", table), table
+    assert f"slot1@{HOST}" in table and "Total" in table
+    # the query's constraint is honoured
+    one = refpool.condor("condor_status", "-direct", address(daemon), "-constraint",
+                         "SlotID == 2", "-af", "Name").stdout.split()
+    assert one == [f"slot2@{HOST}"]
+    assert "pool: QUERY_STARTD_ADS from" in daemon.output()
+
+
+def test_condor_config_val_startd_reads_the_daemons_live_knob(
+        daemon: Daemon, refpool: RefPool) -> None:
+    res = refpool.condor("condor_config_val", "-startd", "-address", address(daemon),
+                         "CONDORPY_TEST_KNOB")
+    assert res.stdout.strip() == "hello from condorpy"
+    missing = refpool.condor("condor_config_val", "-startd", "-address", address(daemon),
+                             "CONDORPY_NO_SUCH_KNOB", check=False)
+    assert missing.returncode != 0
+    assert "Not defined: CONDORPY_NO_SUCH_KNOB" in missing.stdout + missing.stderr
+
+
+def test_a_denied_client_is_refused_and_nothing_happens(
+        daemon: Daemon, refpool: RefPool) -> None:
+    res = refpool.condor(*as_user("intruder", "condor_drain", address(daemon)),
+                         check=False)
+    assert res.returncode != 0, res.stdout
+    assert "DENY_ADMINISTRATOR matches intruder" in daemon.output()
+    assert all(ad.get("Draining") in (None, False) for ad in
+               [_ad(a) for a in daemon.call("status")["ads"]])
+    spy = refpool.condor(*as_user("spy", "condor_status", "-direct", address(daemon),
+                                  "-af", "Name"), check=False)
+    assert f"slot1@{HOST}" not in spy.stdout
+    assert "DENY_READ matches spy" in daemon.output()
+
+
+def _ad(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(" = ")
+        if sep:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def test_condor_drain_and_cancel_go_through_the_daemons_drain(
+        daemon: Daemon, refpool: RefPool) -> None:
+    res = refpool.condor("condor_drain", "-reason", "pool maintenance", address(daemon))
+    assert "Sent request to drain" in res.stdout, res.stdout + res.stderr
+    wait_for(lambda: all(_ad(a).get("State") == '"Drained"'
+                         for a in daemon.call("status")["ads"]), 20,
+             lambda: str(daemon.call("status")))
+    direct = refpool.condor("condor_status", "-direct", address(daemon), "-af", "State",
+                            "DrainReason").stdout.splitlines()
+    assert direct == ["Drained pool maintenance"] * 2, direct
+    res = refpool.condor("condor_drain", "-cancel", address(daemon))
+    assert "Sent request to cancel draining" in res.stdout, res.stdout + res.stderr
+    wait_for(lambda: all(_ad(a).get("State") == '"Unclaimed"'
+                         for a in daemon.call("status")["ads"]), 20,
+             lambda: str(daemon.call("status")))
+
+
+def test_condor_vacate_evicts_a_local_job(daemon: Daemon, refpool: RefPool,
+                                         tmp_path: Path) -> None:
+    res = refpool.condor("condor_vacate", "-addr", address(daemon))
+    assert res.returncode == 0
+    assert "pool: VACATE_ALL_CLAIMS from root" in daemon.output()
+    res = refpool.condor("condor_vacate", "-fast", "-addr", address(daemon))
+    assert "pool: VACATE_ALL_FAST from root" in daemon.output()
