@@ -9,8 +9,9 @@ messages (``command.cpp``, ``dc_startd.cpp``, ``drain.cpp``, ``daemon_core.cpp``
   (``Requirements``, ``Projection``, ...). Reply, one message: ``int 1`` and a slot ad
   (no private attributes) for each slot the query's ``Requirements`` takes, then
   ``int 0``.
-- ``DC_CONFIG_VAL`` (60007, READ), ``condor_config_val -startd``: a string, the knob's
-  name. Reply: the value as a string, or the null string when the knob is not set.
+- ``DC_CONFIG_VAL`` (60007) / ``CONFIG_VAL`` (457) (READ), ``condor_config_val
+  -startd`` (23.9.6 sends 457): a string, the knob's
+  name. Reply: the value as a string; ``"Not defined"`` when the knob is not set.
 - ``VACATE_ALL_CLAIMS`` (447) / ``VACATE_ALL_FAST`` (474) (ADMINISTRATOR),
   ``condor_vacate [-fast]``: no arguments, no reply.
 - ``VACATE_CLAIM`` (465) / ``VACATE_CLAIM_FAST`` (475) (ADMINISTRATOR),
@@ -41,16 +42,19 @@ VACATE_CLAIM_FAST = 475
 DRAIN_JOBS = 512
 CANCEL_DRAIN_JOBS = 513
 DC_CONFIG_VAL = 60007
+CONFIG_VAL = 457        # what 23.9.6's condor_config_val sends; DC_CONFIG_VAL's layout
 
 NAMES = {QUERY_STARTD_ADS: "QUERY_STARTD_ADS", VACATE_ALL_CLAIMS: "VACATE_ALL_CLAIMS",
          VACATE_CLAIM: "VACATE_CLAIM", VACATE_ALL_FAST: "VACATE_ALL_FAST",
          VACATE_CLAIM_FAST: "VACATE_CLAIM_FAST", DRAIN_JOBS: "DRAIN_JOBS",
-         CANCEL_DRAIN_JOBS: "CANCEL_DRAIN_JOBS", DC_CONFIG_VAL: "DC_CONFIG_VAL"}
+         CANCEL_DRAIN_JOBS: "CANCEL_DRAIN_JOBS", DC_CONFIG_VAL: "DC_CONFIG_VAL",
+         CONFIG_VAL: "CONFIG_VAL"}
 
 # command -> (the level it needs, whether a message follows the handshake)
 COMMANDS: dict[int, tuple[Perm, bool]] = {
     QUERY_STARTD_ADS: (Perm.READ, True),
     DC_CONFIG_VAL: (Perm.READ, True),
+    CONFIG_VAL: (Perm.READ, True),
     VACATE_ALL_CLAIMS: (Perm.ADMINISTRATOR, False),
     VACATE_ALL_FAST: (Perm.ADMINISTRATOR, False),
     VACATE_CLAIM: (Perm.ADMINISTRATOR, True),
@@ -122,7 +126,7 @@ def parse(command: int, r: Reader) -> AdminCommand:
     out: AdminCommand
     if command == QUERY_STARTD_ADS:
         out = Query(get_classad(r, f"the query of {name}"))
-    elif command == DC_CONFIG_VAL:
+    elif command in (DC_CONFIG_VAL, CONFIG_VAL):
         out = ConfigVal(_name(r, f"the knob of {name}"))
     elif command in (VACATE_ALL_CLAIMS, VACATE_ALL_FAST):
         out = Vacate(None, command == VACATE_ALL_FAST)
@@ -168,7 +172,8 @@ def match_query(query: ClassAd, ad: ClassAd) -> bool:
 
 
 def config_reply(w: Writer, value: str | None) -> Writer:
-    return w.put_string(value)
+    # an unset knob: the words HTCondor's daemons send (seen from 23.9.6's master)
+    return w.put_string("Not defined" if value is None else value)
 
 
 def result_reply(w: Writer, ok: bool, request_id: str | None = None, error: str = "",

@@ -480,6 +480,8 @@ class PoolLink:
             out = self.host.pool_command("config_val", {"names": [cmd.name]},
                                          inbound.user)
             value = out.get(cmd.name, {}).get("value") if isinstance(out, dict) else None
+            log.info("pool: %s %s from %s: %s", what, cmd.name, peer,
+                     "defined" if isinstance(value, str) else "not defined")
             return admin.config_reply(w, value if isinstance(value, str) else None)
         try:
             if isinstance(cmd, admin.Vacate):

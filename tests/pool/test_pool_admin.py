@@ -29,7 +29,7 @@ SEC_DEFAULT_ENCRYPTION = REQUIRED
 SEC_DEFAULT_INTEGRITY = REQUIRED
 SEC_DEFAULT_AUTHENTICATION = REQUIRED
 ALLOW_READ = *
-ALLOW_ADMINISTRATOR = root@{host}/127.0.0.1 root/127.0.0.1
+ALLOW_ADMINISTRATOR = condor@{host}/127.0.0.1
 DENY_ADMINISTRATOR = intruder*/*
 DENY_READ = spy*/*
 UPDATE_INTERVAL = 600
@@ -80,15 +80,22 @@ def test_condor_status_direct_lists_the_slots_like_the_daemons_own_status(
     assert "pool: QUERY_STARTD_ADS from" in daemon.output()
 
 
+def _run(refpool: RefPool, *argv: str) -> tuple[int, str]:
+    import subprocess
+    res = subprocess.run(["chroot", str(refpool.root), *argv], capture_output=True,
+                         timeout=60)
+    return res.returncode, (res.stdout + res.stderr).decode("utf-8", "replace")
+
+
 def test_condor_config_val_startd_reads_the_daemons_live_knob(
         daemon: Daemon, refpool: RefPool) -> None:
-    res = refpool.condor("condor_config_val", "-startd", "-address", address(daemon),
-                         "CONDORPY_TEST_KNOB")
-    assert res.stdout.strip() == "hello from condorpy"
-    missing = refpool.condor("condor_config_val", "-startd", "-address", address(daemon),
-                             "CONDORPY_NO_SUCH_KNOB", check=False)
-    assert missing.returncode != 0
-    assert "Not defined: CONDORPY_NO_SUCH_KNOB" in missing.stdout + missing.stderr
+    rc, out = _run(refpool, "condor_config_val", "-startd", "-address", address(daemon),
+                   "CONDORPY_TEST_KNOB")
+    assert (rc, out.strip()) == (0, "hello from condorpy"), out
+    rc, out = _run(refpool, "condor_config_val", "-startd", "-address", address(daemon),
+                   "CONDORPY_NO_SUCH_KNOB")
+    # as HTCondor 23.9.6's own daemons answer (condor_config_val -master NO_SUCH_KNOB)
+    assert (rc, out) == (0, "Not defined\n")
 
 
 def test_a_denied_client_is_refused_and_nothing_happens(
@@ -135,6 +142,6 @@ def test_condor_vacate_evicts_a_local_job(daemon: Daemon, refpool: RefPool,
                                          tmp_path: Path) -> None:
     res = refpool.condor("condor_vacate", "-addr", address(daemon))
     assert res.returncode == 0
-    assert "pool: VACATE_ALL_CLAIMS from root" in daemon.output()
+    assert "pool: VACATE_ALL_CLAIMS from condor@" in daemon.output()
     res = refpool.condor("condor_vacate", "-fast", "-addr", address(daemon))
-    assert "pool: VACATE_ALL_FAST from root" in daemon.output()
+    assert "pool: VACATE_ALL_FAST from condor@" in daemon.output()
