@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.startd.daemon_helpers import Daemon, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
 
 pytestmark = pytest.mark.pool
 
@@ -138,10 +138,16 @@ def test_condor_drain_and_cancel_go_through_the_daemons_drain(
              lambda: str(daemon.call("status")))
 
 
-def test_condor_vacate_evicts_a_local_job(daemon: Daemon, refpool: RefPool,
-                                         tmp_path: Path) -> None:
-    res = refpool.condor("condor_vacate", "-addr", address(daemon))
-    assert res.returncode == 0
-    assert "pool: VACATE_ALL_CLAIMS from condor@" in daemon.output()
-    res = refpool.condor("condor_vacate", "-fast", "-addr", address(daemon))
-    assert "pool: VACATE_ALL_FAST from condor@" in daemon.output()
+def test_condor_vacate_evicts_the_running_jobs(daemon: Daemon, refpool: RefPool,
+                                             tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                   "queue 1\n", work)
+    wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
+    refpool.condor("condor_vacate", "-fast", "-addr", address(daemon))
+    assert "VACATE_ALL_FAST from condor@" in daemon.output()
+    # evicted at once (fast: hard kill), the job goes back to the queue
+    wait_for(lambda: "job 1.0: ended in slot1: idle" in daemon.output(), 30, daemon.output)
+    assert re.search(r"slot1: Preempting/\w+ .*condor_vacate", daemon.output())
+    daemon.cli("rm", "-all")
