@@ -108,8 +108,10 @@ class Entry:
 
 
 def _parse_entry(text: str, knob: str, cfg: Config) -> Entry:
-    user, sep, host = text.rpartition("/")
-    if not sep:
+    user, sep, host = text.partition("/")
+    if not sep or ("@" not in user and all(c in "0123456789.*:abcdefABCDEF" for c in user)
+                   and any(c.isdigit() or c == "*" for c in user) and host.isdigit()):
+        # a bare host, perhaps with a netmask (10.0.0.0/8)
         user, host = "*", text
     if not host or not user:
         raise cfg.invalid(knob, "entries of the form user/host or host")
