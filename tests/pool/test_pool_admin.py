@@ -45,15 +45,22 @@ def daemon(tmp_path_factory: pytest.TempPathFactory, refpool: RefPool) -> Iterat
     d = Daemon(tmp_path_factory.mktemp("admin"),
                CONFIG.format(collector=refpool.collector, host=HOST), cpus=2)
     d.start()
+    address(d)
     yield d
     d.stop()
     d.kill_leftovers()
 
 
+_ADDRESSES: dict[int, str] = {}
+
+
 def address(d: Daemon) -> str:
-    m = re.search(r"as (<127\.0\.0\.1:\d+\?noUDP>)", d.output())
-    assert m, d.output()
-    return m.group(1)
+    # read once: the start-up line scrolls out of the output the helper keeps
+    if id(d) not in _ADDRESSES:
+        m = re.search(r"as (<127\.0\.0\.1:\d+\?noUDP>)", d.output())
+        assert m, d.output()
+        _ADDRESSES[id(d)] = m.group(1)
+    return _ADDRESSES[id(d)]
 
 
 def as_user(user: str, *argv: str) -> tuple[str, ...]:
@@ -124,7 +131,10 @@ def _ad(text: str) -> dict[str, str]:
 def test_condor_drain_and_cancel_go_through_the_daemons_drain(
         daemon: Daemon, refpool: RefPool) -> None:
     res = refpool.condor("condor_drain", "-reason", "pool maintenance", address(daemon))
-    assert "Sent request to drain" in res.stdout, res.stdout + res.stderr
+    # word for word what the tool prints against the pool's own startd
+    assert res.stdout == (f"Sent request to drain the startd {address(daemon)} with (null). "
+                          "This only affects the single startd; any other startds running "
+                          "on the same host will not be drained.\n"), res.stdout + res.stderr
     wait_for(lambda: all(_ad(a).get("State") == '"Drained"'
                          for a in daemon.call("status")["ads"]), 20,
              lambda: str(daemon.call("status")))
@@ -132,7 +142,7 @@ def test_condor_drain_and_cancel_go_through_the_daemons_drain(
                             "DrainReason").stdout.splitlines()
     assert direct == ["Drained pool maintenance"] * 2, direct
     res = refpool.condor("condor_drain", "-cancel", address(daemon))
-    assert "Sent request to cancel draining" in res.stdout, res.stdout + res.stderr
+    assert res.stdout == "Sent request to cancel draining on (null)\n", res.stdout + res.stderr
     wait_for(lambda: all(_ad(a).get("State") == '"Unclaimed"'
                          for a in daemon.call("status")["ads"]), 20,
              lambda: str(daemon.call("status")))
@@ -145,7 +155,11 @@ def test_condor_vacate_evicts_the_running_jobs(daemon: Daemon, refpool: RefPool,
     submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
                    "queue 1\n", work)
     wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
-    refpool.condor("condor_vacate", "-fast", "-addr", address(daemon))
+    res = refpool.condor("condor_vacate", "-fast", "-addr", address(daemon))
+    port = address(daemon).split(":")[1].split("?")[0]
+    # as against the pool's own startd
+    assert res.stdout == ('Sent "Vacate-All-Claims-Fast" command to daemon at '
+                          f"<127.0.0.1:{port}>\n"), res.stdout + res.stderr
     assert "VACATE_ALL_FAST from condor@" in daemon.output()
     # evicted at once (fast: hard kill), the job goes back to the queue
     wait_for(lambda: "job 1.0: ended in slot1: idle" in daemon.output(), 30, daemon.output)
