@@ -214,6 +214,14 @@ class AsyncExchange:
     def _fail(self, exc: Exception) -> None:
         self.error = exc
         self.done = True
+        if self.out and self.connected:
+            # a refusal the protocol sent just before it gave up (DENIED,
+            # SID_NOT_FOUND) is the peer's only way to learn why: best effort
+            try:
+                self.sock.send(self.out)
+            except OSError:
+                pass
+            self.out.clear()
 
     def overdue(self, now: float) -> bool:
         if not self.done and now >= self.deadline:

@@ -111,8 +111,11 @@ def test_a_denied_client_is_refused_and_nothing_happens(
                          check=False)
     assert res.returncode != 0, res.stdout
     assert "DENY_ADMINISTRATOR matches intruder" in daemon.output()
-    assert all(ad.get("Draining") in (None, False) for ad in
-               [_ad(a) for a in daemon.call("status")["ads"]])
+    assert [_ad(a)["State"] for a in daemon.call("status")["ads"]] == ['"Unclaimed"'] * 2
+    rc, out = _run(refpool, *as_user("intruder", "condor_vacate", "-addr", address(daemon)))
+    # as the pool's own startd refuses: the tool says DENIED and who it was
+    assert rc == 1 and 'Received "DENIED" from server for user intruder' in out, out
+    assert "Can't send Vacate-All-Claims command" in out
     spy = refpool.condor(*as_user("spy", "condor_status", "-direct", address(daemon),
                                   "-af", "Name"), check=False)
     assert f"slot1@{HOST}" not in spy.stdout
