@@ -15,8 +15,9 @@ the claim id the execution point published (htcondor/htcondor ``claim.cpp``,
   ``Nonce``, EOM, in the clear; both switch to AES-GCM with the session key, and the
   command's own message follows.
 
-New (negotiated) sessions and raw commands are refused here: every command an
-execution point takes from a pool arrives on a claim session.
+:func:`serve_handshake` serves claim sessions only; the daemon's command port runs
+:func:`condorpy.pool.secserver.serve`, which takes these and also the sessions the
+pool's tools negotiate.
 """
 
 from __future__ import annotations
