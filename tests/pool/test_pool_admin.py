@@ -167,4 +167,11 @@ def test_condor_vacate_evicts_the_running_jobs(daemon: Daemon, refpool: RefPool,
     # evicted at once (fast: hard kill), the job goes back to the queue
     wait_for(lambda: "job 1.0: ended in slot1: idle" in daemon.output(), 30, daemon.output)
     assert re.search(r"slot1: Preempting/\w+ .*condor_vacate", daemon.output())
+    # one slot by name, found through the collector: VACATE_CLAIM
+    wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
+    res = refpool.condor("condor_vacate", f"slot1@{HOST}")
+    assert res.stdout == f'Sent "Vacate-Claim" command to startd slot1@{HOST}\n', res.stdout
+    wait_for(lambda: daemon.output().count("job 1.0: ended in slot1: idle") == 2, 30,
+             daemon.output)
+    assert "pool: VACATE_CLAIM from condor@" in daemon.output()
     daemon.cli("rm", "-all")
