@@ -171,11 +171,12 @@ def _methods(cfg: Config, perm: Perm, knob: str, default: str) -> tuple[str, ...
     return tuple(m for m in default.split(","))
 
 
-# HTCondor's own defaults where ALLOW_<LEVEL> is unset (param_info.in): READ from
-# anywhere; the rest only from this host, so an unconfigured command port takes no
-# orders from the network.
-DEFAULT_ALLOW = {Perm.READ: "*", Perm.WRITE: "127.0.0.1 ::1",
-                 Perm.ADMINISTRATOR: "127.0.0.1 ::1", Perm.DAEMON: "127.0.0.1 ::1"}
+# Where ALLOW_<LEVEL> is unset: READ from anywhere, the rest from nobody. The only
+# method served is CLAIMTOBE, whose identity is the peer's say-so, and a local user
+# must not get by the network port what the control socket's SO_PEERCRED check
+# refuses them; an administrator opens ADMINISTRATOR to the hosts and users meant.
+DEFAULT_ALLOW = {Perm.READ: "*", Perm.WRITE: "", Perm.ADMINISTRATOR: "",
+                 Perm.DAEMON: ""}
 
 
 def server_policy(cfg: Config) -> ServerPolicy:
