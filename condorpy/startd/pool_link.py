@@ -608,6 +608,10 @@ class PoolLink:
             info["CondorScratchDir"] = str(self.host.paths.execute)
         return info
 
+    def skip_numbers(self, last: int) -> None:
+        """Pool jobs of an earlier daemon still hold numbers up to ``last``."""
+        self._job_seq = max(self._job_seq, last)
+
     def _start(self, job: "PoolJob") -> None:
         host = self.host
         if host is None or job.slot is None:
