@@ -34,7 +34,7 @@ from condorpy.config import Config
 from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
-from condorpy.pool import claims, collector, shadow
+from condorpy.pool import claims, collector, reconnect, shadow
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
@@ -425,6 +425,13 @@ class PoolLink:
                ) -> Generator[Op, bytes | None, None]:
         inbound = yield from serve_handshake(peer, self.sessions.get, CONDOR_VERSION)
         r = Reader(inbound.payload, peer, crypto=True)
+        if inbound.command == reconnect.CA_CMD:
+            # a shadow looking for its job after losing us: not kept (pool_restart.py)
+            req = reconnect.parse_request(r)
+            why = reconnect.refusal(req)
+            log.info("pool: %s from %s refused: %s", req.command, peer, why)
+            yield Send(reconnect.failure(Writer(crypto=True), why).payload())
+            return
         cmd = claims.parse(inbound.command, r)
         try:
             session = parse_claim_id(cmd.claim_id).session_id
@@ -607,6 +614,10 @@ class PoolLink:
         if self.host is not None:
             info["CondorScratchDir"] = str(self.host.paths.execute)
         return info
+
+    def skip_numbers(self, last: int) -> None:
+        """Pool jobs of an earlier daemon still hold numbers up to ``last``."""
+        self._job_seq = max(self._job_seq, last)
 
     def _start(self, job: "PoolJob") -> None:
         host = self.host
