@@ -181,7 +181,9 @@ def busy_cycle(base: Path, n: int) -> None:
                "START = True\nSUSPEND = False\nPREEMPT = False\nWANT_SUSPEND = False\n"
                "SLOTS_CONNECTED_TO_KEYBOARD = 0\n"
                # HTCondor's default; without cgroups each usage sample scans /proc
-               "STARTER_UPDATE_INTERVAL = 300\n")
+               "STARTER_UPDATE_INTERVAL = 300\n"
+               # a cycle a second, so the cycles measured all come after the start storm
+               "POLLING_INTERVAL = 1\n")
     d.start()
     try:
         work = base / "busy" / "work"
@@ -191,7 +193,7 @@ def busy_cycle(base: Path, n: int) -> None:
         t0 = time.time()
         wait_for(lambda: d.call("ping")["running"] == n, 1800, d.output)
         started = time.time() - t0
-        time.sleep(12)
+        time.sleep(20)      # the last starters settle; then 8 cycles, one a second
         cycles = [c * 1000 for c in d.call("ping")["cycle_seconds"][-8:]]
         pids = []
         with d.db() as db:

@@ -57,6 +57,7 @@ from condorpy.startd.journal import fields
 from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.pool_link import PoolLink, pool_settings
+from condorpy.startd import pool_restart
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
@@ -752,6 +753,8 @@ class Startd:
                                 knobs=self.starter_knobs)
         rj = RunningJob(job_id, eid, slot)
         rj.launched = self.launcher.launch(request)
+        pool_restart.record_pool_starter(self.store, job_id, rj.launched, str(job_dir), slot,
+                                         self.clock.time())
         rj.connect_by = self.clock.monotonic() + _CONNECT_TIMEOUT_S
         self.running[job_id] = rj
         self.by_claim[eid] = job_id
@@ -781,7 +784,10 @@ class Startd:
                              if c.job_id == srec.job_id), None) or \
                 f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
             if rec is None:
-                self.store.forget_starter(srec.job_id)
+                if pool_restart.is_pool_job(srec.job_id) and alive:
+                    self._stop_orphan(srec.job_id, launched, srec.slot)
+                else:
+                    self.store.forget_starter(srec.job_id)
                 continue
             rj = RunningJob(srec.job_id, claim_id, srec.slot, launched=launched,
                             connect_by=self.clock.monotonic() + _CONNECT_TIMEOUT_S)
@@ -825,6 +831,20 @@ class Startd:
             if rec.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and \
                     rec.job_id not in self.running:
                 self._set_status(rec.job_id, JobStatus.IDLE)
+        if self.pool is not None:
+            self.pool.skip_numbers(pool_restart.last_pool_number(self.store))
+
+    def _stop_orphan(self, job_id: JobId, launched: Launched, slot: str) -> None:
+        """A pool job whose starter outlived a killed daemon: its shadow cannot take it
+        back (pool_restart.py), so it is stopped; its end is recorded as any job's."""
+        log.warning("job %s: its shadow's connection died with the previous daemon; "
+                    "starter %d is stopped", job_id, launched.pid)
+        rj = RunningJob(job_id, f"<orphan>#{secrets.token_hex(12)}", slot, launched=launched,
+                        connect_by=self.clock.monotonic() + _CONNECT_TIMEOUT_S)
+        rj.evicted = True
+        rj.queued.append("hard_kill")
+        self.running[job_id] = rj
+        self.by_claim[rj.claim_id] = job_id
 
     def _slot_of(self, claim_id: str) -> str:
         for s in self.engine.slots.values():

@@ -34,7 +34,7 @@ from condorpy.config import Config
 from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
-from condorpy.pool import admin, claims, collector, secserver, shadow
+from condorpy.pool import admin, claims, collector, reconnect, secserver, shadow
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
@@ -443,6 +443,13 @@ class PoolLink:
                 yield Send(reply.payload())
             return
         r = Reader(inbound.payload, peer, crypto=True)
+        if inbound.command == reconnect.CA_CMD:
+            # a shadow looking for its job after losing us: not kept (pool_restart.py)
+            req = reconnect.parse_request(r)
+            why = reconnect.refusal(req)
+            log.info("pool: %s from %s refused: %s", req.command, peer, why)
+            yield Send(reconnect.failure(Writer(crypto=True), why).payload())
+            return
         cmd = claims.parse(inbound.command, r)
         try:
             session = parse_claim_id(cmd.claim_id).session_id
@@ -676,6 +683,10 @@ class PoolLink:
         if self.host is not None:
             info["CondorScratchDir"] = str(self.host.paths.execute)
         return info
+
+    def skip_numbers(self, last: int) -> None:
+        """Pool jobs of an earlier daemon still hold numbers up to ``last``."""
+        self._job_seq = max(self._job_seq, last)
 
     def _start(self, job: "PoolJob") -> None:
         host = self.host
