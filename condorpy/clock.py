@@ -38,6 +38,31 @@ class SystemClock:
         return _time.localtime(epoch).tm_gmtoff
 
 
+class SteadyWallClock:
+    """Another clock whose wall time never goes back. When the host's clock is stepped
+    back (an NTP correction, an administrator's ``date``), the wall time holds still
+    until the host's catches up: the policy engine refuses a time earlier than one it
+    has seen, and a slot's state times must not run backwards. Timers and durations use
+    the monotonic clock, which is not affected."""
+
+    def __init__(self, inner: Clock) -> None:
+        self._inner = inner
+        self._last = float("-inf")
+
+    def time(self) -> float:
+        now = self._inner.time()
+        if now < self._last:
+            return self._last
+        self._last = now
+        return now
+
+    def monotonic(self) -> float:
+        return self._inner.monotonic()
+
+    def utc_offset(self, epoch: float) -> int:
+        return self._inner.utc_offset(epoch)
+
+
 class ManualClock:
     """A clock that moves only when told: for simulations and tests.
 

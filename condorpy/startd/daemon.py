@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from condorpy.classad import CallContext, ClassAd, Error, Undefined
-from condorpy.clock import Clock, SystemClock
+from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
 from condorpy.errors import ClassAdError, CondorpyError, RequestError, StartdError
 from condorpy.machine.probe import measure_activity
@@ -109,7 +109,8 @@ class Startd:
     def __init__(self, config_path: str | None, *, clock: Clock | None = None,
                  env: dict[str, str] | None = None, foreground: bool = True) -> None:
         self.config_path = config_path
-        self.clock = clock or SystemClock()
+        # a wall clock stepped back must not stop the engine (it refuses the past)
+        self.clock = SteadyWallClock(clock or SystemClock())
         self.env = dict(os.environ if env is None else env)
         self.foreground = foreground
         self.core: Core = load_core(config_path, env=self.env)
