@@ -53,7 +53,8 @@ from condorpy.errors import SecurityError, WireError
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import (DC_AUTHENTICATE, IMPLEMENTED_CRYPTO, METHOD_BITS, Level,
-                                    Op, Receive, Send, StartCrypto)
+                                    Op, Receive, Send, StartCrypto, knob_level,
+                                    knob_methods)
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 UNAUTHENTICATED = "unauthenticated@unmapped"
@@ -153,24 +154,6 @@ class ServerPolicy:
         return f"no ALLOW_{perm.value} entry matches {user}/{ip}"
 
 
-def _level(cfg: Config, perm: Perm, knob: str, default: Level) -> Level:
-    for name in (f"SEC_{perm.value}_{knob}", f"SEC_DEFAULT_{knob}"):
-        text = cfg.get(name)
-        if text:
-            try:
-                return Level(text.strip().upper())
-            except ValueError:
-                raise cfg.invalid(name, "REQUIRED, PREFERRED, OPTIONAL or NEVER") from None
-    return default
-
-
-def _methods(cfg: Config, perm: Perm, knob: str, default: str) -> tuple[str, ...]:
-    for name in (f"SEC_{perm.value}_{knob}", f"SEC_DEFAULT_{knob}"):
-        if cfg.get(name):
-            return tuple(m.upper() for m in cfg.get_list(name))
-    return tuple(m for m in default.split(","))
-
-
 # Where ALLOW_<LEVEL> is unset: READ from anywhere, the rest from nobody. The only
 # method served is CLAIMTOBE, whose identity is the peer's say-so, and a local user
 # must not get by the network port what the control socket's SO_PEERCRED check
@@ -184,14 +167,15 @@ def server_policy(cfg: Config) -> ServerPolicy:
     allow: dict[Perm, tuple[Entry, ...]] = {}
     deny: dict[Perm, tuple[Entry, ...]] = {}
     for perm in Perm:
-        configured = _methods(cfg, perm, "AUTHENTICATION_METHODS",
-                              "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL")
-        crypto = _methods(cfg, perm, "CRYPTO_METHODS", "AES,BLOWFISH,3DES")
+        side = f"SEC_{perm.value}"
+        configured = knob_methods(cfg, side, "AUTHENTICATION_METHODS",
+                                  "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL")
+        crypto = knob_methods(cfg, side, "CRYPTO_METHODS", "AES,BLOWFISH,3DES")
         levels[perm] = LevelPolicy(
-            authentication=_level(cfg, perm, "AUTHENTICATION", Level.OPTIONAL),
-            encryption=_level(cfg, perm, "ENCRYPTION", Level.OPTIONAL),
-            integrity=_level(cfg, perm, "INTEGRITY", Level.OPTIONAL),
-            negotiation=_level(cfg, perm, "NEGOTIATION", Level.PREFERRED),
+            authentication=knob_level(cfg, side, "AUTHENTICATION", Level.OPTIONAL),
+            encryption=knob_level(cfg, side, "ENCRYPTION", Level.OPTIONAL),
+            integrity=knob_level(cfg, side, "INTEGRITY", Level.OPTIONAL),
+            negotiation=knob_level(cfg, side, "NEGOTIATION", Level.PREFERRED),
             auth_methods=tuple(m for m in configured if m == "CLAIMTOBE"),
             crypto_methods=tuple(m for m in crypto if m in IMPLEMENTED_CRYPTO))
         knob = f"ALLOW_{perm.value}"

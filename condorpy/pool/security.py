@@ -121,8 +121,9 @@ class Session:
     key: bytes = field(default=b"", repr=False)   # the session's AES key, to resume it
 
 
-def _level(cfg: Config, knob: str, default: Level) -> Level:
-    for name in (f"SEC_CLIENT_{knob}", f"SEC_DEFAULT_{knob}"):
+def knob_level(cfg: Config, side: str, knob: str, default: Level) -> Level:
+    """``<side>_<knob>`` (SEC_CLIENT_..., SEC_READ_...), else SEC_DEFAULT_<knob>."""
+    for name in (f"{side}_{knob}", f"SEC_DEFAULT_{knob}"):
         text = cfg.get(name)
         if text:
             try:
@@ -132,8 +133,9 @@ def _level(cfg: Config, knob: str, default: Level) -> Level:
     return default
 
 
-def _methods(cfg: Config, knob: str, default: str) -> tuple[str, ...]:
-    for name in (f"SEC_CLIENT_{knob}", f"SEC_DEFAULT_{knob}"):
+def knob_methods(cfg: Config, side: str, knob: str, default: str) -> tuple[str, ...]:
+    """A method list from ``<side>_<knob>``, else SEC_DEFAULT_<knob>, else ``default``."""
+    for name in (f"{side}_{knob}", f"SEC_DEFAULT_{knob}"):
         if cfg.get(name):
             return tuple(m.upper() for m in cfg.get_list(name))
     return tuple(m.strip().upper() for m in default.split(",") if m.strip())
@@ -141,16 +143,17 @@ def _methods(cfg: Config, knob: str, default: str) -> tuple[str, ...]:
 
 def client_policy(cfg: Config, version: str) -> ClientPolicy:
     """The client policy the configuration asks for (HTCondor's knobs and defaults)."""
-    configured = _methods(cfg, "AUTHENTICATION_METHODS", "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL")
-    crypto = _methods(cfg, "CRYPTO_METHODS", "AES,BLOWFISH,3DES")
+    configured = knob_methods(cfg, "SEC_CLIENT", "AUTHENTICATION_METHODS",
+                              "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL")
+    crypto = knob_methods(cfg, "SEC_CLIENT", "CRYPTO_METHODS", "AES,BLOWFISH,3DES")
     user = cfg.get("SEC_CLAIMTOBE_USER") or pwd.getpwuid(os.geteuid()).pw_name
     if cfg.get_bool("SEC_CLAIMTOBE_INCLUDE_DOMAIN", False) and "@" not in user:
         user = f"{user}@{cfg.get('UID_DOMAIN') or ''}"
     return ClientPolicy(
-        authentication=_level(cfg, "AUTHENTICATION", Level.OPTIONAL),
-        encryption=_level(cfg, "ENCRYPTION", Level.OPTIONAL),
-        integrity=_level(cfg, "INTEGRITY", Level.OPTIONAL),
-        negotiation=_level(cfg, "NEGOTIATION", Level.PREFERRED),
+        authentication=knob_level(cfg, "SEC_CLIENT", "AUTHENTICATION", Level.OPTIONAL),
+        encryption=knob_level(cfg, "SEC_CLIENT", "ENCRYPTION", Level.OPTIONAL),
+        integrity=knob_level(cfg, "SEC_CLIENT", "INTEGRITY", Level.OPTIONAL),
+        negotiation=knob_level(cfg, "SEC_CLIENT", "NEGOTIATION", Level.PREFERRED),
         auth_methods=tuple(m for m in configured if m in IMPLEMENTED_METHODS),
         crypto_methods=tuple(m for m in crypto if m in IMPLEMENTED_CRYPTO),
         claimtobe_user=user,
