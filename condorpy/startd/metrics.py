@@ -407,6 +407,14 @@ class StartdCollector:
         yield from _families(snap)
 
 
+def _counter_by(name: str, doc: str, label: str,
+                pairs: Iterable[tuple[str, float]]) -> CounterMetricFamily:
+    fam = CounterMetricFamily(name, doc, labels=[label])
+    for key, value in pairs:
+        fam.add_metric([key], value)
+    return fam
+
+
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, value=value)
 
@@ -507,27 +515,14 @@ def _families(snap: Snapshot) -> Iterator[Metric]:
     yield CounterMetricFamily("condorpy_jobs_started_total", "Jobs started (starters "
                               "launched; a re-adopted starter is not counted again).",
                               value=st.jobs_started)
-    fam = CounterMetricFamily("condorpy_jobs_exited_total", "Job runs ended, by outcome.",
-                              labels=["outcome"])
-    for k, v in st.exits:
-        fam.add_metric([k], v)
-    yield fam
-    fam = CounterMetricFamily("condorpy_job_holds_total", "Jobs put on hold, by "
-                              "HoldReasonCode.", labels=["code"])
-    for k, v in st.holds:
-        fam.add_metric([k], v)
-    yield fam
-    fam = CounterMetricFamily("condorpy_evictions_total", "Running jobs sent back to the "
-                              "queue because their slot was taken, by cause.",
-                              labels=["cause"])
-    for k, v in st.evictions:
-        fam.add_metric([k], v)
-    yield fam
-    fam = CounterMetricFamily("condorpy_starters_adopted_total", "Starters found at "
-                              "start-up, by what became of them.", labels=["result"])
-    for k, v in st.adoptions:
-        fam.add_metric([k], v)
-    yield fam
+    yield _counter_by("condorpy_jobs_exited_total", "Job runs ended, by outcome.",
+                      "outcome", st.exits)
+    yield _counter_by("condorpy_job_holds_total", "Jobs put on hold, by HoldReasonCode.",
+                      "code", st.holds)
+    yield _counter_by("condorpy_evictions_total", "Running jobs sent back to the queue "
+                      "because their slot was taken, by cause.", "cause", st.evictions)
+    yield _counter_by("condorpy_starters_adopted_total", "Starters found at start-up, by "
+                      "what became of them.", "result", st.adoptions)
     runs = CounterMetricFamily("condorpy_hook_runs_total", "Job hook runs, by hook type.",
                                labels=["hook"])
     fails = CounterMetricFamily("condorpy_hook_failures_total", "Job hook runs that "
