@@ -333,19 +333,14 @@ class PoolLink:
         if obj is self:
             self._accept()
             return
-        if isinstance(obj, AsyncExchange) and obj in self.outbound:
+        if isinstance(obj, AsyncExchange) and (obj in self.outbound or obj in self.inbound):
             obj.handle(mask)
-            if obj.done:
+            if not obj.done:
+                self.sel.modify(obj.sock, obj.interest(), ("pool", obj))
+            elif obj in self.outbound:
                 self._close_outbound(obj)
             else:
-                self.sel.modify(obj.sock, obj.interest(), ("pool", obj))
-            return
-        if isinstance(obj, AsyncExchange) and obj in self.inbound:
-            obj.handle(mask)
-            if obj.done:
                 self._close_inbound(obj)
-            else:
-                self.sel.modify(obj.sock, obj.interest(), ("pool", obj))
             return
         ex = self.current
         if ex is None or obj is not ex:
