@@ -34,7 +34,8 @@ from condorpy.config import Config
 from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
-from condorpy.pool import admin, claims, collector, reconnect, secserver, shadow
+from condorpy.pool import (admin, claims, collector, daemon_ad, reconnect, secserver,
+                           shadow)
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
@@ -159,6 +160,7 @@ class PoolLink:
         self._seq = 0
         self._fresh_claim_ids = False
         self.advertised: dict[str, str] = {}     # ad Name -> engine slot name
+        self.daemon_name = ""                     # the daemon ad's Name, once sent
         self.queue: list[tuple[str, Callable[[], AsyncExchange]]] = []
         self.current: AsyncExchange | None = None
         self.next_update = 0.0
@@ -279,7 +281,9 @@ class PoolLink:
         # one update per slot; anything queued from an older round is superseded
         self.queue = [q for q in self.queue if q[0] == "invalidate"]
         live = {}
-        for slot, ad in self._ads().items():
+        ads_now = self._ads()
+        self._queue_daemon_ad(list(ads_now.values()))
+        for slot, ad in ads_now.items():
             ads = collector.slot_ads(ad, self.address, self.claim_id(slot))
             if not self.settings.accept_claims:
                 # listed, never matched: a claim would only be refused
@@ -290,6 +294,21 @@ class PoolLink:
             self.queue.append(("invalidate", self._invalidator(gone)))
             self.claim_ids.pop(self.advertised[gone], None)
         self.advertised = live
+
+    def _queue_daemon_ad(self, ads: list[ClassAd]) -> None:
+        """The daemon ad goes first, as HTCondor's startd sends it (daemon_ad.py)."""
+        ad = daemon_ad.startd_ad(ads, self.address, self.birthdate)
+        if ad is None:
+            return
+        self.daemon_name = daemon_ad.name_of(ad)
+
+        def make() -> AsyncExchange:
+            return AsyncExchange.connect(self.settings.collector,
+                                         daemon_ad.update(ad, self.settings.policy,
+                                                          self.peer, self.session),
+                                         self.clock.monotonic() + EXCHANGE_TIMEOUT,
+                                         f"update of the daemon ad {self.daemon_name}")
+        self.queue.append(("update", make))
 
     def _ads(self) -> dict[str, ClassAd]:
         """Every live slot's ad by the engine's name for the slot (the ads' Name is
@@ -769,10 +788,11 @@ class PoolLink:
         self._fresh_claim_ids = True
         return claims.request_claim_reply(w, granted, ok=True, leftovers=leftovers)
 
-    def _invalidate_now(self, name: str) -> None:
+    def _invalidate_now(self, name: str, daemon: bool = False) -> None:
+        gone = daemon_ad.invalidate if daemon else collector.invalidate
         with Connection.connect(self.settings.collector, SHUTDOWN_TIMEOUT) as c:
-            session, _ = c.run(collector.invalidate(name, self.address, self.settings.policy,
-                                                    self.peer, self.session))
+            session, _ = c.run(gone(name, self.address, self.settings.policy, self.peer,
+                                    self.session))
             if session.sid:
                 self.session = session
 
@@ -808,16 +828,19 @@ class PoolLink:
             self.outbound.pop(ex)
             ex.close()
         names = sorted(self.advertised)
-        for name in names:
+        # the slots, then the daemon ad (ResMgr::final_update)
+        items = [(n, False) for n in names] + ([(self.daemon_name, True)]
+                                               if self.daemon_name else [])
+        for name, daemon in items:
             try:
-                self._invalidate_now(name)
+                self._invalidate_now(name, daemon)
             except CondorpyError as exc:
                 if self.session is None:
                     log.warning("pool: could not invalidate %s: %s", name, exc)
                     break
                 self.session = None      # a stale session: once more, negotiating
                 try:
-                    self._invalidate_now(name)
+                    self._invalidate_now(name, daemon)
                 except CondorpyError as exc2:
                     log.warning("pool: could not invalidate %s: %s", name, exc2)
                     break
