@@ -44,7 +44,7 @@ import ipaddress
 import os
 import socket
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from condorpy.classad import ClassAd
@@ -58,6 +58,7 @@ from condorpy.pool.security import (DC_AUTHENTICATE, IMPLEMENTED_CRYPTO, METHOD_
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 UNAUTHENTICATED = "unauthenticated@unmapped"
+DC_SEC_QUERY = 60040
 MAX_SESSIONS = 4096
 
 
@@ -240,6 +241,7 @@ class Authorized:
     claim_session: bool
     payload: bytes
     crypto: bool
+    asked: int = 0          # DC_SEC_QUERY: the command whose authorisation was asked
 
 
 def reconcile(client: Level, server: Level) -> bool | None:
@@ -326,12 +328,28 @@ def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,
     command = ad.get("Command")
     if not isinstance(command, int) or isinstance(command, bool):
         raise WireError("the security request lacks Command", peer=peer)
+    asked = 0
+    if command == DC_SEC_QUERY:
+        # condor_ping: the handshake and the authorisation are those of AuthCommand,
+        # which is then not run; no message of its own follows (daemon_command.cpp)
+        asked = ad.get("AuthCommand")
+        if not isinstance(asked, int) or isinstance(asked, bool) or asked == DC_SEC_QUERY:
+            raise WireError("DC_SEC_QUERY without a usable AuthCommand", peer=peer)
+        command = asked
+        if asked in table:
+            table = {**table, asked: (table[asked][0], False)}
     use = ad.get("UseSession")
     if isinstance(use, str) and use.upper() == "YES":
-        return (yield from _resume(peer, ip, ad, command, policy, cache, claim_key,
-                                   table, now, version))
-    return (yield from _negotiate(peer, ip, ad, command, policy, cache, table, now,
-                                  version))
+        got = yield from _resume(peer, ip, ad, command, policy, cache, claim_key,
+                                 table, now, version)
+    else:
+        got = yield from _negotiate(peer, ip, ad, command, policy, cache, table, now,
+                                    version)
+    if asked and not got.claim_session:
+        return replace(got, command=DC_SEC_QUERY, asked=asked, payload=b"")
+    if asked:
+        raise SecurityError("DC_SEC_QUERY on a claim session refused", peer=peer)
+    return got
 
 
 def _resume(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPolicy,

@@ -452,7 +452,8 @@ class PoolLink:
         if not inbound.claim_session:
             # the pool's tools: condor_status -direct, condor_vacate, condor_drain, ...
             r = Reader(inbound.payload, peer, crypto=inbound.crypto)
-            reply = self._admin(admin.parse(inbound.command, r), inbound, peer)
+            reply = self._admin(admin.parse(inbound.command, r, inbound.asked), inbound,
+                                peer)
             if reply is not None:
                 yield Send(reply.payload())
             return
@@ -491,6 +492,9 @@ class PoolLink:
         w = Writer(crypto=inbound.crypto)
         what = admin.NAMES.get(inbound.command, str(inbound.command))
         log.info("pool: %s from %s at %s", what, inbound.user, peer)
+        if isinstance(cmd, (admin.Nop, admin.SecQuery)):
+            # condor_ping: the handshake authorised it; nothing runs
+            return admin.sec_query_reply(w) if isinstance(cmd, admin.SecQuery) else None
         if isinstance(cmd, admin.Query):
             ads = [collector.slot_ads(ad, self.address, self.claim_id(slot)).public
                    for slot, ad in self._ads().items()]
