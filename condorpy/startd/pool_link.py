@@ -34,14 +34,15 @@ from condorpy.config import Config
 from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
-from condorpy.pool import (admin, claims, collector, daemon_ad, reconnect, secserver,
-                           shadow)
+from condorpy.pool import (admin, claims, coalesce, collector, daemon_ad, reconnect,
+                           secserver, shadow)
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
 from condorpy.pool.server import alive, claim_session_key, parse_claim_id
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
+from condorpy.startd import pool_now
 from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -464,6 +465,11 @@ class PoolLink:
             why = reconnect.refusal(req)
             log.info("pool: %s from %s refused: %s", req.command, peer, why)
             yield Send(reconnect.failure(Writer(crypto=True), why).payload())
+            return
+        if inbound.command == coalesce.COALESCE_SLOTS:
+            # condor_now: the schedd merges its claims into one for the now-job
+            yield Send(pool_now.serve(self, coalesce.parse(r), inbound.session_id,
+                                      peer).payload())
             return
         cmd = claims.parse(inbound.command, r)
         try:
