@@ -192,11 +192,14 @@ class RefPool:
         if subprocess.run(["mountpoint", "-q", str(inside)]).returncode != 0:
             _run(["mount", "--bind", str(self.shared), str(inside)])
         # a fresh queue every session: no job of an earlier run may take a test's slot
-        shutil.rmtree(self.root / "var/lib/condor/spool", ignore_errors=True)
+        # (Debian's package keeps the queue in /var/spool/condor)
+        for spool in ("var/lib/condor/spool", "var/spool/condor"):
+            shutil.rmtree(self.root / spool, ignore_errors=True)
         _run(["chroot", str(self.root), "/bin/sh", "-c",
               "mkdir -p /var/log/condor /var/lib/condor/spool /var/lib/condor/execute "
-              "/run/condor /var/lock/condor && chown -R condor:condor /var/log/condor "
-              "/var/lib/condor /run/condor /var/lock/condor && "
+              "/var/spool/condor /run/condor /var/lock/condor && chown -R condor:condor "
+              "/var/log/condor /var/lib/condor /var/spool/condor /run/condor "
+              "/var/lock/condor && "
               "condor_master -pidfile /run/condor/master.pid"])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
