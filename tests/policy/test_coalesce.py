@@ -71,3 +71,10 @@ def test_unknown_claims_and_static_slots_are_refused_for_good() -> None:
     s.request_claim(1.0, "x", JOB, "slot1")
     r = [o for o in s.coalesce(2.0, ["x"], "now", JOB) if isinstance(o, CoalesceRefused)]
     assert [x.reason for x in r] == ["given slot is not dynamic"]
+
+
+def test_machine_is_the_host_the_slot_names_carry() -> None:
+    # the pool's tools find a startd by host name through Machine (daemon_ad.py)
+    e = engine_from_text(CONFIG + "FULL_HOSTNAME = ep.example\n", ManualClock(0.0))
+    ad = e.ads()[0]
+    assert (ad["Name"], ad["Machine"]) == ("slot1@ep.example", "ep.example")
