@@ -43,6 +43,7 @@ from condorpy.config import Config
 from condorpy.errors import SecurityError
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Reader, Writer
+from condorpy.pool import idtokens
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 DC_AUTHENTICATE = 60010
@@ -50,7 +51,14 @@ DC_AUTHENTICATE = 60010
 METHOD_BITS = {"CLAIMTOBE": 2, "FS": 4, "FS_REMOTE": 8, "KERBEROS": 64, "ANONYMOUS": 128,
                "SSL": 256, "PASSWORD": 512, "TOKEN": 2048, "IDTOKENS": 2048,
                "SCITOKENS": 4096}
-IMPLEMENTED_METHODS = ("CLAIMTOBE",)
+IMPLEMENTED_METHODS = ("TOKEN", "CLAIMTOBE")
+# the names HTCondor accepts for the one IDTOKENS method (condor_auth.h, SecMan)
+METHOD_ALIASES = {"IDTOKENS": "TOKEN", "IDTOKEN": "TOKEN", "TOKENS": "TOKEN"}
+
+
+def method_name(text: str) -> str:
+    m = text.strip().upper()
+    return METHOD_ALIASES.get(m, m)
 IMPLEMENTED_CRYPTO = ("AES",)
 
 
@@ -78,6 +86,8 @@ class ClientPolicy:
     session_duration: int = 86400
     session_lease: int = 3600
     configured_methods: tuple[str, ...] = field(default=(), compare=False)
+    # where IDTOKENS are looked for (None: no TOKEN authentication)
+    token_search: idtokens.TokenSearch | None = None
 
 
 @dataclass(frozen=True)
@@ -154,12 +164,17 @@ def client_policy(cfg: Config, version: str) -> ClientPolicy:
         encryption=knob_level(cfg, "SEC_CLIENT", "ENCRYPTION", Level.OPTIONAL),
         integrity=knob_level(cfg, "SEC_CLIENT", "INTEGRITY", Level.OPTIONAL),
         negotiation=knob_level(cfg, "SEC_CLIENT", "NEGOTIATION", Level.PREFERRED),
-        auth_methods=tuple(m for m in configured if m in IMPLEMENTED_METHODS),
+        auth_methods=tuple(dict.fromkeys(method_name(m) for m in configured
+                                         if method_name(m) in IMPLEMENTED_METHODS)),
         crypto_methods=tuple(m for m in crypto if m in IMPLEMENTED_CRYPTO),
         claimtobe_user=user,
         trust_domain=cfg.get("TRUST_DOMAIN") or cfg.get("UID_DOMAIN") or "",
         version=version,
-        configured_methods=configured)
+        configured_methods=configured,
+        token_search=idtokens.TokenSearch(
+            idtokens.token_directory(cfg),
+            exclude=cfg.get("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP") or "",
+            subsystem="STARTD"))
 
 
 def auth_request_ad(policy: ClientPolicy, command: int, ecdh_public: str,
@@ -244,14 +259,23 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
     method = ""
     remote_version = str(reply.get("RemoteVersion") or "")
     if authenticate:
-        offered = [m.strip().upper()
-                   for m in str(reply.get("AuthMethodsList") or reply.get("AuthMethods")
-                                or "").split(",") if m.strip()]
-        usable = [m for m in offered if m in policy.auth_methods]
+        named = [m.strip().upper()
+                 for m in str(reply.get("AuthMethodsList") or reply.get("AuthMethods")
+                              or "").split(",") if m.strip()]
+        usable = list(dict.fromkeys(method_name(m) for m in named
+                                    if method_name(m) in policy.auth_methods))
+        token: idtokens.Token | None = None
+        no_token = ""
+        if "TOKEN" in usable:
+            token, no_token = _find_token(policy, reply)
+            if token is None:
+                usable.remove("TOKEN")
         if not usable:
+            if no_token:
+                raise SecurityError(no_token, peer=peer)
             raise SecurityError(
                 "no authentication method in common: the peer offers "
-                f"{', '.join(offered) or 'none'}; condorpy is configured for "
+                f"{', '.join(named) or 'none'}; condorpy is configured for "
                 f"{', '.join(policy.configured_methods) or 'none'} and speaks "
                 f"{', '.join(IMPLEMENTED_METHODS)}", peer=peer)
         bits = 0
@@ -261,16 +285,20 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
         payload = yield Receive("the chosen authentication method")
         assert payload is not None
         chosen = _read_int(payload, peer, "the chosen authentication method")
-        if chosen == 0 or chosen & ~bits or chosen != METHOD_BITS["CLAIMTOBE"]:
+        method = next((m for m in usable if METHOD_BITS[m] == chosen), "")
+        if not method:
             raise SecurityError(f"the peer chose authentication method bits {chosen}, "
                                 f"not one of {bits}", peer=peer)
-        method = "CLAIMTOBE"
-        yield Send(Writer().put_int(1).put_string(policy.claimtobe_user).payload())
-        payload = yield Receive("the CLAIMTOBE result")
-        assert payload is not None
-        if _read_int(payload, peer, "the CLAIMTOBE result") != 1:
-            raise SecurityError(f"the peer refused CLAIMTOBE as {policy.claimtobe_user}",
-                                peer=peer)
+        if method == "TOKEN":
+            assert token is not None
+            yield from _token_exchange(token, peer)
+        else:
+            yield Send(Writer().put_int(1).put_string(policy.claimtobe_user).payload())
+            payload = yield Receive("the CLAIMTOBE result")
+            assert payload is not None
+            if _read_int(payload, peer, "the CLAIMTOBE result") != 1:
+                raise SecurityError(f"the peer refused CLAIMTOBE as "
+                                    f"{policy.claimtobe_user}", peer=peer)
         if encrypt or integrity:
             payload = yield Receive("the key hand-over flag")
             assert payload is not None
@@ -305,6 +333,37 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
     return Session(raw=False, authenticated=authenticate, method=method, encrypted=crypto,
                    sid=str(post.get("Sid") or ""), user=str(post.get("User") or ""),
                    valid_commands=tuple(valid), remote_version=remote_version, key=key)
+
+
+def _find_token(policy: ClientPolicy, reply: ClassAd) -> tuple[idtokens.Token | None, str]:
+    """The token for this server (its TrustDomain and IssuerKeys), or why there is none."""
+    search = policy.token_search
+    if search is None:
+        return None, ""
+    issuer = str(reply.get("TrustDomain") or "").strip()
+    # a server lists its trust domains as "a, b": HTCondor matches the first
+    issuer = issuer.replace("\t", " ").replace(",", " ").split(" ")[0] if issuer else ""
+    keys = frozenset(k.strip() for k in str(reply.get("IssuerKeys") or "").split(",")
+                     if k.strip())
+    choice = idtokens.choose_token(search, issuer, keys)
+    if choice.token is None:
+        return None, idtokens.no_token_message(search, issuer, keys, choice)
+    return choice.token, ""
+
+
+def _token_exchange(token: idtokens.Token, peer: str) -> Generator[Op, bytes | None, str]:
+    gen = idtokens.exchange(token, peer)
+    answer: bytes | None = None
+    while True:
+        try:
+            kind, data = gen.send(answer)
+        except StopIteration as stop:
+            return str(stop.value)
+        if kind == "send":
+            answer = None
+            yield Send(data)
+        else:
+            answer = yield Receive("the TOKEN reply")
 
 
 def resume(command: int, sid: str, key: bytes, peer: str, version: str = ""
