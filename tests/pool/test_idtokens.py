@@ -187,7 +187,8 @@ def test_search_order_and_matching_follow_htcondor(tmp_path: Path) -> None:
     _write(tmp_path, "STARTD_auto_generated_token", auto)
     choice = idtokens.choose_token(search, "vm", frozenset({"POOL"}))
     assert choice.token is not None and choice.token.subject == "auto@vm"
-    # a server that names no keys or trust domain takes the first token
+    # a server that names no keys or trust domain takes the first token (byte order)
+    (tmp_path / "STARTD_auto_generated_token").unlink()
     choice = idtokens.choose_token(idtokens.TokenSearch(str(tmp_path), subsystem="X",
                                                         exclude=search.exclude), "",
                                    frozenset())
