@@ -324,9 +324,10 @@ def check_reply(reply: ServerReply, token: Token, ra: bytes, k: bytes, peer: str
     if not reply.b:
         raise SecurityError("the peer's TOKEN reply names no server", peer=peer)
     if not bytes_eq(hkt(k, reply.a, reply.b, reply.ra, reply.rb), reply.hkt):
-        raise SecurityError("the peer's TOKEN proof does not match: it does not hold "
-                            f"the key {token.key_id} this token was signed with",
-                            peer=peer)
+        raise SecurityError(f"the peer's TOKEN proof does not match IDTOKEN {token.where}: "
+                            f"the token was not signed with this pool's key "
+                            f"{token.key_id} (another pool's, or damaged), or the peer is "
+                            "not the pool's", peer=peer)
     return reply.b
 
 
