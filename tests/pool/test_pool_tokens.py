@@ -215,3 +215,20 @@ def test_the_pools_tools_reach_condorpy_with_fs_authentication(
     except KeyError:
         return
     assert f"{name}@vm denied: no ALLOW_ADMINISTRATOR entry" in daemon.output()
+
+
+def test_advertise_startd_alone_is_enough_to_join_and_to_leave(
+        tmp_path: Path, secure_pool: RefPool) -> None:
+    host = "minimal.example"
+    install(tmp_path / "tokens.d", secure_pool.create_token(
+        f"condor@{secure_pool.trust_domain()}", ("ADVERTISE_STARTD",)))
+    d = make_daemon(tmp_path, secure_pool, host)
+    d.start()
+    try:
+        wait_for(lambda: len(slots(secure_pool, host)) == 2, 30, d.output)
+    finally:
+        d.stop()
+        d.kill_leftovers()
+    # INVALIDATE_STARTD_ADS needs no more than ADVERTISE_STARTD either
+    wait_for(lambda: slots(secure_pool, host) == [], 20,
+             lambda: f"{slots(secure_pool, host)}; {d.output()[-2000:]}")

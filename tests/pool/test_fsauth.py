@@ -1,0 +1,158 @@
+"""FS authentication, server side, without a network: the rendezvous directory's checks
+(a real directory of mode 0700, made by the client, not a link or a file), and the
+exchange refusing truncated, oversized and garbled client messages."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from condorpy.config import Config
+from condorpy.errors import SecurityError, WireError
+from condorpy.pool import fsauth
+from condorpy.pool.cedar import Reader, Writer
+from condorpy.pool.security import Op, Receive, Send
+
+PEER = "127.0.0.1:40000"
+
+
+def run(fs: fsauth.Rendezvous, client_result: bytes | None = None,
+        make: str = "dir") -> tuple[str | Exception, list[bytes]]:
+    """Play the client: make what ``make`` says at the path the server names."""
+    sent: list[bytes] = []
+    gen: Generator[Op, bytes | None, str] = fsauth.server_exchange(fs, PEER)
+    answer: bytes | None = None
+    try:
+        while True:
+            op = gen.send(answer)
+            answer = None
+            if isinstance(op, Send):
+                sent.append(op.payload)
+                if len(sent) == 1:
+                    path = Reader(op.payload, PEER).get_str()
+                    if make == "dir":
+                        os.mkdir(path, 0o700)
+                    elif make == "open":
+                        os.mkdir(path, 0o755)
+                    elif make == "file":
+                        Path(path).write_text("")
+                        os.chmod(path, 0o700)
+                    elif make == "link":
+                        os.mkdir(path + ".real", 0o700)
+                        os.symlink(path + ".real", path)
+            elif isinstance(op, Receive):
+                answer = client_result if client_result is not None else \
+                    Writer().put_int(-1 if make == "none" else 0).payload()
+    except StopIteration as stop:
+        return str(stop.value), sent
+    except (SecurityError, WireError) as exc:
+        return exc, sent
+    raise AssertionError("unreachable")
+
+
+def result_of(sent: list[bytes]) -> int:
+    r = Reader(sent[-1], PEER)
+    v = r.get_int()
+    r.end()
+    return v
+
+
+def test_a_client_that_makes_the_directory_is_its_owner(tmp_path: Path) -> None:
+    who, sent = run(fsauth.Rendezvous(str(tmp_path)))
+    assert who == pwd.getpwuid(os.geteuid()).pw_name and result_of(sent) == 0
+    path = Reader(sent[0], PEER).get_str()
+    assert path.startswith(f"{tmp_path}/FS_")
+
+
+@pytest.mark.parametrize("make, why", [
+    ("none", "could not make"),
+    ("open", "mode 0700"),
+    ("file", "mode 0700"),
+    ("link", "mode 0700"),
+    ("nothing", "made no directory"),
+])
+def test_anything_but_a_fresh_0700_directory_is_refused(tmp_path: Path, make: str,
+                                                        why: str) -> None:
+    who, sent = run(fsauth.Rendezvous(str(tmp_path)), make=make)
+    assert isinstance(who, SecurityError) and why in str(who) and PEER in str(who)
+    assert result_of(sent) == -1
+
+
+def test_no_rendezvous_directory_sends_an_empty_path_and_refuses(tmp_path: Path) -> None:
+    who, sent = run(fsauth.Rendezvous(str(tmp_path / "missing")), make="none")
+    assert Reader(sent[0], PEER).get_str() == ""
+    assert isinstance(who, SecurityError) and "FS_LOCAL_DIR" in str(who)
+
+
+@pytest.mark.parametrize("message, error", [
+    (b"", WireError),
+    (b"\0\0\0", WireError),
+    (Writer().put_int(0).put_int(0).payload(), WireError),
+    (b"\0" * 100, SecurityError),
+])
+def test_truncated_garbled_or_oversized_results_are_refused(
+        tmp_path: Path, message: bytes, error: type[Exception]) -> None:
+    who, _ = run(fsauth.Rendezvous(str(tmp_path)), client_result=message)
+    assert isinstance(who, error) and PEER in str(who)
+
+
+def test_an_owner_without_a_name_here_is_refused(tmp_path: Path) -> None:
+    class Nameless(fsauth.Rendezvous):
+        def owner(self, path: str) -> tuple[str, str]:
+            return "", f"the owner of {path}, uid 4242, has no name on this host"
+    who, _ = run(Nameless(str(tmp_path)))
+    assert isinstance(who, SecurityError) and "uid 4242" in str(who)
+
+
+def test_fs_local_dir_is_the_rendezvous() -> None:
+    assert fsauth.rendezvous(Config.from_text("")).directory == "/tmp"
+    assert fsauth.rendezvous(Config.from_text("FS_LOCAL_DIR = /srv/fs\n")).directory == \
+        "/srv/fs"
+
+
+def test_the_command_port_authenticates_a_tool_by_fs(tmp_path: Path) -> None:
+    """A pool tool's side, message by message, as HTCondor's client sends it: it offers
+    FS and IDTOKENS; the port serves FS (of its default SEC_*_AUTHENTICATION_METHODS); the
+    identity is the directory's owner at UID_DOMAIN, which ALLOW_ADMINISTRATOR lists as a
+    user alone (``name@*``, any host)."""
+    from condorpy.classad import ClassAd
+    from condorpy.pool import admin
+    from condorpy.pool.secserver import SessionCache, serve, server_policy
+    from condorpy.pool.security import DC_AUTHENTICATE
+    from condorpy.pool.wire_ad import get_classad, put_classad
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    cfg = Config.from_text(f"SEC_DEFAULT_AUTHENTICATION = REQUIRED\nUID_DOMAIN = vm\n"
+                           f"FS_LOCAL_DIR = {tmp_path}\n"
+                           f"ALLOW_ADMINISTRATOR = condor@* {me}@*\n")
+    gen = serve(PEER, "10.1.2.3", server_policy(cfg), SessionCache(), lambda s: None,
+                admin.COMMANDS, lambda: 1000.0, "$CondorVersion: 25.14.1 $")
+    assert isinstance(next(gen), Receive)
+    req = ClassAd()
+    req.update({"Command": admin.VACATE_ALL_CLAIMS, "AuthMethods": "FS,IDTOKENS,CLAIMTOBE",
+                "Authentication": "REQUIRED", "Encryption": "NEVER", "Integrity": "NEVER",
+                "Enact": "NO", "NewSession": "YES"})
+    op = gen.send(put_classad(Writer().put_int(DC_AUTHENTICATE), req).payload())
+    assert isinstance(op, Send)
+    reply = get_classad(Reader(op.payload, PEER))
+    assert reply["Authentication"] == "YES" and reply["AuthMethodsList"] == "FS"
+    assert isinstance(next(gen), Receive)
+    op = gen.send(Writer().put_int(4 | 2048).payload())
+    assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == 4
+    op = next(gen)
+    assert isinstance(op, Send)
+    path = Reader(op.payload, PEER).get_str()
+    os.mkdir(path, 0o700)
+    assert isinstance(next(gen), Receive)
+    op = gen.send(Writer().put_int(0).payload())
+    assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == 0
+    op = next(gen)
+    assert isinstance(op, Send)
+    post = get_classad(Reader(op.payload, PEER))
+    assert post["ReturnCode"] == "AUTHORIZED" and post["User"] == f"{me}@vm"
+    with pytest.raises(StopIteration) as stop:
+        next(gen)
+    assert stop.value.value.user == f"{me}@vm"
