@@ -26,7 +26,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from condorpy.config import Config
-from condorpy.errors import SecurityError
+from condorpy.errors import SecurityError, WireError
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import Op, Receive, Send
 
@@ -80,7 +80,7 @@ def server_exchange(fs: Rendezvous, peer: str) -> Generator[Op, bytes | None, st
     got = yield Receive("the FS client's result")
     assert got is not None
     if len(got) > MAX_RESULT_MESSAGE:
-        raise SecurityError("the FS client's result is oversized", peer=peer)
+        raise WireError("the FS client's result is oversized", peer=peer)
     r = Reader(got, peer)
     result = r.get_int("the FS client's result")
     r.end("the FS client's result")

@@ -20,7 +20,7 @@ A command port serves two kinds of session:
      ``RemoteVersion``, its own ``ECDHPublicKey``), EOM;
   3. when authenticating: client ``int`` method bits, EOM; server ``int`` the method
      chosen, EOM; CLAIMTOBE: client ``int 1``, ``string user``, EOM; server ``int 1``,
-     EOM; then, when the session will encrypt, server ``int 0`` (the key comes from
+     EOM; or FS (:mod:`condorpy.pool.fsauth`); then, when the session will encrypt, server ``int 0`` (the key comes from
      ECDH, none is handed over), EOM;
   4. both switch to AES-GCM; server: the post-authentication ad (``User``, ``Sid``,
      ``ValidCommands``, ``ReturnCode`` AUTHORIZED / DENIED / CMD_NOT_FOUND), EOM;
@@ -163,8 +163,8 @@ class ServerPolicy:
         return f"no ALLOW_{perm.value} entry matches {user}/{ip}"
 
 
-# Where ALLOW_<LEVEL> is unset: READ from anywhere, the rest from nobody. The only
-# method served is CLAIMTOBE, whose identity is the peer's say-so, and a local user
+# Where ALLOW_<LEVEL> is unset: READ from anywhere, the rest from nobody. CLAIMTOBE's
+# identity is the peer's say-so, and a local user
 # must not get by the network port what the control socket's SO_PEERCRED check
 # refuses them; an administrator opens ADMINISTRATOR to the hosts and users meant.
 DEFAULT_ALLOW = {Perm.READ: "*", Perm.WRITE: "", Perm.ADMINISTRATOR: "",
@@ -451,26 +451,42 @@ def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPoli
         yield Send(put_classad(Writer(), reply).payload())
     user = UNAUTHENTICATED
     if authenticate:
-        got = yield Receive("the client's authentication methods")
-        assert got is not None
-        bits = _read_int(got, peer, "the client's authentication methods")
-        chosen = next((m for m in methods if bits & METHOD_BITS[m]), "")
-        yield Send(_int_message(METHOD_BITS[chosen] if chosen else 0))
-        if chosen == "CLAIMTOBE":
-            got = yield Receive("the CLAIMTOBE identity")
+        # As HTCondor's Authentication loop: a method that fails is dropped by the
+        # client, which offers the rest; 0 chosen ends it.
+        failed: list[str] = []
+        fs_failure = ""
+        bits = 0
+        while user == UNAUTHENTICATED:
+            got = yield Receive("the client's authentication methods")
             assert got is not None
-            user = _read_claimtobe(got, peer)
-            if "@" not in user and policy.trust_domain:
-                user = f"{user}@{policy.trust_domain}"
-            yield Send(_int_message(1))
+            bits = _read_int(got, peer, "the client's authentication methods")
+            chosen = next((m for m in methods if bits & METHOD_BITS[m]
+                           and m not in failed), "")
+            yield Send(_int_message(METHOD_BITS[chosen] if chosen else 0))
+            if not chosen:
+                break
+            if chosen == "CLAIMTOBE":
+                got = yield Receive("the CLAIMTOBE identity")
+                assert got is not None
+                user = _read_claimtobe(got, peer)
+                if "@" not in user and policy.trust_domain:
+                    user = f"{user}@{policy.trust_domain}"
+                yield Send(_int_message(1))
+            else:
+                try:
+                    name = yield from fsauth.server_exchange(policy.fs, peer)
+                except SecurityError as exc:
+                    failed.append(chosen)
+                    fs_failure = exc.reason
+                    continue
+                user = f"{name}@{policy.uid_domain}" if policy.uid_domain else name
+        if user != UNAUTHENTICATED:
             if crypto:
                 yield Send(_int_message(0))     # no key handed over: ECDH made it
-        elif chosen == "FS":
-            name = yield from fsauth.server_exchange(policy.fs, peer)
-            user = f"{name}@{policy.uid_domain}" if policy.uid_domain else name
-            if crypto:
-                yield Send(_int_message(0))
         elif auth_required:
+            if failed:
+                raise SecurityError(f"authentication for command {command} failed: "
+                                    f"{fs_failure}", peer=peer)
             raise SecurityError(f"no authentication method in common for command "
                                 f"{command}: the client offers bits {bits}, condorpy "
                                 f"takes {', '.join(methods) or 'none'}", peer=peer)

@@ -92,7 +92,7 @@ def test_no_rendezvous_directory_sends_an_empty_path_and_refuses(tmp_path: Path)
     (b"", WireError),
     (b"\0\0\0", WireError),
     (Writer().put_int(0).put_int(0).payload(), WireError),
-    (b"\0" * 100, SecurityError),
+    (b"\0" * 100, WireError),
 ])
 def test_truncated_garbled_or_oversized_results_are_refused(
         tmp_path: Path, message: bytes, error: type[Exception]) -> None:
@@ -156,3 +156,54 @@ def test_the_command_port_authenticates_a_tool_by_fs(tmp_path: Path) -> None:
     with pytest.raises(StopIteration) as stop:
         next(gen)
     assert stop.value.value.user == f"{me}@vm"
+
+
+def test_a_failed_fs_falls_back_to_the_next_method_the_client_offers(
+        tmp_path: Path) -> None:
+    """As HTCondor's client does when FS fails (its directory is elsewhere, e.g. in a
+    chroot): it offers what is left, and the port takes CLAIMTOBE if configured."""
+    from condorpy.classad import ClassAd
+    from condorpy.pool import admin
+    from condorpy.pool.secserver import SessionCache, serve, server_policy
+    from condorpy.pool.security import DC_AUTHENTICATE
+    from condorpy.pool.wire_ad import get_classad, put_classad
+    cfg = Config.from_text(f"SEC_DEFAULT_AUTHENTICATION = REQUIRED\nUID_DOMAIN = vm\n"
+                           f"SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE\n"
+                           f"FS_LOCAL_DIR = {tmp_path}\nTRUST_DOMAIN = vm\n"
+                           f"ALLOW_ADMINISTRATOR = admin@vm\n")
+
+    def start() -> Generator[Op, bytes | None, object]:
+        gen = serve(PEER, "10.1.2.3", server_policy(cfg), SessionCache(), lambda s: None,
+                    admin.COMMANDS, lambda: 1000.0, "$CondorVersion: 25.14.1 $")
+        assert isinstance(next(gen), Receive)
+        req = ClassAd()
+        req.update({"Command": admin.VACATE_ALL_CLAIMS, "AuthMethods": "FS,CLAIMTOBE",
+                    "Authentication": "REQUIRED", "Encryption": "NEVER",
+                    "Integrity": "NEVER", "Enact": "NO"})
+        assert isinstance(gen.send(put_classad(Writer().put_int(DC_AUTHENTICATE), req)
+                                   .payload()), Send)
+        assert isinstance(next(gen), Receive)
+        op = gen.send(Writer().put_int(4 | 2).payload())
+        assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == 4
+        assert isinstance(next(gen), Send)                    # the path: not made
+        assert isinstance(next(gen), Receive)
+        op = gen.send(Writer().put_int(-1).payload())
+        assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == -1
+        assert isinstance(next(gen), Receive)
+        return gen
+
+    gen = start()
+    op = gen.send(Writer().put_int(2).payload())              # CLAIMTOBE is left
+    assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == 2
+    assert isinstance(next(gen), Receive)
+    op = gen.send(Writer().put_int(1).put_string("admin").payload())
+    assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == 1
+    op = next(gen)
+    assert isinstance(op, Send)
+    assert get_classad(Reader(op.payload, PEER))["ReturnCode"] == "AUTHORIZED"
+    # a client with nothing left hears 0 and the reason is FS's
+    gen = start()
+    op = gen.send(Writer().put_int(0).payload())
+    assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == 0
+    with pytest.raises(SecurityError, match="could not make"):
+        next(gen)
