@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from condorpy.config import Config
 from condorpy.errors import SecurityError, WireError
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool.security import Op, Receive, Send
 
 MAX_RESULT_MESSAGE = 64
 
@@ -73,17 +72,27 @@ def rendezvous(cfg: Config) -> Rendezvous:
     return Rendezvous((cfg.get("FS_LOCAL_DIR") or "").strip() or "/tmp")
 
 
-def server_exchange(fs: Rendezvous, peer: str) -> Generator[Op, bytes | None, str]:
+# like condorpy.pool.idtokens: ("send", payload) and ("receive", what); the security
+# modules wrap them in their Send/Receive
+Exchange = Generator[tuple[str, bytes], bytes | None, str]
+
+
+def _int(payload: bytes, peer: str, what: str) -> int:
+    if len(payload) > MAX_RESULT_MESSAGE:
+        raise WireError(f"{what} is oversized", peer=peer)
+    r = Reader(payload, peer)
+    value = r.get_int(what)
+    r.end(what)
+    return value
+
+
+def server_exchange(fs: Rendezvous, peer: str) -> Exchange:
     """Authenticate the client by FS; returns the owner's name (without a domain)."""
     path = fs.new_path()
-    yield Send(Writer().put_string(path).payload())
-    got = yield Receive("the FS client's result")
+    yield ("send", Writer().put_string(path).payload())
+    got = yield ("receive", b"the FS client's result")
     assert got is not None
-    if len(got) > MAX_RESULT_MESSAGE:
-        raise WireError("the FS client's result is oversized", peer=peer)
-    r = Reader(got, peer)
-    result = r.get_int("the FS client's result")
-    r.end("the FS client's result")
+    result = _int(got, peer, "the FS client's result")
     if not path:
         why = f"no rendezvous path could be made in {fs.directory} (FS_LOCAL_DIR)"
         owner = ""
@@ -91,7 +100,63 @@ def server_exchange(fs: Rendezvous, peer: str) -> Generator[Op, bytes | None, st
         owner, why = "", f"the client could not make {path}"
     else:
         owner, why = fs.owner(path)
-    yield Send(Writer().put_int(0 if owner else -1).payload())
+    yield ("send", Writer().put_int(0 if owner else -1).payload())
     if not owner:
         raise SecurityError(f"FS authentication failed: {why}", peer=peer)
     return owner
+
+
+def daemon_ids(cfg: Config) -> tuple[int, int] | None:
+    """Whom a daemon running as root makes its FS directory as: CONDOR_IDS (``uid.gid``),
+    else the ``condor`` user, as HTCondor's set_condor_priv(); None when not root or
+    there is no such user (the directory is then the daemon's own)."""
+    if os.geteuid() != 0:
+        return None
+    text = (cfg.get("CONDOR_IDS") or "").strip()
+    if text:
+        uid, dot, gid = text.partition(".")
+        if not dot or not uid.strip().isdigit() or not gid.strip().isdigit():
+            raise cfg.invalid("CONDOR_IDS", "uid.gid, two numbers")
+        return int(uid), int(gid)
+    try:
+        pw = pwd.getpwnam("condor")
+    except KeyError:
+        return None
+    return pw.pw_uid, pw.pw_gid
+
+
+def client_exchange(peer: str, ids: tuple[int, int] | None) -> Generator[
+        tuple[str, bytes], bytes | None, None]:
+    """Prove this process's user (or ``ids``) to a server on this host."""
+    got = yield ("receive", b"the FS directory to make")
+    assert got is not None
+    r = Reader(got, peer)
+    path = r.get_string("the FS directory to make") or ""
+    r.end("the FS directory to make")
+    made = False
+    why = "the peer named no directory"
+    if path:
+        try:
+            os.mkdir(path, 0o700)
+            made = True
+            if ids is not None:
+                os.chown(path, ids[0], ids[1])
+            why = ""
+        except OSError as exc:
+            why = f"cannot make {path}: {exc.strerror}"
+    try:
+        yield ("send", Writer().put_int(0 if made and not why else -1).payload())
+        got = yield ("receive", b"the FS verdict")
+        assert got is not None
+        verdict = _int(got, peer, "the FS verdict")
+    finally:
+        if made:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+    if why:
+        raise SecurityError(f"FS: {why}", peer=peer)
+    if verdict != 0:
+        raise SecurityError(f"FS: the peer did not find {path} as made (is it on another "
+                            "host, or in a container with its own /tmp?)", peer=peer)

@@ -343,7 +343,7 @@ def exchange(token: Token, peer: str, random: Callable[[int], bytes] = os.urando
     ra = random(KEY_LEN)
     k, _k_prime = derive_keys(token)
     yield ("send", message_one(token, ra))
-    payload = yield ("receive", b"")
+    payload = yield ("receive", b"the TOKEN reply")
     assert payload is not None
     try:
         reply = parse_message_two(payload, peer)

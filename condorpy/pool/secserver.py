@@ -55,7 +55,7 @@ from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool import fsauth
 from condorpy.pool.security import (DC_AUTHENTICATE, IMPLEMENTED_CRYPTO, METHOD_BITS, Level,
                                     Op, Receive, Send, StartCrypto, knob_level,
-                                    knob_methods, method_name)
+                                    knob_methods, method_name, run_exchange)
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 UNAUTHENTICATED = "unauthenticated@unmapped"
@@ -474,7 +474,7 @@ def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPoli
                 yield Send(_int_message(1))
             else:
                 try:
-                    name = yield from fsauth.server_exchange(policy.fs, peer)
+                    name = yield from run_exchange(fsauth.server_exchange(policy.fs, peer))
                 except SecurityError as exc:
                     failed.append(chosen)
                     fs_failure = exc.reason

@@ -37,13 +37,14 @@ import pwd
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar, cast
 
 from condorpy.classad import ClassAd
 from condorpy.config import Config
 from condorpy.errors import SecurityError
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool import idtokens
+from condorpy.pool import fsauth, idtokens
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 DC_AUTHENTICATE = 60010
@@ -51,7 +52,7 @@ DC_AUTHENTICATE = 60010
 METHOD_BITS = {"CLAIMTOBE": 2, "FS": 4, "FS_REMOTE": 8, "KERBEROS": 64, "ANONYMOUS": 128,
                "SSL": 256, "PASSWORD": 512, "TOKEN": 2048, "IDTOKENS": 2048,
                "SCITOKENS": 4096}
-IMPLEMENTED_METHODS = ("TOKEN", "CLAIMTOBE")
+IMPLEMENTED_METHODS = ("FS", "TOKEN", "CLAIMTOBE")
 # the names HTCondor accepts for the one IDTOKENS method (condor_auth.h, SecMan)
 METHOD_ALIASES = {"IDTOKENS": "TOKEN", "IDTOKEN": "TOKEN", "TOKENS": "TOKEN"}
 
@@ -88,6 +89,8 @@ class ClientPolicy:
     configured_methods: tuple[str, ...] = field(default=(), compare=False)
     # where IDTOKENS are looked for (None: no TOKEN authentication)
     token_search: idtokens.TokenSearch | None = None
+    # whom FS directories are made as (a daemon run by root: the condor user)
+    fs_ids: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,8 @@ def client_policy(cfg: Config, version: str) -> ClientPolicy:
         token_search=idtokens.TokenSearch(
             idtokens.token_directory(cfg),
             exclude=cfg.get("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP") or "",
-            subsystem="STARTD"))
+            subsystem="STARTD"),
+        fs_ids=fsauth.daemon_ids(cfg))
 
 
 def auth_request_ad(policy: ClientPolicy, command: int, ecdh_public: str,
@@ -278,27 +282,42 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
                 f"{', '.join(named) or 'none'}; condorpy is configured for "
                 f"{', '.join(policy.configured_methods) or 'none'} and speaks "
                 f"{', '.join(IMPLEMENTED_METHODS)}", peer=peer)
-        bits = 0
-        for m in usable:
-            bits |= METHOD_BITS[m]
-        yield Send(_int_message(bits))
-        payload = yield Receive("the chosen authentication method")
-        assert payload is not None
-        chosen = _read_int(payload, peer, "the chosen authentication method")
-        method = next((m for m in usable if METHOD_BITS[m] == chosen), "")
-        if not method:
-            raise SecurityError(f"the peer chose authentication method bits {chosen}, "
-                                f"not one of {bits}", peer=peer)
-        if method == "TOKEN":
-            assert token is not None
-            yield from _token_exchange(token, peer)
-        else:
-            yield Send(Writer().put_int(1).put_string(policy.claimtobe_user).payload())
-            payload = yield Receive("the CLAIMTOBE result")
+        # As HTCondor's Authentication loop: a method that fails is dropped and the
+        # rest offered again, until one succeeds or the peer chooses none.
+        failures: list[str] = [no_token] if no_token else []
+        while True:
+            bits = 0
+            for m in usable:
+                bits |= METHOD_BITS[m]
+            yield Send(_int_message(bits))
+            payload = yield Receive("the chosen authentication method")
             assert payload is not None
-            if _read_int(payload, peer, "the CLAIMTOBE result") != 1:
-                raise SecurityError(f"the peer refused CLAIMTOBE as "
-                                    f"{policy.claimtobe_user}", peer=peer)
+            chosen = _read_int(payload, peer, "the chosen authentication method")
+            method = next((m for m in usable if METHOD_BITS[m] == chosen), "")
+            if not method:
+                raise SecurityError(f"the peer chose authentication method bits {chosen}, "
+                                    f"not one of {bits}"
+                                    + "".join(f"; {f}" for f in failures), peer=peer)
+            try:
+                if method == "TOKEN":
+                    assert token is not None
+                    yield from run_exchange(idtokens.exchange(token, peer))
+                elif method == "FS":
+                    yield from run_exchange(fsauth.client_exchange(peer, policy.fs_ids))
+                else:
+                    yield Send(Writer().put_int(1).put_string(policy.claimtobe_user)
+                               .payload())
+                    payload = yield Receive("the CLAIMTOBE result")
+                    assert payload is not None
+                    if _read_int(payload, peer, "the CLAIMTOBE result") != 1:
+                        raise SecurityError(f"the peer refused CLAIMTOBE as "
+                                            f"{policy.claimtobe_user}", peer=peer)
+                break
+            except SecurityError as exc:
+                failures.append(exc.reason)
+                usable.remove(method)
+                if not usable:
+                    raise SecurityError("; ".join(failures), peer=peer) from None
         if encrypt or integrity:
             payload = yield Receive("the key hand-over flag")
             assert payload is not None
@@ -351,19 +370,24 @@ def _find_token(policy: ClientPolicy, reply: ClassAd) -> tuple[idtokens.Token | 
     return choice.token, ""
 
 
-def _token_exchange(token: idtokens.Token, peer: str) -> Generator[Op, bytes | None, str]:
-    gen = idtokens.exchange(token, peer)
+T = TypeVar("T")
+
+
+def run_exchange(gen: Generator[tuple[str, bytes], bytes | None, T]
+                 ) -> Generator[Op, bytes | None, T]:
+    """An authentication method's own exchange (:mod:`idtokens`, :mod:`fsauth` speak
+    ``("send", payload)`` / ``("receive", what)``) as this module's Send/Receive."""
     answer: bytes | None = None
     while True:
         try:
             kind, data = gen.send(answer)
         except StopIteration as stop:
-            return str(stop.value)
+            return cast(T, stop.value)
         if kind == "send":
             answer = None
             yield Send(data)
         else:
-            answer = yield Receive("the TOKEN reply")
+            answer = yield Receive(data.decode() or "the method's reply")
 
 
 def resume(command: int, sid: str, key: bytes, peer: str, version: str = ""

@@ -15,7 +15,7 @@ from condorpy.config import Config
 from condorpy.errors import SecurityError, WireError
 from condorpy.pool import fsauth
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool.security import Op, Receive, Send
+from condorpy.pool.security import Op, Receive, Send, run_exchange
 
 PEER = "127.0.0.1:40000"
 
@@ -24,7 +24,7 @@ def run(fs: fsauth.Rendezvous, client_result: bytes | None = None,
         make: str = "dir") -> tuple[str | Exception, list[bytes]]:
     """Play the client: make what ``make`` says at the path the server names."""
     sent: list[bytes] = []
-    gen: Generator[Op, bytes | None, str] = fsauth.server_exchange(fs, PEER)
+    gen: Generator[Op, bytes | None, str] = run_exchange(fsauth.server_exchange(fs, PEER))
     answer: bytes | None = None
     try:
         while True:
@@ -207,3 +207,77 @@ def test_a_failed_fs_falls_back_to_the_next_method_the_client_offers(
     assert isinstance(op, Send) and Reader(op.payload, PEER).get_int() == 0
     with pytest.raises(SecurityError, match="could not make"):
         next(gen)
+
+
+# --- the client side --------------------------------------------------------------
+
+def client_run(path: str, verdict: bytes, ids: tuple[int, int] | None = None,
+               seen: dict[str, object] | None = None) -> Exception | None:
+    gen = run_exchange(fsauth.client_exchange(PEER, ids))
+    try:
+        assert isinstance(next(gen), Receive)
+        op = gen.send(Writer().put_string(path).payload())
+        assert isinstance(op, Send)
+        if seen is not None:
+            seen["result"] = Reader(op.payload, PEER).get_int()
+            if path and os.path.isdir(path):
+                st = os.lstat(path)
+                seen["mode"], seen["uid"] = st.st_mode & 0o7777, st.st_uid
+        assert isinstance(next(gen), Receive)
+        gen.send(verdict)
+    except StopIteration:
+        return None
+    except (SecurityError, WireError) as exc:
+        return exc
+    raise AssertionError("the client did not finish")
+
+
+def test_the_client_makes_the_directory_and_removes_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "FS_abc")
+    seen: dict[str, object] = {}
+    assert client_run(path, Writer().put_int(0).payload(), seen=seen) is None
+    assert seen == {"result": 0, "mode": 0o700, "uid": os.geteuid()}
+    assert not os.path.exists(path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_a_root_daemon_makes_it_as_the_condor_ids(tmp_path: Path) -> None:
+    seen: dict[str, object] = {}
+    path = str(tmp_path / "FS_ids")
+    assert client_run(path, Writer().put_int(0).payload(), (4242, 4242), seen) is None
+    assert seen["uid"] == 4242 and not os.path.exists(path)
+
+
+@pytest.mark.parametrize("path, verdict, why", [
+    ("", 0, "named no directory"),
+    ("/nonexistent-dir/FS_x", 0, "cannot make"),
+    ("TMP/FS_y", -1, "did not find"),
+])
+def test_client_failures_say_why(tmp_path: Path, path: str, verdict: int, why: str) -> None:
+    exc = client_run(path.replace("TMP", str(tmp_path)), Writer().put_int(verdict).payload())
+    assert isinstance(exc, SecurityError) and why in str(exc) and PEER in str(exc)
+
+
+@pytest.mark.parametrize("verdict", [b"", b"\0" * 3, b"\0" * 100])
+def test_a_damaged_verdict_is_a_wire_error(tmp_path: Path, verdict: bytes) -> None:
+    assert isinstance(client_run(str(tmp_path / "FS_z"), verdict), WireError)
+    assert not (tmp_path / "FS_z").exists()
+
+
+def test_condorpys_client_and_server_agree_by_fs(tmp_path: Path) -> None:
+    from condorpy.pool import admin
+    from condorpy.pool.secserver import SessionCache, serve, server_policy
+    from condorpy.pool.security import ClientPolicy, Level, client_handshake
+    from tests.pool.test_claims import pump
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    cfg = Config.from_text(f"SEC_DEFAULT_AUTHENTICATION = REQUIRED\n"
+                           f"SEC_DEFAULT_ENCRYPTION = REQUIRED\nUID_DOMAIN = vm\n"
+                           f"FS_LOCAL_DIR = {tmp_path}\nALLOW_ADMINISTRATOR = {me}@vm\n")
+    srv = serve("client", "127.0.0.1", server_policy(cfg), SessionCache(), lambda s: None,
+                admin.COMMANDS, lambda: 1000.0, "$CondorVersion: 25.14.1 $")
+    policy = ClientPolicy(authentication=Level.REQUIRED, encryption=Level.REQUIRED,
+                          integrity=Level.REQUIRED, auth_methods=("FS", "CLAIMTOBE"))
+    session, got = pump(client_handshake(admin.VACATE_ALL_CLAIMS, policy, PEER), srv)
+    assert getattr(session, "method") == "FS" and getattr(session, "encrypted")
+    assert getattr(got, "user") == f"{me}@vm"
+    assert list(tmp_path.iterdir()) == []

@@ -137,7 +137,7 @@ def test_the_exchange_ends_with_an_error_message_when_the_proof_fails() -> None:
     assert r.get_str() == TOKEN.rsplit(".", 1)[0]        # never the signature
     assert r.get_int() == 256 and r._take(256, "ra") == b"r" * 256
     r.end()
-    assert gen.send(None) == ("receive", b"")
+    assert gen.send(None) == ("receive", b"the TOKEN reply")
     kind, last = gen.send(_reply(a="condor@vm"))          # an hkt of b"m" * 20: wrong
     assert kind == "send" and last == idtokens.error_message_three()
     with pytest.raises(SecurityError, match="proof does not match"):
@@ -238,7 +238,7 @@ def test_the_token_directory_knobs() -> None:
     ) == "/x/t.d"
     p = client_policy(Config.from_text(
         "SEC_DEFAULT_AUTHENTICATION_METHODS = FS, IDTOKENS, CLAIMTOBE\n"), "v")
-    assert p.auth_methods == ("TOKEN", "CLAIMTOBE")
+    assert p.auth_methods == ("FS", "TOKEN", "CLAIMTOBE")
     assert p.token_search is not None and p.token_search.subsystem == "STARTD"
 
 
