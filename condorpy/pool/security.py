@@ -18,7 +18,9 @@ What a new session looks like on the wire (a real 23.9.6 collector, CLAIMTOBE, s
    its ``ECDHPublicKey``), EOM;
 3. if authenticating: client ``int`` bitmask of the methods it will try, EOM; server
    ``int`` the method chosen (0: none), EOM; the method's own exchange (CLAIMTOBE:
-   client ``int 1``, ``string user``, EOM; server ``int 1`` on success, EOM); then,
+   client ``int 1``, ``string user``, EOM; server ``int 1`` on success, EOM; IDTOKENS:
+   :mod:`condorpy.pool.idtokens`; FS: :mod:`condorpy.pool.fsauth`; a method that fails
+   is dropped and the client offers the rest again); then,
    when the session will encrypt or check integrity, server ``int 0`` (it has no key
    to hand over: the key comes from ECDH), EOM;
 4. both switch to AES-GCM with the ECDH key; server: the post-authentication ad
@@ -42,9 +44,9 @@ from typing import TypeVar, cast
 from condorpy.classad import ClassAd
 from condorpy.config import Config
 from condorpy.errors import SecurityError
+from condorpy.pool import fsauth, idtokens
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool import fsauth, idtokens
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 DC_AUTHENTICATE = 60010
@@ -53,6 +55,7 @@ METHOD_BITS = {"CLAIMTOBE": 2, "FS": 4, "FS_REMOTE": 8, "KERBEROS": 64, "ANONYMO
                "SSL": 256, "PASSWORD": 512, "TOKEN": 2048, "IDTOKENS": 2048,
                "SCITOKENS": 4096}
 IMPLEMENTED_METHODS = ("FS", "TOKEN", "CLAIMTOBE")
+IMPLEMENTED_CRYPTO = ("AES",)
 # the names HTCondor accepts for the one IDTOKENS method (condor_auth.h, SecMan)
 METHOD_ALIASES = {"IDTOKENS": "TOKEN", "IDTOKEN": "TOKEN", "TOKENS": "TOKEN"}
 
@@ -60,7 +63,6 @@ METHOD_ALIASES = {"IDTOKENS": "TOKEN", "IDTOKEN": "TOKEN", "TOKENS": "TOKEN"}
 def method_name(text: str) -> str:
     m = text.strip().upper()
     return METHOD_ALIASES.get(m, m)
-IMPLEMENTED_CRYPTO = ("AES",)
 
 
 class Level(Enum):

@@ -232,3 +232,31 @@ def test_advertise_startd_alone_is_enough_to_join_and_to_leave(
     # INVALIDATE_STARTD_ADS needs no more than ADVERTISE_STARTD either
     wait_for(lambda: slots(secure_pool, host) == [], 20,
              lambda: f"{slots(secure_pool, host)}; {d.output()[-2000:]}")
+
+
+def test_on_the_central_managers_host_fs_suffices(tmp_path: Path,
+                                                   secure_pool: RefPool) -> None:
+    """The collector prefers FS (first of its methods). On its own host condorpy, run by
+    root, proves to be the condor user as HTCondor's daemons do, and needs no token.
+    Here the collector lives in a chroot: its FS_LOCAL_DIR is the directory shared with
+    the host, and condorpy's CONDOR_IDS names the chroot's condor user."""
+    uid = secure_pool.condor("id", "-u", "condor").stdout.strip()
+    gid = secure_pool.condor("id", "-g", "condor").stdout.strip()
+    secure_pool.start(security="default", extra=f"FS_LOCAL_DIR = {secure_pool.shared}")
+    host = "same-host.example"
+    try:
+        (tmp_path / "tokens.d").mkdir(mode=0o700)
+        d = make_daemon(tmp_path, secure_pool, host)
+        d.config.write_text(d.config.read_text() + f"CONDOR_IDS = {uid}.{gid}\n")
+        d.start()
+        try:
+            wait_for(lambda: len(slots(secure_pool, host)) == 2, 30, d.output)
+            assert re.search(r"negotiated \(FS, AES\)", d.output()), d.output()
+            who = secure_pool.condor("condor_status", f"slot1@{host}", "-af",
+                                     "AuthenticatedIdentity").stdout.split()
+            assert who and who[0].startswith("condor@"), who
+        finally:
+            d.stop()
+            d.kill_leftovers()
+    finally:
+        secure_pool.start(security="default")
