@@ -143,7 +143,7 @@ def client_exchange(peer: str, ids: tuple[int, int] | None) -> Generator[
                 os.chown(path, ids[0], ids[1])
             why = ""
         except OSError as exc:
-            why = f"cannot make {path}: {exc.strerror}"
+            why = f"cannot make a directory in {os.path.dirname(path)}: {exc.strerror}"
     try:
         yield ("send", Writer().put_int(0 if made and not why else -1).payload())
         got = yield ("receive", b"the FS verdict")
@@ -158,5 +158,7 @@ def client_exchange(peer: str, ids: tuple[int, int] | None) -> Generator[
     if why:
         raise SecurityError(f"FS: {why}", peer=peer)
     if verdict != 0:
-        raise SecurityError(f"FS: the peer did not find {path} as made (is it on another "
-                            "host, or in a container with its own /tmp?)", peer=peer)
+        # the directory, not the random name: the same failure reads the same each time
+        raise SecurityError(f"FS: the peer did not find the directory it named in "
+                            f"{os.path.dirname(path)} (is it on another host, or in a "
+                            "container with its own file system?)", peer=peer)
