@@ -281,3 +281,13 @@ def test_condorpys_client_and_server_agree_by_fs(tmp_path: Path) -> None:
     assert getattr(session, "method") == "FS" and getattr(session, "encrypted")
     assert getattr(got, "user") == f"{me}@vm"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("message", [b"", b"/tmp/FS_no_nul", b"/tmp/FS_a\0extra",
+                                     Writer().put_int(5).payload()])
+def test_a_damaged_directory_message_is_a_wire_error(message: bytes) -> None:
+    gen = run_exchange(fsauth.client_exchange(PEER, None))
+    assert isinstance(next(gen), Receive)
+    with pytest.raises(WireError) as e:
+        gen.send(message)
+    assert PEER in str(e.value)
