@@ -205,6 +205,15 @@ def test_the_pools_tools_reach_condorpy_with_fs_authentication(
     out = daemon.output()
     # FS says root, and ALLOW_ADMINISTRATOR (condor@* condor_pool@* root@*) lets it in
     assert re.search(r"VACATE_ALL_CLAIMS from root@vm", out), out
+    res = secure_pool.condor("env", "_CONDOR_CONDOR_IDS=0.0", "condor_drain", addr)
+    assert res.stdout.startswith(f"Sent request to drain the startd {addr}"), res.stdout
+    wait_for(lambda: "Drained" in secure_pool.condor(
+        "condor_status", "-direct", addr, "-af", "State").stdout, 20, daemon.output)
+    res = secure_pool.condor("env", "_CONDOR_CONDOR_IDS=0.0", "condor_drain", "-cancel", addr)
+    assert res.stdout.startswith("Sent request to cancel draining"), res.stdout
+    wait_for(lambda: set(secure_pool.condor("condor_status", "-direct", addr, "-af",
+                                            "State").stdout.split()) == {"Unclaimed"}, 20,
+             daemon.output)
     # a user ALLOW_ADMINISTRATOR does not name gets nothing done
     res = secure_pool.condor("condor_vacate", "-addr", addr, user="alice", check=False)
     assert res.returncode != 0 and "DENIED" in res.stdout + res.stderr, res.stdout
