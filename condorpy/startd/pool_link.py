@@ -172,6 +172,7 @@ class PoolLink:
         # what the current exchange was queued as, and whether it resumes self.session
         self.current_item: tuple[str, Callable[[], AsyncExchange], bool] | None = None
         self.round_failed = False
+        self.last_report = ""
         self.retry = RETRY_FIRST
         log.info("joining the pool at %s as %s", self.peer, self.address)
 
@@ -406,8 +407,11 @@ class PoolLink:
 
     def _report(self, exc: Exception) -> None:
         self.failures += 1
+        # one line per round: every slot's update fails alike when the pool refuses us
+        if not (self.round_failed and str(exc) == self.last_report):
+            log.error("pool: %s", exc)
+        self.last_report = str(exc)
         self.round_failed = True
-        log.error("pool: %s", exc)
 
     # ------------------------------------------------------------------ commands
     def _accept(self) -> None:
