@@ -352,7 +352,7 @@ def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,
     use = ad.get("UseSession")
     if isinstance(use, str) and use.upper() == "YES":
         got = yield from _resume(peer, ip, ad, command, policy, cache, claim_key,
-                                 table, now, version)
+                                 table, now, version, query=bool(asked))
     else:
         got = yield from _negotiate(peer, ip, ad, command, policy, cache, table, now,
                                     version)
@@ -365,8 +365,8 @@ def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,
 
 def _resume(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPolicy,
             cache: SessionCache, claim_key: Callable[[str], bytes | None],
-            table: dict[int, tuple[Perm, bool]], now: Callable[[], float], version: str
-            ) -> Generator[Op, bytes | None, Authorized]:
+            table: dict[int, tuple[Perm, bool]], now: Callable[[], float], version: str,
+            query: bool = False) -> Generator[Op, bytes | None, Authorized]:
     sid = ad.get("Sid")
     if not isinstance(sid, str):
         raise WireError("the session request lacks Sid", peer=peer)
@@ -399,7 +399,8 @@ def _resume(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPolicy,
         yield Send(put_classad(Writer(), reply).payload())
     yield StartCrypto(key)
     payload = b""
-    if negotiated is None or table[command][1]:
+    # a DC_SEC_QUERY sends no message of its own, on any kind of session
+    if not query and (negotiated is None or table[command][1]):
         got = yield Receive(f"the message of command {command}")
         assert got is not None
         payload = got

@@ -10,14 +10,16 @@ from collections.abc import Callable, Generator
 import pytest
 
 from condorpy.classad import ClassAd
+from condorpy.config import Config
 from condorpy.errors import CondorpyError, SecurityError, WireError
 from condorpy.pool import admin, coalesce, daemon_ad
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.collector import new_claim_id
-from condorpy.pool.security import ClientPolicy, Level, Op, Send, client_handshake
-from condorpy.pool.secserver import DC_SEC_QUERY, Authorized, SessionCache
+from condorpy.pool.security import ClientPolicy, Level, Op, Send, client_handshake, resume
+from condorpy.pool.secserver import DC_SEC_QUERY, Authorized, SessionCache, serve, server_policy
+from condorpy.pool.server import claim_session_key, parse_claim_id
 from condorpy.pool.wire_ad import get_classad, put_classad
-from tests.pool.test_claims import pump
+from tests.pool.test_claims import CID, pump, sessions
 from tests.pool.test_secserver import PEER, server
 
 CIDS = [new_claim_id("<127.0.0.1:4242?noUDP>", 1795468569, n, "25.14.1") for n in (3, 4)]
@@ -214,3 +216,30 @@ def test_the_daemon_ad_update_has_no_private_ad_and_its_invalidation_names_start
     assert r.get_int() == 0                                  # UPDATE_STARTD_AD
     assert get_classad(r)["MyType"] == "StartD"
     r.end()                                                  # one ad, nothing after it
+
+
+def test_condor_ping_on_a_claim_session_is_refused_at_once() -> None:
+    """A DC_SEC_QUERY resuming a claim's session is refused as soon as it is read:
+    no message follows a DC_SEC_QUERY, so none may be waited for (it used to hang the
+    exchange until its timeout)."""
+
+    def asking() -> Generator[Op, bytes | None, object]:
+        inner = resume(DC_SEC_QUERY, parse_claim_id(CID).session_id,
+                       claim_session_key(CID), PEER)
+        op = next(inner)
+        assert isinstance(op, Send)
+        r = Reader(op.payload, PEER)
+        first = r.get_int()
+        ad = get_classad(r)
+        ad["AuthCommand"] = admin.DC_NOP_READ
+        got = yield Send(put_classad(Writer().put_int(first), ad).payload())
+        try:
+            while True:
+                got = yield inner.send(got)
+        except StopIteration as stop:
+            return stop.value
+
+    srv = serve("client", "127.0.0.1", server_policy(Config.from_text("")), SessionCache(),
+                sessions, admin.COMMANDS, lambda: 1000.0, "$CondorVersion: 25.14.1 $")
+    with pytest.raises(SecurityError, match="claim session refused"):
+        pump(asking(), srv)
