@@ -1,30 +1,62 @@
 """The reference pool fixture for tests marked ``pool``.
 
-The pool is built once (cached under tests/pool/.cache) and started once per test
-session. Where it cannot be built or run (not root, no Debian mirror) the pool tests
-are skipped with the reason; ``CONDORPY_REQUIRE_POOL=1`` (CI) makes that a failure.
+Each pool (one per Debian release: trixie's HTCondor 23.9.6, forky's 25.14.1) is built
+once (cached under tests/pool/.cache) and started at most once per test session, at the
+first module that asks for it; each listens on its own free port, so both can be up at
+once. Where a pool cannot be built or run (not root, no Debian mirror) its tests are
+skipped with the reason; ``CONDORPY_REQUIRE_POOL=1`` (CI) makes that a failure.
+
+Which pool a module gets: its ``REFPOOL_RELEASE`` (e.g. ``REFPOOL_RELEASE = "forky"``,
+as the modules in tests/pool/v25/ say), else ``CONDORPY_REFPOOL_RELEASE`` from the
+environment (``CONDORPY_REFPOOL_RELEASE=forky`` runs the whole pool lane against
+25.14.1), else trixie.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.pool.refpool import PoolUnavailable, RefPool
+from tests.pool.refpool import SUITE, PoolUnavailable, RefPool
 
 
 @pytest.fixture(scope="session")
-def refpool() -> Iterator[RefPool]:
-    pool = RefPool()
+def refpools() -> Iterator[Callable[[str], RefPool]]:
+    """The session's pools by release, each started at its first use."""
+    started: dict[str, RefPool] = {}
+    failed: dict[str, str] = {}
+
+    def get(release: str) -> RefPool:
+        if release in failed:
+            unavailable(failed[release])
+        if release not in started:
+            try:
+                pool = RefPool(release=release)
+                pool.start()
+            except PoolUnavailable as exc:
+                failed[release] = f"reference pool ({release}) unavailable: {exc}"
+                unavailable(failed[release])
+            started[release] = pool
+        return started[release]
+
     try:
-        pool.start()
-    except PoolUnavailable as exc:
-        if os.environ.get("CONDORPY_REQUIRE_POOL") == "1":
-            pytest.fail(f"reference pool unavailable: {exc}")
-        pytest.skip(f"reference pool unavailable: {exc}")
-    try:
-        yield pool
+        yield get
     finally:
-        pool.stop()
+        for pool in started.values():
+            pool.stop()
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("CONDORPY_REQUIRE_POOL") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def refpool(request: pytest.FixtureRequest,
+            refpools: Callable[[str], RefPool]) -> RefPool:
+    release = (getattr(request.module, "REFPOOL_RELEASE", None)
+               or os.environ.get("CONDORPY_REFPOOL_RELEASE") or SUITE)
+    return refpools(str(release))

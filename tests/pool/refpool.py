@@ -1,8 +1,9 @@
 """A real HTCondor pool for condorpy's pool tests: Debian trixie's htcondor (23.9.6:
 collector, negotiator, schedd, startd, shadow and the condor_* tools) in a chroot made
-with debootstrap, on loopback only.
+with debootstrap, on loopback only; or, with ``release="forky"``, Debian forky's
+``condor`` (25.14.1) in a chroot of its own (``tests/pool/.cache/forky/root``).
 
-    python -m tests.pool.refpool build|start|start-default|stop|status
+    python -m tests.pool.refpool build|start|start-default|stop|status [--release forky]
 
 The chroot is built once into ``tests/pool/.cache/root`` (about a minute, about 560 MB;
 ``CONDORPY_REFPOOL_ROOT`` puts it elsewhere) and reused. Building and running need root
@@ -13,7 +14,9 @@ configuration is written at every start, so the tests own it; the collector list
 Facts and traps (``docs/pool-protocol.md``): debootstrap stops at
 python3-cryptography's virtual dependency and ``apt-get -f install`` inside the chroot
 finishes the job; a chroot cannot unshare mount namespaces, so ``MOUNT_UNDER_SCRATCH``
-must be empty and PID namespaces off.
+must be empty and PID namespaces off. forky, a testing suite, has a Release file
+with a Valid-Until that a mirror or clock out of step makes "expired": apt inside the
+chroot is told not to check it; trixie's debootstrap has no forky script, sid's serves.
 """
 
 from __future__ import annotations
@@ -34,6 +37,15 @@ DEFAULT_ROOT = HERE / ".cache" / "root"
 # of jobs that condorpy runs for the pool's shadow.
 SHARED = Path("/tmp/condorpy-refpool-shared")
 SUITE = "trixie"
+
+# Debian release -> (the package holding HTCondor's daemons and tools, its version,
+# debootstrap's script for the suite). trixie's 23.9.6 is what most pool tests use;
+# forky (and sid) ship 25.14.1 as ``condor``. debootstrap in trixie has no "forky"
+# script: sid's is the one for a testing suite.
+RELEASES: dict[str, tuple[str, str, str]] = {
+    "trixie": ("htcondor", "23.9.6", "trixie"),
+    "forky": ("condor", "25.14.1", "sid"),
+}
 
 
 class PoolUnavailable(Exception):
@@ -63,7 +75,9 @@ SCHEDD_INTERVAL = 5
 
 # --- security variants (tokens) ---------------------------------------------------
 # "host_based": what most tests use; "default": nothing added, so the package's own
-# 00-htcondor-9.0.config (use security:recommended_v9_0) rules, as on a fresh install.
+# file rules, as on a fresh install: trixie's 00-htcondor-9.0.config (use
+# security:recommended_v9_0), forky's 00-security (use security:recommended from 23.10:
+# READ without authentication, the rest as recommended_v9_0).
 SECURITY = {
     "host_based": "use SECURITY : HOST_BASED\n"
                   "ALLOW_WRITE = 127.0.0.1 $(ALLOW_WRITE)\n"
@@ -95,8 +109,17 @@ def _free_port() -> int:
 
 
 class RefPool:
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(os.environ.get("CONDORPY_REFPOOL_ROOT", "") or root or DEFAULT_ROOT)
+    def __init__(self, root: Path | None = None, release: str = SUITE) -> None:
+        if release not in RELEASES:
+            raise PoolUnavailable(f"unknown reference pool release {release!r} "
+                                  f"(known: {', '.join(RELEASES)})")
+        self.release = release
+        self.package, self.version, self._script = RELEASES[release]
+        # each release has its own chroot; the default one keeps its old place
+        default = DEFAULT_ROOT if release == SUITE else HERE / ".cache" / release / "root"
+        env = "CONDORPY_REFPOOL_ROOT" if release == SUITE else \
+            f"CONDORPY_REFPOOL_ROOT_{release.upper()}"
+        self.root = Path(os.environ.get(env, "") or root or default)
         self.port = 0
         self.extra = ""
         self.security = "host_based"
@@ -131,16 +154,22 @@ class RefPool:
             self._umount(tmp)
             shutil.rmtree(tmp)
         # debootstrap ends in an error at python3-cryptography's virtual dependency
-        _run(["debootstrap", "--variant=minbase", "--include=htcondor", SUITE, str(tmp)],
+        script = Path("/usr/share/debootstrap/scripts") / self._script
+        _run(["debootstrap", "--variant=minbase", f"--include={self.package}",
+              self.release, str(tmp), "http://deb.debian.org/debian", str(script)],
              log, check=False)
         if not (tmp / "usr/bin/apt-get").exists():
             raise PoolUnavailable(f"debootstrap failed: {log.read_text()[-600:]}")
         self._mount(tmp)
         try:
             env = "DEBIAN_FRONTEND=noninteractive"
+            # A testing suite's Release carries a Valid-Until a week or two ahead; a
+            # mirror or clock out of step with it makes apt refuse the index
+            # ("Release file ... is expired"). The packages are still signed.
+            apt = "apt-get -o Acquire::Check-Valid-Until=false"
             _run(["chroot", str(tmp), "/bin/sh", "-c",
-                  f"apt-get update -qq && {env} apt-get -f install -y -qq"], log)
-            _run(["chroot", str(tmp), "dpkg", "-s", "htcondor"], log)
+                  f"{apt} update -qq && {env} {apt} -f install -y -qq"], log)
+            _run(["chroot", str(tmp), "dpkg", "-s", self.package], log)
             _run(["chroot", str(tmp), "/bin/sh", "-c",
                   "id alice >/dev/null 2>&1 || useradd -m alice"], log)
         finally:
@@ -285,12 +314,26 @@ def _quote(s: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    pool = RefPool()
+    release = SUITE
+    if "--release" in argv:
+        i = argv.index("--release")
+        if i + 1 >= len(argv):
+            print("refpool: --release needs a value "
+                  f"({', '.join(RELEASES)})", file=sys.stderr)
+            return 2
+        release = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    try:
+        pool = RefPool(release=release)
+    except PoolUnavailable as exc:
+        print(f"refpool: {exc}", file=sys.stderr)
+        return 2
     cmd = argv[0] if argv else "status"
     try:
         if cmd == "build":
             pool.build()
-            print(f"reference pool built in {pool.root}")
+            print(f"reference pool ({pool.release}, {pool.package} {pool.version}) "
+                  f"built in {pool.root}")
         elif cmd in ("start", "start-default"):
             pool.start(security="default" if cmd == "start-default" else "host_based")
             print(f"reference pool up: collector {pool.collector}")
@@ -300,7 +343,8 @@ def main(argv: list[str]) -> int:
             print(pool.condor("condor_status", "-any", "-af", "MyType", "Name",
                               check=False).stdout)
         else:
-            print("usage: python -m tests.pool.refpool build|start|start-default|stop|status",
+            print("usage: python -m tests.pool.refpool build|start|start-default|stop|status"
+                  " [--release trixie|forky]",
                   file=sys.stderr)
             return 2
     except PoolUnavailable as exc:

@@ -1,0 +1,15 @@
+"""A 25.14.1 pool at its package-default security (recommended_v9_0): condorpy joins
+with an IDTOKEN, is refused without one, runs a job, and the tools reach it with FS."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.pool.test_pool_tokens import (  # noqa: F401
+    daemon, jobdir, secure_pool, test_a_submitted_job_runs_on_condorpy_to_completion,
+    test_the_collector_admits_the_slots_with_the_token,
+    test_the_pools_tools_reach_condorpy_with_fs_authentication,
+    test_without_a_token_the_collector_lists_nothing_and_condorpy_says_why, token)
+
+REFPOOL_RELEASE = "forky"
+pytestmark = pytest.mark.pool
