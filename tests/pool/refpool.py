@@ -22,6 +22,7 @@ chroot is told not to check it; trixie's debootstrap has no forky script, sid's 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import signal
@@ -34,7 +35,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DEFAULT_ROOT = HERE / ".cache" / "root"
 # A directory at the same path inside the pool and outside it: the "shared file system"
-# of jobs that condorpy runs for the pool's shadow.
+# of jobs that condorpy runs for the pool's shadow (RefPool.shared: this, suffixed per
+# chroot).
 SHARED = Path("/tmp/condorpy-refpool-shared")
 SUITE = "trixie"
 
@@ -123,7 +125,10 @@ class RefPool:
         self.port = 0
         self.extra = ""
         self.security = "host_based"
-        self.shared = SHARED
+        # one per chroot: pools of other releases or worktrees running at the same time
+        # must not share (and clear) each other's job directories
+        digest = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:8]
+        self.shared = Path(f"{SHARED}-{digest}")
 
     # ------------------------------------------------------------------ build
     def built(self) -> bool:
@@ -224,6 +229,9 @@ class RefPool:
         for stale in (self.root / "etc/condor/config.d").glob("*"):
             if not stale.name.startswith("00-") and stale != cfg:
                 stale.unlink()
+        if os.environ.get("CONDORPY_REFPOOL_DEBUG"):
+            # the daemons' protocol as they see it, for comparing releases
+            extra += "\nALL_DEBUG = D_FULLDEBUG D_SECURITY D_COMMAND\n"
         cfg.write_text(CONFIG.format(port=self.port, extra=extra,
                                      security=SECURITY[security]))
         self._mount(self.root)
