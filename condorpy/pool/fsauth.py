@@ -12,16 +12,27 @@ it):
    0700; its owner is the client's identity; ``int`` 0 (success) or -1, EOM. The client
    removes the directory.
 
+25.x binds the exchange to the connection (observed with 25.14.1's tools and
+library, whose clients refuse the 23.x name with "Directory name doesn't match
+server's network address"): the server names ``FS_<ip>_<port>_<random>_``, its own
+end of the connection, ending in ``_``; the client appends its own view of the server's
+address (``ip:port``, IPv6 in brackets), makes that directory, and sends the appended
+text as a string after its int result; the server checks the text names its end of
+the connection and lstats the joined name. A 23.x client makes the name as sent and
+sends no string, which is still accepted; condorpy's client appends only when invited.
+
 The directory must be where both sides see the same file system: this host, or a
 bind mount of FS_LOCAL_DIR (default /tmp) into a container or chroot the tool runs in.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import pwd
+import secrets
+import string
 import stat
-import tempfile
 from collections.abc import Generator
 from dataclasses import dataclass
 
@@ -30,6 +41,23 @@ from condorpy.errors import SecurityError, WireError
 from condorpy.pool.cedar import Reader, Writer
 
 MAX_RESULT_MESSAGE = 64
+# an int and "[IPv6]:port"
+MAX_BOUND_RESULT_MESSAGE = 160
+
+
+def endpoint_text(ip: str, port: int) -> str:
+    """``ip:port`` as HTCondor writes an address into a channel-bound FS name."""
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def parse_endpoint(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int] | None:
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    try:
+        return ipaddress.ip_address(host.removeprefix("[").removesuffix("]")), int(port)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -39,18 +67,29 @@ class Rendezvous:
 
     directory: str = "/tmp"
 
-    def new_path(self) -> str:
-        """A name nobody holds now (made as a file, then removed, as HTCondor does)."""
-        try:
-            fd, path = tempfile.mkstemp(prefix="FS_", dir=self.directory)
-        except OSError:
-            return ""
-        os.close(fd)
-        try:
-            os.unlink(path)
-        except OSError:
-            return ""
-        return path
+    def new_path(self, local: tuple[str, int] | None = None) -> str:
+        """A name nobody holds now (made as a file, then removed, as HTCondor does);
+        with ``local``, this server's end of the connection, the 25.x name bound to it
+        (``FS_<ip>_<port>_<random>_``, inviting the client's extension)."""
+        prefix = f"FS_{local[0]}_{local[1]}_" if local else "FS_"
+        # letters and digits only: 25.x clients split the name at "_"
+        alphabet = string.ascii_letters + string.digits
+        for _ in range(20):
+            path = os.path.join(self.directory,
+                                prefix + "".join(secrets.choice(alphabet) for _ in range(9)))
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            except FileExistsError:
+                continue
+            except OSError:
+                return ""
+            os.close(fd)
+            try:
+                os.unlink(path)
+            except OSError:
+                return ""
+            return path + "_" if local else path
+        return ""
 
     def owner(self, path: str) -> tuple[str, str]:
         """(the owner's name, "") if ``path`` is a directory the client made as asked,
@@ -86,20 +125,37 @@ def _int(payload: bytes, peer: str, what: str) -> int:
     return value
 
 
-def server_exchange(fs: Rendezvous, peer: str) -> Exchange:
-    """Authenticate the client by FS; returns the owner's name (without a domain)."""
-    path = fs.new_path()
+def server_exchange(fs: Rendezvous, peer: str,
+                    local: tuple[str, int] | None = None) -> Exchange:
+    """Authenticate the client by FS; returns the owner's name (without a domain).
+    ``local``: this server's end of the connection, to bind the name to (25.x)."""
+    path = fs.new_path(local)
     yield ("send", Writer().put_string(path).payload())
     got = yield ("receive", b"the FS client's result")
     assert got is not None
-    result = _int(got, peer, "the FS client's result")
+    if len(got) > MAX_BOUND_RESULT_MESSAGE:
+        raise WireError("the FS client's result is oversized", peer=peer)
+    r = Reader(got, peer)
+    result = r.get_int("the FS client's result")
+    ext = r.get_string("the FS client's channel binding") if r.remaining else None
+    r.end("the FS client's result")
+    bad_ext = ""
+    if ext is not None:
+        want = parse_endpoint(endpoint_text(*local)) if local else None
+        if "/" in ext or "\0" in ext or parse_endpoint(ext) is None:
+            bad_ext = f"the client's channel binding {ext!r} is not an ip:port"
+        elif want is None or parse_endpoint(ext) != want:
+            bad_ext = (f"the client's channel binding {ext} is not this end of the "
+                       "connection")
     if not path:
         why = f"no rendezvous path could be made in {fs.directory} (FS_LOCAL_DIR)"
         owner = ""
+    elif bad_ext:
+        owner, why = "", bad_ext
     elif result == -1:
-        owner, why = "", f"the client could not make {path}"
+        owner, why = "", f"the client could not make {path}{ext or ''}"
     else:
-        owner, why = fs.owner(path)
+        owner, why = fs.owner(path + (ext or ""))
     yield ("send", Writer().put_int(0 if owner else -1).payload())
     if not owner:
         raise SecurityError(f"FS authentication failed: {why}", peer=peer)
@@ -135,6 +191,16 @@ def client_exchange(peer: str, ids: tuple[int, int] | None) -> Generator[
     r.end("the FS directory to make")
     made = False
     why = "the peer named no directory"
+    ext = ""
+    if path.endswith("_"):
+        # a 25.x server binds the name to the connection: our view of its address
+        at = parse_endpoint(peer)
+        if at is None:
+            why = f"cannot bind the FS directory to {peer}, not an ip:port"
+            path = ""
+        else:
+            ext = endpoint_text(str(at[0]), at[1])
+            path += ext
     if path:
         try:
             os.mkdir(path, 0o700)
@@ -145,7 +211,10 @@ def client_exchange(peer: str, ids: tuple[int, int] | None) -> Generator[
         except OSError as exc:
             why = f"cannot make a directory in {os.path.dirname(path)}: {exc.strerror}"
     try:
-        yield ("send", Writer().put_int(0 if made and not why else -1).payload())
+        w = Writer().put_int(0 if made and not why else -1)
+        if ext:
+            w.put_string(ext)
+        yield ("send", w.payload())
         got = yield ("receive", b"the FS verdict")
         assert got is not None
         verdict = _int(got, peer, "the FS verdict")

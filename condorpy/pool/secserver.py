@@ -312,9 +312,10 @@ def _perm(table: dict[int, tuple[Perm, bool]], command: int) -> Perm | None:
 
 def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,
           claim_key: Callable[[str], bytes | None], table: dict[int, tuple[Perm, bool]],
-          now: Callable[[], float], version: str
+          now: Callable[[], float], version: str, local: tuple[str, int] | None = None
           ) -> Generator[Op, bytes | None, Authorized]:
-    """Take one command on an accepted connection, as far as its first message."""
+    """Take one command on an accepted connection, as far as its first message.
+    ``local``: this end of the connection (FS authentication binds to it)."""
     first = yield Receive("a command")
     assert first is not None
     r = Reader(first, peer)
@@ -354,7 +355,7 @@ def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,
         got = yield from _resume(peer, ip, ad, command, policy, cache, claim_key,
                                  table, now, version, query=bool(asked))
     else:
-        got = yield from _negotiate(peer, ip, ad, command, policy, cache, table, now,
+        got = yield from _negotiate(peer, ip, ad, command, policy, cache, table, now, local,
                                     version)
     if asked and not got.claim_session:
         return replace(got, command=DC_SEC_QUERY, asked=asked, payload=b"")
@@ -408,7 +409,8 @@ def _resume(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPolicy,
 
 
 def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPolicy,
-               cache: SessionCache, table: dict[int, tuple[Perm, bool]], now: Callable[[], float], version: str
+               cache: SessionCache, table: dict[int, tuple[Perm, bool]], now: Callable[[], float],
+               local: tuple[str, int] | None, version: str
                ) -> Generator[Op, bytes | None, Authorized]:
     perm = _perm(table, command)
     # an unknown command is still negotiated, so that the client hears CMD_NOT_FOUND
@@ -493,7 +495,7 @@ def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPoli
                 yield Send(_int_message(1))
             else:
                 try:
-                    name = yield from run_exchange(fsauth.server_exchange(policy.fs, peer))
+                    name = yield from run_exchange(fsauth.server_exchange(policy.fs, peer, local))
                 except SecurityError as exc:
                     failed.append(chosen)
                     fs_failure = exc.reason

@@ -421,7 +421,13 @@ class PoolLink:
             return
         peer = f"{addr[0]}:{addr[1]}"
         holder: list[AsyncExchange] = []
-        ex = AsyncExchange.accepted(conn, peer, self._serve(peer, holder),
+        # pool25: FS authentication (25.x) binds to this end of the connection
+        try:
+            here = conn.getsockname()
+            local: tuple[str, int] | None = (str(here[0]), int(here[1]))
+        except OSError:
+            local = None
+        ex = AsyncExchange.accepted(conn, peer, self._serve(peer, holder, local),
                                     self.clock.monotonic() + EXCHANGE_TIMEOUT,
                                     f"command from {peer}")
         holder.append(ex)
@@ -447,13 +453,13 @@ class PoolLink:
                 job.killed = True
                 self._kill(eid, hard=True)
 
-    def _serve(self, peer: str, holder: list[AsyncExchange]
-               ) -> Generator[Op, bytes | None, None]:
+    def _serve(self, peer: str, holder: list[AsyncExchange],
+               local: tuple[str, int] | None = None) -> Generator[Op, bytes | None, None]:
         policy = self.settings.server or secserver.ServerPolicy({}, {}, {})
         inbound = yield from secserver.serve(peer, peer.rpartition(":")[0].strip("[]"),
                                              policy, self.negotiated, self.sessions.get,
                                              admin.COMMANDS, self.clock.time,
-                                             CONDOR_VERSION)
+                                             CONDOR_VERSION, local)
         if not inbound.claim_session:
             # the pool's tools: condor_status -direct, condor_vacate, condor_drain, ...
             r = Reader(inbound.payload, peer, crypto=inbound.crypto)

@@ -291,3 +291,75 @@ def test_a_damaged_directory_message_is_a_wire_error(message: bytes) -> None:
     with pytest.raises(WireError) as e:
         gen.send(message)
     assert PEER in str(e.value)
+
+
+# --- 25.x channel binding ---------------------------------------------------------
+
+LOCAL = ("127.0.0.1", 9618)
+
+
+def bound_run(fs: fsauth.Rendezvous, ext: str | None, make_ext: str | None = None
+              ) -> tuple[str | Exception, str]:
+    """Play a 25.x client: make the named directory with ``make_ext`` (default: ``ext``)
+    appended, then send the int result and ``ext``."""
+    gen = run_exchange(fsauth.server_exchange(fs, PEER, LOCAL))
+    op = next(gen)
+    assert isinstance(op, Send)
+    path = Reader(op.payload, PEER).get_str()
+    os.mkdir(path + (make_ext if make_ext is not None else ext or ""), 0o700)
+    w = Writer().put_int(0)
+    if ext is not None:
+        w.put_string(ext)
+    assert isinstance(gen.send(None), Receive)
+    try:
+        op = gen.send(w.payload())
+        assert isinstance(op, Send)
+        next(gen)
+    except StopIteration as stop:
+        return str(stop.value), path
+    except (SecurityError, WireError) as exc:
+        return exc, path
+    raise AssertionError("unreachable")
+
+
+def test_the_server_names_a_directory_bound_to_its_end_of_the_connection(
+        tmp_path: Path) -> None:
+    who, path = bound_run(fsauth.Rendezvous(str(tmp_path)), "127.0.0.1:9618")
+    assert who == pwd.getpwuid(os.geteuid()).pw_name
+    name = os.path.basename(path)
+    assert name.startswith("FS_127.0.0.1_9618_") and name.endswith("_")
+    assert name[len("FS_127.0.0.1_9618_"):-1].isalnum()
+
+
+def test_a_client_that_appends_nothing_is_still_accepted(tmp_path: Path) -> None:
+    # 23.x tools make the name as sent
+    who, _ = bound_run(fsauth.Rendezvous(str(tmp_path)), None)
+    assert who == pwd.getpwuid(os.geteuid()).pw_name
+
+
+@pytest.mark.parametrize("ext, why", [
+    ("127.0.0.2:9618", "not this end"),
+    ("127.0.0.1:9619", "not this end"),
+    ("127.0.0.1:9618/x", "not an ip:port"),
+    ("host:9618", "not an ip:port"),
+])
+def test_a_binding_to_another_endpoint_is_refused(tmp_path: Path, ext: str,
+                                                  why: str) -> None:
+    exc, _ = bound_run(fsauth.Rendezvous(str(tmp_path)), ext, make_ext="")
+    assert isinstance(exc, SecurityError) and why in str(exc), exc
+
+
+def test_the_client_appends_its_view_of_the_server_when_invited(tmp_path: Path) -> None:
+    base = str(tmp_path / "FS_127.0.0.1_40000_abc_")
+    gen = run_exchange(fsauth.client_exchange(PEER, None))
+    assert isinstance(next(gen), Receive)
+    op = gen.send(Writer().put_string(base).payload())
+    assert isinstance(op, Send)
+    r = Reader(op.payload, PEER)
+    assert r.get_int() == 0 and r.get_str() == PEER
+    r.end()
+    assert os.path.isdir(base + PEER)
+    assert isinstance(next(gen), Receive)
+    with pytest.raises(StopIteration):
+        gen.send(Writer().put_int(0).payload())
+    assert not os.path.exists(base + PEER)
