@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_restart import jobdir  # noqa: F401
+from tests.pool.test_pool_jobs import jobdir  # noqa: F401
 from tests.pool.test_pool_restart import \
     test_a_restart_under_a_pool_job_stops_it_and_it_runs_again_once as restart_under_job
 
