@@ -35,12 +35,15 @@ from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
 from condorpy.pool import admin, claims, collector, reconnect, secserver, shadow
+from condorpy.pool import filetransfer as ft
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
 from condorpy.pool.server import alive, claim_session_key, parse_claim_id
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
+from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
+from condorpy.startd import pool_transfer
 from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -71,6 +74,7 @@ class PoolJob:
     evicted: bool = False
     final: dict[str, object] | None = None
     updates: list[dict[str, object]] = field(default_factory=list)
+    files: "pool_transfer.Scratch | None" = None   # its scratch, when its files travel
 
 EXCHANGE_TIMEOUT = 20.0      # seconds for one collector exchange (SEC_TCP_SESSION_TIMEOUT)
 RETRY_FIRST = 5.0            # a failed round is tried again this soon, then twice as late
@@ -153,6 +157,7 @@ class PoolLink:
         self.inbound: set[AsyncExchange] = set()
         self.jobs: dict[str, PoolJob] = {}        # engine claim id -> job run for a shadow
         self.outbound: dict[AsyncExchange, Callable[[AsyncExchange], None]] = {}
+        self.transfers: dict[pool_transfer.Transfer, PoolJob] = {}   # on their threads
         self.next_alive: dict[str, float] = {}    # claim id -> when to send its ALIVE
         self.next_refresh: dict[str, float] = {}  # claim id -> when its job renews its lease
         self._job_seq = 0
@@ -332,6 +337,9 @@ class PoolLink:
         """The event loop's entry: the listener or an exchange is ready."""
         if obj is self:
             self._accept()
+            return
+        if isinstance(obj, pool_transfer.Transfer):
+            self._transfer_done(obj)
             return
         if isinstance(obj, AsyncExchange) and (obj in self.outbound or obj in self.inbound):
             obj.handle(mask)
@@ -643,9 +651,16 @@ class PoolLink:
     def _run_for_shadow(self, peer: str, job: "PoolJob") -> Generator[Op, bytes | None, None]:
         ad = yield from shadow.get_job_info(peer)
         job.ad = ad
+        self._scratch_for(job)
+        session: tuple[shadow.SessionInfo, shadow.SessionInfo] | None = None
         yield from shadow.register_starter_info(peer, self._starter_info(job))
-        yield from shadow.begin_execution(peer)
-        self._start(job)
+        # the job's files (pool_transfer.py): its input before it runs
+        if job.files is not None:
+            session = yield from shadow.get_sec_session_info(peer)
+            yield from self._input(job, session[1])
+        if not job.ended:
+            yield from shadow.begin_execution(peer)
+            self._start(job)
         while True:
             while job.updates:
                 update = ClassAd()
@@ -655,7 +670,17 @@ class PoolLink:
             if job.ended:
                 break
             yield Await(f"news of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
+        if job.files is not None and session is not None:
+            yield from self._output(job, session[1])
         status, reason, final = shadow.exit_status(job.final or {}, job.killed, job.evicted)
+        if reason == shadow.JOB_SHOULD_HOLD:
+            try:
+                yield from shadow.hold(peer, job.ad, str(final.get("HoldReason") or
+                                                         "held by the starter"),
+                                       _int(final.get("HoldReasonCode")),
+                                       _int(final.get("HoldReasonSubCode")), self.address)
+            except CondorpyError as exc:
+                log.info("pool: telling the shadow of the hold: %s", exc)
         log.info("pool: job %s.%s of %s ended: reason %d, status %d",
                  job.ad.get("ClusterId"), job.ad.get("ProcId"), job.eid, reason, status)
         try:
@@ -675,9 +700,106 @@ class PoolLink:
         info["StarterIpAddr"] = self.address
         info["CondorVersion"] = CONDOR_VERSION
         info["HasReconnect"] = False
-        if self.host is not None:
+        if job.files is not None:
+            info["CondorScratchDir"] = str(job.files.path)
+        elif self.host is not None:
             info["CondorScratchDir"] = str(self.host.paths.execute)
         return info
+
+    # ------------------------------------------------------------------ job files
+    def _scratch_for(self, job: "PoolJob") -> None:
+        """A scratch directory for a job whose files travel (pool_transfer.py)."""
+        slot_ad = self._ads().get(job.slot or "", ClassAd())
+        domain = slot_ad.get("FileSystemDomain")
+        if self.host is None or not pool_transfer.wants_transfer(
+                job.ad, domain if isinstance(domain, str) else ""):
+            return None
+        self._job_seq += 1
+        job.files = pool_transfer.new_scratch(job.ad, self.host.paths.execute, self._job_seq)
+
+    def _transfer(self, job: "PoolJob", t: pool_transfer.Transfer
+                  ) -> Generator[Op, bytes | None, ft.Failure | None]:
+        """Run one transfer on its thread; the shadow's exchange waits meanwhile."""
+        log.info("pool: %s of %s with %s", t.label, job.eid, t.addr.hostport())
+        t.start()
+        self.transfers[t] = job
+        self.sel.register(t.fileno(), selectors.EVENT_READ, ("pool", t))
+        while not t.done:
+            yield Await(f"the {t.label} of job {job.eid}")
+        failure = t.failure()
+        out = t.outcome
+        log.info("pool: %s of %s: %s", t.label, job.eid,
+                 f"failed: {failure.reason}" if failure is not None else
+                 f"{len(out.files) if out else 0} file(s), {len(out.dirs) if out else 0} "
+                 f"director(ies), {out.bytes if out else 0} bytes")
+        return failure
+
+    def _transfer_done(self, t: pool_transfer.Transfer) -> None:
+        if not t.collect():
+            return
+        try:
+            self.sel.unregister(t.fileno())
+        except (KeyError, ValueError):
+            pass
+        job = self.transfers.pop(t, None)
+        if job is None:
+            return
+        if job.exchange in self.inbound:
+            self._wake(job)
+        elif job.files is not None:
+            pool_transfer.remove_scratch(job.files.path)    # its shadow went away
+
+    def _input(self, job: "PoolJob", session: shadow.SessionInfo
+               ) -> Generator[Op, bytes | None, None]:
+        assert job.files is not None
+        failure = yield from self._transfer(job, pool_transfer.input_transfer(
+            job.ad, session, job.files, CONDOR_VERSION))
+        if failure is None:
+            job.files.catalog = pool_transfer.catalog(job.files.path)
+            job.ad = pool_transfer.job_ad_in_scratch(job.ad, job.files.path)
+            return
+        job.ended = True
+        job.evicted = failure.try_again
+        job.final = {} if failure.try_again else {
+            "HoldReason": f"Failed to transfer files: {failure.reason}",
+            "HoldReasonCode": failure.code, "HoldReasonSubCode": failure.subcode}
+
+    def _output(self, job: "PoolJob", session: shadow.SessionInfo
+                ) -> Generator[Op, bytes | None, None]:
+        """The outputs go back when the job ended by itself, or, for
+        ``when_to_transfer_output = ON_EXIT_OR_EVICT``, when this execution point
+        evicted it (into the shadow's spool: the next run gets them back as input),
+        as ``JICShadow::transferOutput`` does; a job its shadow stopped sends none."""
+        assert job.files is not None
+        try:
+            started = job.final is not None and job.ad.lookup(
+                PREPARED_SCRATCH_ATTR) is not None
+            final = not job.evicted
+            when = job.ad.evaluate("WhenToTransferOutput")
+            at_evict = isinstance(when, str) and when.upper() == "ON_EXIT_OR_EVICT"
+            if not started or job.killed or (job.evicted and not at_evict):
+                return
+            if job.evicted and job.ad.evaluate("SpoolOnEvict") is False:
+                final = True
+            refusal = pool_transfer.url_refusal(job.ad)
+            failure = None
+            if refusal is None:
+                failure = yield from self._transfer(job, pool_transfer.output_transfer(
+                    job.ad, session, job.files, final, CONDOR_VERSION))
+            else:
+                failure = ft.Failure(refusal,
+                                                   ft.UPLOAD_FILE_ERROR)
+            if failure is not None and "HoldReasonCode" not in (job.final or {}):
+                if failure.try_again:
+                    job.evicted = True
+                else:
+                    job.final = dict(job.final or {})
+                    job.final.update({
+                        "HoldReason": f"Failed to transfer files: {failure.reason}",
+                        "HoldReasonCode": failure.code,
+                        "HoldReasonSubCode": failure.subcode})
+        finally:
+            pool_transfer.remove_scratch(job.files.path)
 
     def skip_numbers(self, last: int) -> None:
         """Pool jobs of an earlier daemon still hold numbers up to ``last``."""
@@ -828,6 +950,10 @@ class PoolLink:
         except (KeyError, ValueError):
             pass
         self.listener.close()
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
 def _failure_ad(reason: str) -> ClassAd:
