@@ -153,7 +153,9 @@ def catalog(scratch: Path) -> dict[str, tuple[int, int]]:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        out[entry.name] = (int(st.st_mtime), st.st_size)
+        # nanoseconds: a job that rewrites an input within the second it arrived
+        # (same size) has still changed it; HTCondor sleeps a second instead
+        out[entry.name] = (st.st_mtime_ns, st.st_size)
     return out
 
 
@@ -220,10 +222,13 @@ def _walk(path: Path, wire: str, items: list[ft.Item]) -> None:
         items.append(ft.Item(wire, str(path), st.st_mode & 0o7777, st.st_size))
 
 
-def output_items(ad: ClassAd, box: Scratch) -> tuple[list[ft.Item], ft.Failure | None]:
+def output_items(ad: ClassAd, box: Scratch, final: bool = True
+                 ) -> tuple[list[ft.Item], ft.Failure | None]:
     """What goes back (``FileTransfer::Init``, ``FindChangedFiles``): the files named
     in ``TransferOutput`` (a missing one fails the transfer), else every top-level
-    file the job made or changed; stdout and stderr in either case."""
+    file the job made or changed, and at the final transfer also those an eviction
+    spooled (``SpooledOutputFiles``), changed or not; stdout and stderr in either
+    case."""
     scratch = box.path
     items: list[ft.Item] = []
     failure: ft.Failure | None = None
@@ -242,6 +247,8 @@ def output_items(ad: ClassAd, box: Scratch) -> tuple[list[ft.Item], ft.Failure |
                         f"|Error: reading from {scratch / name}: (errno {exc.errno}) "
                         f"{exc.strerror}", ft.UPLOAD_FILE_ERROR, exc.errno or 0)
         return items, failure
+    spooled = set(_text(ad, "SpooledOutputFiles").replace(",", " ").split()) \
+        if final else set()
     for name, stamp in sorted(catalog(scratch).items()):
         if name in SKIPPED or name == box.executable:
             continue
@@ -252,7 +259,7 @@ def output_items(ad: ClassAd, box: Scratch) -> tuple[list[ft.Item], ft.Failure |
             continue
         if not stat.S_ISREG(st.st_mode):
             continue    # HTCondor sends new directories only when named
-        if box.catalog.get(name) == stamp:
+        if box.catalog.get(name) == stamp and name not in spooled:
             continue
         items.append(ft.Item(name, str(path), st.st_mode & 0o7777, st.st_size))
     return items, None
@@ -339,7 +346,7 @@ def input_transfer(ad: ClassAd, session: SessionInfo, box: Scratch, version: str
 
 def output_transfer(ad: ClassAd, session: SessionInfo, box: Scratch, final: bool,
                     version: str) -> Transfer:
-    items, failure = output_items(ad, box)
+    items, failure = output_items(ad, box, final)
     return Transfer("output transfer", ad, session, ft.FILETRANS_DOWNLOAD,
                     lambda peer: ft.send(peer, items, Files(), final=final,
                                          failure=failure), version)
