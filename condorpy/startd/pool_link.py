@@ -784,11 +784,16 @@ class PoolLink:
             refusal = pool_transfer.url_refusal(job.ad)
             failure = None
             if refusal is None:
-                failure = yield from self._transfer(job, pool_transfer.output_transfer(
-                    job.ad, session, job.files, final, CONDOR_VERSION))
+                t = pool_transfer.output_transfer(job.ad, session, job.files, final,
+                                                  CONDOR_VERSION)
+                failure = yield from self._transfer(job, t)
+                if failure is None and not final and t.outcome is not None:
+                    # what the shadow spooled comes back as input and goes to the
+                    # submitter at the final transfer (SpooledOutputFiles)
+                    job.final = dict(job.final or {})
+                    job.final["SpooledOutputFiles"] = pool_transfer.spooled(t.outcome)
             else:
-                failure = ft.Failure(refusal,
-                                                   ft.UPLOAD_FILE_ERROR)
+                failure = ft.Failure(refusal, ft.UPLOAD_FILE_ERROR)
             if failure is not None and "HoldReasonCode" not in (job.final or {}):
                 if failure.try_again:
                     job.evicted = True

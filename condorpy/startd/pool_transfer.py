@@ -265,6 +265,13 @@ def output_items(ad: ClassAd, box: Scratch, final: bool = True
     return items, None
 
 
+def spooled(outcome: ft.Outcome) -> str:
+    """``SpooledOutputFiles`` after an eviction's transfer: the top-level files sent,
+    stdout and stderr aside (``FileTransferInfo::addSpooledFile``)."""
+    return ",".join(n for n in outcome.files
+                    if "/" not in n and n not in (ft.STDOUT_NAME, ft.STDERR_NAME))
+
+
 class Transfer:
     """One transfer with the shadow's transfer server, run on its own thread."""
 
