@@ -158,6 +158,7 @@ class PoolLink:
         self.jobs: dict[str, PoolJob] = {}        # engine claim id -> job run for a shadow
         self.outbound: dict[AsyncExchange, Callable[[AsyncExchange], None]] = {}
         self.transfers: dict[pool_transfer.Transfer, PoolJob] = {}   # on their threads
+        self.stopping = False
         self.next_alive: dict[str, float] = {}    # claim id -> when to send its ALIVE
         self.next_refresh: dict[str, float] = {}  # claim id -> when its job renews its lease
         self._job_seq = 0
@@ -777,7 +778,7 @@ class PoolLink:
             final = not job.evicted
             when = job.ad.evaluate("WhenToTransferOutput")
             at_evict = isinstance(when, str) and when.upper() == "ON_EXIT_OR_EVICT"
-            if not started or job.killed or (job.evicted and not at_evict):
+            if not started or job.killed or self.stopping or (job.evicted and not at_evict):
                 return
             if job.evicted and job.ad.evaluate("SpoolOnEvict") is False:
                 final = True
@@ -832,6 +833,9 @@ class PoolLink:
         job.ended = True
         job.evicted = evicted
         job.final = dict(final or {})
+        if job.files is not None and job.exchange not in self.inbound:
+            # its shadow is gone: nobody takes the outputs (pool_transfer.py)
+            pool_transfer.remove_scratch(job.files.path)
         self._wake(job)
 
     def job_update(self, eid: str, attrs: dict[str, object]) -> None:
@@ -907,6 +911,7 @@ class PoolLink:
     def stop(self) -> None:
         """End the jobs run for shadows, invalidate every advertised slot (waiting a few
         seconds at most) and close."""
+        self.stopping = True        # no output transfer now: the shadow hears at once
         for eid, job in self.jobs.items():
             if job.ended:
                 continue
