@@ -109,7 +109,7 @@ def get_sec_session_info(peer: str
     return out
 
 
-def hold(peer: str, job: ClassAd, reason: str, code: int, subcode: int, host: str
+def hold(peer: str, job: ClassAd, reason: str, code: int, subcode: int
          ) -> Generator[Op, bytes | None, None]:
     """Tell the shadow the job must be held: a critical ``RemoteErrorEvent`` through
     ``ulog`` (284), which the shadow writes to the user log and turns into the hold
@@ -123,7 +123,7 @@ def hold(peer: str, job: ClassAd, reason: str, code: int, subcode: int, host: st
         ad[wire] = v if isinstance(v, int) else 0
     ad["Subproc"] = 0
     ad["Daemon"] = "STARTER"
-    ad["ExecuteHost"] = host
+    # no ExecuteHost: the shadow puts the slot's name in ("Error from slot1_1@...")
     ad["ErrorMsg"] = reason
     ad["CriticalError"] = 1
     ad["HoldReasonCode"] = code

@@ -679,7 +679,7 @@ class PoolLink:
                 yield from shadow.hold(peer, job.ad, str(final.get("HoldReason") or
                                                          "held by the starter"),
                                        _int(final.get("HoldReasonCode")),
-                                       _int(final.get("HoldReasonSubCode")), self.address)
+                                       _int(final.get("HoldReasonSubCode")))
             except CondorpyError as exc:
                 log.info("pool: telling the shadow of the hold: %s", exc)
         log.info("pool: job %s.%s of %s ended: reason %d, status %d",
@@ -793,15 +793,19 @@ class PoolLink:
                     # submitter at the final transfer (SpooledOutputFiles)
                     job.final = dict(job.final or {})
                     job.final["SpooledOutputFiles"] = pool_transfer.spooled(t.outcome)
+                where = f"STARTER at {parse_address(self.address).host} failed to send " \
+                    f"file(s) to {t.addr.sinful()}: "
             else:
                 failure = ft.Failure(refusal, ft.UPLOAD_FILE_ERROR)
+                where = ""
             if failure is not None and "HoldReasonCode" not in (job.final or {}):
                 if failure.try_again:
                     job.evicted = True
                 else:
                     job.final = dict(job.final or {})
                     job.final.update({
-                        "HoldReason": f"Failed to transfer files: {failure.reason}",
+                        # ExitDoUpload's words
+                        "HoldReason": f"{where}{failure.reason}",
                         "HoldReasonCode": failure.code,
                         "HoldReasonSubCode": failure.subcode})
         finally:

@@ -186,3 +186,35 @@ queue
     log = (submitdir / "job.log").read_text()
     assert "Job was evicted" in log and "Job terminated" in log, log
     assert not list(execute.glob("dir_pool_*"))
+
+
+def test_a_missing_output_file_holds_the_job_with_htcondors_reason(
+        daemon: Daemon, refpool: RefPool, submitdir: Path) -> None:
+    (submitdir / "job.sh").write_text("#!/bin/sh\necho made > made.txt\n")
+    (submitdir / "job.sh").chmod(0o755)
+    cluster = _submit(refpool, submitdir, """\
+executable = job.sh
+transfer_output_files = made.txt, missing.txt
+log = job.log
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue
+""")
+
+    def held() -> bool:
+        res = refpool.condor("condor_q", str(cluster), "-af", "JobStatus", check=False)
+        return res.stdout.strip() == "5"
+    wait_for(held, 240, lambda: f"not held: {daemon.output()[-3000:]}")
+    res = refpool.condor("condor_q", str(cluster), "-af:,", "HoldReasonCode",
+                         "HoldReasonSubCode", "HoldReason")
+    code, sub, reason = [p.strip() for p in res.stdout.split(",", 2)]
+    # the shadow reads the failure in condorpy's TransferAck and holds the job in its
+    # own words, as with HTCondor's starter (TransferOutputError, errno ENOENT)
+    assert (code, sub) == ("12", "2"), res.stdout
+    assert re.match(rf"Transfer output files failure at execution point slot1_\d+@"
+                    rf"{re.escape(HOST)} while sending files to access point \S+\. "
+                    r"Details: reading from \S+/missing\.txt: \(errno 2\) No such file "
+                    r"or directory", reason), reason
+    # what could be sent was sent, as HTCondor does
+    assert (submitdir / "made.txt").read_text() == "made\n"
+    assert "Job was held" in (submitdir / "job.log").read_text()
+    assert not list(daemon.execute.glob("dir_pool_*"))      # type: ignore[attr-defined]
