@@ -218,3 +218,24 @@ queue
     assert (submitdir / "made.txt").read_text() == "made\n"
     assert "Job was held" in (submitdir / "job.log").read_text()
     assert not list(daemon.execute.glob("dir_pool_*"))      # type: ignore[attr-defined]
+
+
+def test_a_hold_condorpys_starter_decides_reaches_the_pool_with_its_reason(
+        daemon: Daemon, refpool: RefPool, submitdir: Path) -> None:
+    cluster = _submit(refpool, submitdir, """\
+executable = /nonexistent/program
+transfer_executable = false
+log = job.log
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue
+""")
+
+    def held() -> bool:
+        res = refpool.condor("condor_q", str(cluster), "-af", "JobStatus", check=False)
+        return res.stdout.strip() == "5"
+    wait_for(held, 240, lambda: f"not held: {daemon.output()[-3000:]}")
+    res = refpool.condor("condor_q", str(cluster), "-af:,", "HoldReasonCode", "HoldReason")
+    code, reason = [p.strip() for p in res.stdout.split(",", 1)]
+    # told through ulog as a critical RemoteErrorEvent: the shadow names the slot
+    assert code != "0" and reason.startswith(f"Error from slot1_"), res.stdout
+    assert "/nonexistent/program" in reason, reason
