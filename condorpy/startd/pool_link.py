@@ -753,8 +753,12 @@ class PoolLink:
     def _input(self, job: "PoolJob", session: shadow.SessionInfo
                ) -> Generator[Op, bytes | None, None]:
         assert job.files is not None
-        failure = yield from self._transfer(job, pool_transfer.input_transfer(
-            job.ad, session, job.files, CONDOR_VERSION))
+        try:
+            t = pool_transfer.input_transfer(job.ad, session, job.files, CONDOR_VERSION)
+        except (CondorpyError, OSError) as exc:
+            failure: ft.Failure | None = ft.Failure(str(exc), ft.DOWNLOAD_FILE_ERROR)
+        else:
+            failure = yield from self._transfer(job, t)
         if failure is None:
             job.files.catalog = pool_transfer.catalog(job.files.path)
             job.ad = pool_transfer.job_ad_in_scratch(job.ad, job.files.path)
@@ -784,9 +788,14 @@ class PoolLink:
                 final = True
             refusal = pool_transfer.url_refusal(job.ad)
             failure = None
+            t: pool_transfer.Transfer | None = None
             if refusal is None:
-                t = pool_transfer.output_transfer(job.ad, session, job.files, final,
-                                                  CONDOR_VERSION)
+                try:
+                    t = pool_transfer.output_transfer(job.ad, session, job.files, final,
+                                                      CONDOR_VERSION)
+                except (CondorpyError, OSError) as exc:
+                    refusal = str(exc)
+            if t is not None:
                 failure = yield from self._transfer(job, t)
                 if failure is None and not final and t.outcome is not None:
                     # what the shadow spooled comes back as input and goes to the
@@ -796,7 +805,7 @@ class PoolLink:
                 where = f"STARTER at {parse_address(self.address).host} failed to send " \
                     f"file(s) to {t.addr.sinful()}: "
             else:
-                failure = ft.Failure(refusal, ft.UPLOAD_FILE_ERROR)
+                failure = ft.Failure(refusal or "no output transfer", ft.UPLOAD_FILE_ERROR)
                 where = ""
             if failure is not None and "HoldReasonCode" not in (job.final or {}):
                 if failure.try_again:

@@ -280,6 +280,10 @@ class Transfer:
                  version: str) -> None:
         self.label = label
         self.addr = parse_address(_text(ad, "TransferSocket"), source="TransferSocket")
+        if self.addr.shared_port_id:
+            # not a failure to try again elsewhere: every run would meet it
+            raise PoolError(f"the shadow's transfer server {self.addr.sinful()} is behind "
+                            "condor_shared_port, which condorpy cannot reach yet")
         self.key = _text(ad, "TransferKey")
         self.session = session
         self.command = command

@@ -117,3 +117,12 @@ def test_output_to_a_url_is_refused_as_without_a_plugin(text: str) -> None:
     why = pt.url_refusal(ad(text))
     assert why is not None and "plugin for type" in why and "not found" in why
     assert pt.url_refusal(ad('TransferOutputRemaps = "a = b.txt"')) is None
+
+
+def test_a_transfer_server_behind_shared_port_is_refused_in_one_line() -> None:
+    from condorpy.errors import PoolError
+    from condorpy.pool.shadow import SessionInfo
+    job = ad('TransferSocket = "<127.0.0.1:9618?sock=shadow_1_2>"\nTransferKey = "1#a"')
+    with pytest.raises(PoolError, match="condor_shared_port"):
+        pt.input_transfer(job, SessionInfo("filetrans.x", "", "k"),
+                          pt.Scratch(Path("/nonexistent")), "25.14.1")
