@@ -65,6 +65,8 @@ def slot_ads(ad: ClassAd, address: str, claim_id: str) -> SlotAds:
     public["TargetType"] = "Job"
     public["MyAddress"] = address
     public["StartdIpAddr"] = address
+    # the daemon has an ad of its own (daemon_ad.py): the collector makes none from slot 1
+    public["HasStartDaemonAd"] = True
     # condorpy's starter side speaks HTCondor's file transfer (filetransfer.py), which
     # condor_submit's default Requirements ask of a machine in another
     # FILESYSTEM_DOMAIN; every file travels on an AES-GCM session, so per-file
