@@ -41,6 +41,8 @@ from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, clien
 from condorpy.pool.server import alive, claim_session_key, parse_claim_id
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
+from condorpy.startd import pool_reconnect
+from condorpy.startd.jobstore import JobStore
 from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -50,6 +52,9 @@ class JobHost(Protocol):
     """What the daemon does for a job a shadow runs here."""
 
     paths: StatePaths
+
+    @property
+    def store(self) -> JobStore: ...
 
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None: ...
 
@@ -71,6 +76,13 @@ class PoolJob:
     evicted: bool = False
     final: dict[str, object] | None = None
     updates: list[dict[str, object]] = field(default_factory=list)
+    # reconnect (pool_reconnect.py): the job lease, counted from the shadow's last word
+    number: int = 0
+    lease: int = 0
+    last_contact: float = 0.0
+    disconnected: float | None = None
+    lease_expired: bool = False
+    peer: str = ""
 
 EXCHANGE_TIMEOUT = 20.0      # seconds for one collector exchange (SEC_TCP_SESSION_TIMEOUT)
 RETRY_FIRST = 5.0            # a failed round is tried again this soon, then twice as late
@@ -134,8 +146,9 @@ class PoolLink:
     def __init__(self, settings: PoolSettings, engine: PolicyEngine,
                  sel: selectors.BaseSelector, clock: Clock,
                  apply: Callable[[list[Output]], None] = lambda outputs: None,
-                 host: "JobHost | None" = None) -> None:
+                 host: "JobHost | None" = None, previous_port: int = 0) -> None:
         self.settings = settings
+        self.previous_port = previous_port
         self.apply = apply
         self.host = host
         self.engine = engine
@@ -155,6 +168,8 @@ class PoolLink:
         self.outbound: dict[AsyncExchange, Callable[[AsyncExchange], None]] = {}
         self.next_alive: dict[str, float] = {}    # claim id -> when to send its ALIVE
         self.next_refresh: dict[str, float] = {}  # claim id -> when its job renews its lease
+        # engine claim id -> its claim as stored for a restart (pool_reconnect.py)
+        self.stored: dict[str, pool_reconnect.StoredClaim] = {}
         self._job_seq = 0
         self._seq = 0
         self._fresh_claim_ids = False
@@ -184,7 +199,14 @@ class PoolLink:
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((ip, self.settings.port))
+            if not self.settings.port and self.previous_port:
+                try:
+                    # the claim ids running jobs' shadows hold name the earlier port
+                    s.bind((ip, self.previous_port))
+                except OSError:
+                    s.bind((ip, 0))
+            else:
+                s.bind((ip, self.settings.port))
         except OSError as exc:
             s.close()
             raise PoolError(f"cannot open the command port {ip}:{self.settings.port}: "
@@ -239,6 +261,7 @@ class PoolLink:
             due = min(due, ex.deadline)
         for when in self.next_alive.values():
             due = min(due, when)
+        due = min(due, now + pool_reconnect.timeout(self, now))
         return max(0.0, due - now)
 
     def tick(self, now: float) -> None:
@@ -249,6 +272,7 @@ class PoolLink:
         for ex in [e for e in self.outbound if e.overdue(now)]:
             self._close_outbound(ex)
         self._alives(now)
+        pool_reconnect.tick(self)
         for cid in [c for c in self.pool_claims if not self.engine.has_claim(engine_id(c))]:
             # the engine ended the claim (lease, preemption, vacate): forget its session
             del self.pool_claims[cid]
@@ -417,6 +441,8 @@ class PoolLink:
         if ex.error is not None:
             log.error("pool: %s", ex.error)
         for eid, job in list(self.jobs.items()):
+            if job.exchange is ex and pool_reconnect.shadow_lost(self, job):
+                continue        # the job waits for its shadow to reconnect
             if job.exchange is ex and not job.ended:
                 # the shadow is gone: its job must not run on unseen
                 log.warning("pool: the shadow of %s went away; killing the job", eid)
@@ -439,11 +465,9 @@ class PoolLink:
             return
         r = Reader(inbound.payload, peer, crypto=True)
         if inbound.command == reconnect.CA_CMD:
-            # a shadow looking for its job after losing us: not kept (pool_restart.py)
+            # a shadow looking for its job after losing it (pool_reconnect.py)
             req = reconnect.parse_request(r)
-            why = reconnect.refusal(req)
-            log.info("pool: %s from %s refused: %s", req.command, peer, why)
-            yield Send(reconnect.failure(Writer(crypto=True), why).payload())
+            yield from pool_reconnect.serve(self, req, inbound.session_id, peer, holder[0])
             return
         cmd = claims.parse(inbound.command, r)
         try:
@@ -645,13 +669,20 @@ class PoolLink:
         job.ad = ad
         yield from shadow.register_starter_info(peer, self._starter_info(job))
         yield from shadow.begin_execution(peer)
+        job.peer = peer
         self._start(job)
+        yield from self._shadow_loop(peer, job)
+
+    def _shadow_loop(self, peer: str, job: "PoolJob") -> Generator[Op, bytes | None, None]:
+        """The running job's news and its exit for its shadow; a shadow that reconnects
+        (pool_reconnect.py) picks the loop up on its new connection."""
         while True:
             while job.updates:
                 update = ClassAd()
                 for k, v in job.updates.pop(0).items():
                     update[k] = v
                 yield from shadow.register_job_info(peer, update)
+            pool_reconnect.contact(self, job)
             if job.ended:
                 break
             yield Await(f"news of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
@@ -661,8 +692,11 @@ class PoolLink:
         try:
             yield from shadow.job_exit(peer, status, reason, final)
         except CondorpyError as exc:
+            if job.lease > 0 and job.eid in self.stored:
+                raise     # the exit is kept until the shadow reconnects or the lease ends
             # the shadow may hang up once it has the exit: nothing is lost then
             log.info("pool: after job_exit: %s", exc)
+        pool_reconnect.reported(self, job)
         self.jobs.pop(job.eid, None)
 
     def _starter_info(self, job: "PoolJob") -> ClassAd:
@@ -674,7 +708,7 @@ class PoolLink:
                 info[attr] = slot_ad.get(attr)
         info["StarterIpAddr"] = self.address
         info["CondorVersion"] = CONDOR_VERSION
-        info["HasReconnect"] = False
+        info["HasReconnect"] = True     # pool_reconnect.py
         if self.host is not None:
             info["CondorScratchDir"] = str(self.host.paths.execute)
         return info
@@ -689,6 +723,7 @@ class PoolLink:
             job.ended, job.final = True, {"HoldReason": "no slot", "HoldReasonCode": 6}
             return
         self._job_seq += 1
+        pool_reconnect.persist(self, job, self._job_seq)   # before the job can start
         try:
             host.launch_pool_job(job.eid, job.slot, job.ad, -self._job_seq)
         except CondorpyError as exc:
@@ -705,6 +740,7 @@ class PoolLink:
         job.ended = True
         job.evicted = evicted
         job.final = dict(final or {})
+        pool_reconnect.job_ended(self, job)
         self._wake(job)
 
     def job_update(self, eid: str, attrs: dict[str, object]) -> None:
@@ -778,13 +814,13 @@ class PoolLink:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
-        """End the jobs run for shadows, invalidate every advertised slot (waiting a few
+        """Leave the jobs run for shadows running for a shadow to reconnect to (those
+        that cannot be are ended), invalidate every advertised slot (waiting a few
         seconds at most) and close."""
-        for eid, job in self.jobs.items():
-            if job.ended:
-                continue
-            # A restarted daemon cannot yet take a shadow's job back: end it now and
-            # tell the shadow so (job_exit, "requeue"), as an eviction.
+        for eid in pool_reconnect.stopping(self):
+            job = self.jobs[eid]
+            # A job whose shadow cannot reconnect (no job lease) must not run on
+            # unseen: end it now and tell the shadow so (job_exit, "requeue").
             log.info("pool: stopping: the job of %s is killed and goes back to its "
                      "schedd's queue", eid)
             self._kill(eid, hard=True)
