@@ -778,8 +778,7 @@ class Startd:
         """Take back every starter the previous daemon left running; record the ends of
         those that finished meanwhile; requeue jobs whose starter vanished."""
         now = self.clock.time()
-        if self.pool is not None:
-            self.pool_stored = pool_reconnect.stored(self.store)
+        self.pool_stored = pool_reconnect.stored(self.store)
         for srec in self.store.starters():
             rec = self.store.job(srec.job_id)
             launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
