@@ -403,6 +403,7 @@ def adopt(startd: "Startd", srec: StarterRecord, alive: bool) -> bool:
         return True
     eid = _recreate(startd, link, rec)
     if eid is None:
+        startd.store.forget_pool_claim(_engine_id(rec.claim_id))
         return False
     from condorpy.startd.daemon import RunningJob, _CONNECT_TIMEOUT_S, _read_result
     from condorpy.startd.forkserver import Launched

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import (CONFIG, HOST, _cmdline, history, jobdir,  # noqa: F401
-                                       queued, submit)
+from tests.pool.test_pool_jobs import (CONFIG, HOST, _cmdline, daemon,  # noqa: F401
+                                       history, jobdir, queued, submit)
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool
@@ -59,6 +59,9 @@ def test_a_pool_job_survives_a_daemon_restart_and_completes_once(
         d.restart(sig)
         assert "sh" in _cmdline(first), "the job died with the daemon"
         wait_for(lambda: "reconnected to job" in d.output(), 90, lambda: d.output()[-3000:])
+        # the re-created claim is advertised as HTCondor's startd would
+        wait_for(lambda: f"slot1_1@{HOST} Claimed Busy" in refpool.condor(
+            "condor_status", "-af", "Name", "State", "Activity").stdout, 30)
         # the pool sees it running all along (or briefly disconnected), never idle
         status = refpool.condor("condor_q", str(cluster), "-af", "JobStatus").stdout.split()
         assert status == ["2"], status
@@ -133,3 +136,24 @@ def test_a_daemon_away_past_the_job_lease_finds_the_job_killed_and_requeued(
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def test_a_pool_job_survives_a_schedd_restart(
+        daemon: Daemon, refpool: RefPool, jobdir: Path) -> None:
+    # The shadow goes away with its schedd; the schedd's next shadow finds the job
+    # through the same two commands, while condorpy keeps it running.
+    runs, overlap = jobdir / "runs", jobdir / "overlap"
+    cluster = submit(refpool, jobdir, _job(runs, overlap, 40))
+    wait_for(runs.exists, 120, lambda: daemon.output()[-3000:])
+    first = runs.read_text().split()[0]
+    refpool.condor("condor_restart", "-schedd")
+    wait_for(lambda: "went away; its job" in daemon.output(), 60,
+             lambda: daemon.output()[-3000:])
+    wait_for(lambda: "reconnected to job" in daemon.output(), 120,
+             lambda: daemon.output()[-3000:])
+    assert "sh" in _cmdline(first)
+    wait_for(lambda: queued(refpool, cluster) == 0, 150, lambda: daemon.output()[-3000:])
+    assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "3"]
+    assert runs.read_text().split() == [first], runs.read_text()
+    log = (jobdir / "job.log").read_text()
+    assert log.count("Job executing") == 1 and log.count("Job terminated") == 1, log
