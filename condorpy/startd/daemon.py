@@ -754,7 +754,7 @@ class Startd:
         name = f"{job_ad.evaluate('ClusterId')}.{job_ad.evaluate('ProcId')} (pool)"
         request = LaunchRequest(name, job_ad.to_old(), self.engine.slots[slot].ad.to_old(),
                                 str(self.paths.execute), str(job_dir / "final.ad"),
-                                knobs=self.starter_knobs)
+                                knobs=self.starter_knobs, cgroup=self.placement.starters)
         rj = RunningJob(job_id, eid, slot)
         rj.launched = self.launcher.launch(request)
         pool_restart.record_pool_starter(self.store, job_id, rj.launched, str(job_dir), slot,

@@ -143,3 +143,87 @@ def test_a_request_for_a_job_not_here_gets_htcondors_failure(case: str) -> None:
     ad = _answer(link, command, claim_id, gjid)
     assert ad["Result"] == "Failure" and isinstance(ad["ErrorString"], str)
     assert parse_claim_id(CID).key not in ad["ErrorString"]
+
+
+class _Engine:
+    def __init__(self) -> None:
+        self.claims = {EID}
+        self.released: list[str] = []
+
+    def has_claim(self, eid: str) -> bool:
+        return eid in self.claims
+
+    def release(self, now: float, eid: str) -> list[object]:
+        self.claims.discard(eid)
+        self.released.append(eid)
+        return []
+
+
+class _LeaseLink(_Link):
+    """What tick() reads and changes of a PoolLink."""
+
+    def __init__(self, job: PoolJob) -> None:
+        super().__init__(job)
+        self.engine = _Engine()
+        self.sessions = {EID: b"k"}
+        self.next_alive: dict[str, float] = {}
+        self.next_refresh: dict[str, float] = {}
+        self.claim_ids = {"slot1_1": CID}
+        self.kills: list[tuple[str, bool]] = []
+        self.stored[EID] = _record(last_contact=0.0, lease=60)
+
+    def _kill(self, eid: str, hard: bool) -> None:
+        self.kills.append((eid, hard))
+
+    def apply(self, outputs: list[object]) -> None:
+        pass
+
+
+def test_a_job_whose_shadow_stays_away_past_its_lease_is_killed_then_its_claim_released(
+        ) -> None:
+    job = _job()
+    job.lease, job.last_contact = 60, 0.0
+    link = _LeaseLink(job)
+    assert pool_reconnect.shadow_lost(link, job)       # type: ignore[arg-type]
+    link.clock.advance(59)
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    assert link.kills == [] and pool_reconnect.timeout(link, 0) == 1  # type: ignore[arg-type]
+    link.clock.advance(1)
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    assert link.kills == [(EID, True)] and job.killed   # once
+    assert link.engine.has_claim(EID)                   # until the job has ended
+    job.ended, job.final = True, {"ExitBySignal": True, "ExitSignal": 9}
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    assert link.engine.released == [EID]
+    assert link.jobs == {} and link.pool_claims == {} and link.sessions == {}
+    assert link.stored == {} and link.claim_ids == {}
+
+
+def test_a_shadow_that_comes_back_in_time_renews_the_lease() -> None:
+    job = _job()
+    job.lease, job.last_contact = 60, 0.0
+    link = _LeaseLink(job)
+    pool_reconnect.shadow_lost(link, job)               # type: ignore[arg-type]
+    link.clock.advance(50)
+    pool_reconnect.contact(link, job)                   # type: ignore[arg-type]
+    job.exchange = object()                             # type: ignore[assignment]
+    link.clock.advance(50)
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    assert link.kills == [] and job.disconnected is None
+    job.exchange = None
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    assert link.kills == []                             # 50 s since the last word
+    link.clock.advance(10)
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    assert link.kills == [(EID, True)]
+
+
+def test_a_job_without_a_lease_is_not_kept_for_its_shadow() -> None:
+    job = _job()
+    job.lease = 0
+    link = _LeaseLink(job)
+    ex = object()
+    job.exchange = ex                                   # type: ignore[assignment]
+    assert not pool_reconnect.shadow_lost(link, job)    # type: ignore[arg-type]
+    assert job.exchange is ex                           # the caller ends it
