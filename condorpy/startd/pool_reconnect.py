@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("condorpy.startd.pool")
 
 PORT_KEY = "pool_command_port"
-CONTACT_WRITE_EVERY = 60.0     # seconds between stored notes of the shadow's last word
+CONTACT_WRITE_EVERY = 60.0     # most seconds between stored notes of the shadow's last word
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,10 @@ def contact(link: "PoolLink", job: "PoolJob") -> None:
     job.last_contact = now
     job.disconnected = None
     rec = link.stored.get(job.eid)
-    if rec is not None and now - rec.last_contact >= CONTACT_WRITE_EVERY:
+    # a stale note would let a restarted daemon count the lease out early: a short
+    # lease is noted more often
+    if rec is not None and now - rec.last_contact >= min(CONTACT_WRITE_EVERY,
+                                                         job.lease / 4):
         try:
             _put(link, dataclasses.replace(rec, last_contact=now))
         except CondorpyError as exc:

@@ -227,3 +227,27 @@ def test_a_job_without_a_lease_is_not_kept_for_its_shadow() -> None:
     job.exchange = ex                                   # type: ignore[assignment]
     assert not pool_reconnect.shadow_lost(link, job)    # type: ignore[arg-type]
     assert job.exchange is ex                           # the caller ends it
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.path = "/nonexistent/db"
+        self.rows: dict[str, str] = {}
+
+    def put_pool_claim(self, claim: str, record: str) -> None:
+        self.rows[claim] = record
+
+
+def test_the_shadows_last_word_is_stored_often_enough_for_a_short_lease() -> None:
+    job = _job()
+    job.lease = 20
+    link = _LeaseLink(job)
+    link.stored[EID] = _record(last_contact=0.0, lease=20)
+    link.host = type("Host", (), {"store": _Store()})()  # type: ignore[assignment]
+    link.clock.advance(4)
+    pool_reconnect.contact(link, job)                    # type: ignore[arg-type]
+    assert link.host.store.rows == {}                    # type: ignore[attr-defined]
+    link.clock.advance(1)
+    pool_reconnect.contact(link, job)                    # type: ignore[arg-type]
+    stored = json.loads(link.host.store.rows[EID])       # type: ignore[attr-defined]
+    assert stored["last_contact"] == 5.0 and link.stored[EID].last_contact == 5.0
