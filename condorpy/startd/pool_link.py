@@ -438,11 +438,12 @@ class PoolLink:
         except (KeyError, ValueError):
             pass
         ex.close()
+        waits = any([pool_reconnect.shadow_lost(self, job)   # every job, no short cut
+                     for job in list(self.jobs.values()) if job.exchange is ex])
         if ex.error is not None:
-            log.error("pool: %s", ex.error)
+            # a shadow that went away from a job it can come back to is no error
+            (log.info if waits else log.error)("pool: %s", ex.error)
         for eid, job in list(self.jobs.items()):
-            if job.exchange is ex and pool_reconnect.shadow_lost(self, job):
-                continue        # the job waits for its shadow to reconnect
             if job.exchange is ex and not job.ended:
                 # the shadow is gone: its job must not run on unseen
                 log.warning("pool: the shadow of %s went away; killing the job", eid)

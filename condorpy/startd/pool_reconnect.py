@@ -43,6 +43,7 @@ from condorpy.pool.server import claim_session_key, parse_claim_id
 from condorpy.startd.jobstore import JobStore, StarterRecord
 
 if TYPE_CHECKING:
+    from condorpy.pool.connection import AsyncExchange
     from condorpy.startd.daemon import Startd
     from condorpy.startd.pool_link import PoolJob, PoolLink
 
@@ -306,7 +307,7 @@ def timeout(link: "PoolLink", now_mono: float) -> float:
 
 # ------------------------------------------------------------------ the shadow's commands
 def serve(link: "PoolLink", req: reconnect.CaRequest, session_id: str, peer: str,
-          exchange: Any) -> Generator[Op, bytes | None, None]:
+          exchange: "AsyncExchange") -> Generator[Op, bytes | None, None]:
     """``CA_LOCATE_STARTER`` or ``CA_RECONNECT_JOB`` on the claim session
     ``session_id``; a reconnected job's shadow conversation goes on on this very
     connection."""
