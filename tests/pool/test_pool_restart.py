@@ -11,7 +11,9 @@ HTCondor's starter does, and the shadow has meanwhile put the job back in its qu
 from __future__ import annotations
 
 import json
+import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -165,3 +167,30 @@ def test_a_pool_job_survives_a_schedd_restart(
     assert runs.read_text().split() == [first], runs.read_text()
     log = (jobdir / "job.log").read_text()
     assert log.count("Job executing") == 1 and log.count("Job terminated") == 1, log
+
+
+def test_a_pool_job_survives_a_cut_connection_to_its_shadow(
+        daemon: Daemon, refpool: RefPool, jobdir: Path) -> None:
+    # Both ends of the shadow's connection are reset (ss -K, as a network fault would
+    # leave them); neither daemon restarts: the shadow reconnects to the running job.
+    runs, overlap = jobdir / "runs", jobdir / "overlap"
+    cluster = submit(refpool, jobdir, _job(runs, overlap, 40))
+    wait_for(runs.exists, 120, lambda: daemon.output()[-3000:])
+    first = runs.read_text().split()[0]
+    m = re.search(r"as <127\.0\.0\.1:(\d+)\?noUDP>", daemon.output())
+    assert m, daemon.output()
+    port = m.group(1)
+    for side in ("dport", "sport"):
+        res = subprocess.run(["ss", "-K", "dst" if side == "dport" else "src",
+                              "127.0.0.1", side, "=", port], capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.skip(f"ss -K cannot reset connections here: {res.stderr.strip()}")
+    wait_for(lambda: "reconnected to job" in daemon.output(), 120,
+             lambda: daemon.output()[-3000:])
+    assert "sh" in _cmdline(first)
+    wait_for(lambda: queued(refpool, cluster) == 0, 150, lambda: daemon.output()[-3000:])
+    assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "3"]
+    assert runs.read_text().split() == [first], runs.read_text()
+    log = (jobdir / "job.log").read_text()
+    assert log.count("Job executing") == 1 and log.count("Job terminated") == 1, log
+    assert "Job disconnected" in log and "Job reconnected" in log, log
