@@ -13,9 +13,9 @@ from condorpy.errors import PolicyError
 from condorpy.classad import ClassAd
 from condorpy.policy.evaluation import Undefined, is_true, load_ad, number, plain
 from condorpy.policy.records import (ActivationRefused, Claim, ClaimAccepted, ClaimEnded,
-                                     ClaimRefused, ClaimUnknown, CreateSlot, EvictWhy, Job,
-                                     JobExited, MatchIgnored, Output, Slot, StartBackfill,
-                                     StartJob, StopBenchmarks)
+                                     ClaimRefused, ClaimUnknown, CoalesceRefused, CreateSlot,
+                                     EvictWhy, Job, JobExited, MatchIgnored, Output, Slot,
+                                     StartBackfill, StartJob, StopBenchmarks)
 from condorpy.policy.slot_machine import SlotMachine
 from condorpy.policy.states import Activity, State
 from condorpy.slots.ads import SlotStatus
@@ -97,6 +97,57 @@ class PolicyEngine(SlotMachine):
             self.emit(ClaimRefused(self.now, slot.name, claim=claim_id,
                       reason=f"slot is {slot.state.value}/{slot.activity.value}"))
         self._settle_one(slot)
+        return self.take_output()
+
+    def coalesce(self, now: float, claim_ids: Iterable[str], new_claim_id: str,
+                 job: Mapping[str, Any] | ClassAd) -> list[Output]:
+        """condor_now: a schedd's idle claims on d-slots of one partitionable slot end,
+        their resources go back to it, and one d-slot is carved from it for ``job``,
+        claimed at once by ``new_claim_id``. As HTCondor's startd does
+        (``command_coalesce_slots``), START and RANK are not asked again: the schedd
+        holds these resources already; a drain or a shutdown refuses."""
+        self._advance(now)
+        if new_claim_id in self._claims:
+            raise PolicyError(f"claim id {new_claim_id!r} is already in use")
+        job_ad = job if isinstance(job, ClassAd) else load_ad(self.backend, job,
+                                                               f"claim {new_claim_id}")
+
+        def refuse(reason: str, retry: bool = False, where: str = "") -> list[Output]:
+            self.emit(CoalesceRefused(self.now, where, claim=new_claim_id, reason=reason,
+                                      retry=retry))
+            return self.take_output()
+
+        victims: list[Slot] = []
+        parent: str | None = None
+        for cid in dict.fromkeys(claim_ids):
+            slot = self.slots.get(self._claims.get(cid, ""))
+            if slot is None or slot.deleted or slot.claim is None or slot.claim.id != cid:
+                return refuse("can't find slot with given claim ID")
+            self._refresh(now, slot)
+            if slot.state is not S.CLAIMED:
+                return refuse("given slot is not claimed", where=slot.name)
+            if slot.activity is not A.IDLE:
+                # the job may still be on its way out: the schedd asks again
+                return refuse("given slot is not idle", retry=True, where=slot.name)
+            if slot.kind != "dynamic" or slot.parent is None:
+                return refuse("given slot is not dynamic", where=slot.name)
+            if parent is not None and slot.parent != parent:
+                return refuse("all slots must have the same parent", where=slot.name)
+            parent = slot.parent
+            victims.append(slot)
+        if parent is None:
+            return refuse("Unable to coalesce any slots")
+        if self.machine.draining or self.machine.shutting_down:
+            return refuse("machine is " + ("draining" if self.machine.draining
+                                           else "shutting down"), where=parent)
+        for slot in victims:
+            slot.evict_why = EvictWhy.RELEASE
+            self._preempt(slot, "10", f"coalesced into a slot for claim {new_claim_id}")
+            self._settle_one(slot)
+        pslot = self._slot(parent)
+        claim = Claim(new_claim_id, job_ad, now, 0.0, now, self._lease(job_ad))
+        self._carve(pslot, claim, job_ad)
+        self._settle_one(pslot)
         return self.take_output()
 
     def _acceptable(self, slot: Slot, job_ad: Any) -> tuple[bool, str]:

@@ -100,6 +100,17 @@ class MatchIgnored(Action):
     reason: str = ""
 
 
+@_action("coalesce_refused")
+@dataclass(frozen=True)
+class CoalesceRefused(Action):
+    """Claims that could not be merged into one slot (condor_now); ``retry``: they may
+    be later (a slot not idle yet)."""
+
+    claim: str = ""
+    reason: str = ""
+    retry: bool = False
+
+
 @_action("activation_refused")
 @dataclass(frozen=True)
 class ActivationRefused(Action):

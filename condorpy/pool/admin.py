@@ -22,6 +22,14 @@ messages (``command.cpp``, ``dc_startd.cpp``, ``drain.cpp``, ``daemon_core.cpp``
   and ``RequestID``, or ``ErrorString`` and ``ErrorCode``.
 - ``CANCEL_DRAIN_JOBS`` (513, ADMINISTRATOR): an ad with ``RequestID`` (optional).
   Reply: an ad ``Result`` (and ``ErrorString``, ``ErrorCode``).
+- ``DC_NOP_READ`` (60020), ``_WRITE`` (60021), ``_ADMINISTRATOR`` (60023),
+  ``_DAEMON`` (60026), one per level (``daemon_core.cpp``; ``command_strings.cpp``
+  ``getSampleCommand``): nothing follows, nothing is answered.
+- ``DC_SEC_QUERY`` (60040), ``condor_ping``: the security request names the command
+  asked about in ``AuthCommand`` (a ``DC_NOP_<LEVEL>``); the handshake and the
+  authorisation are that command's, which is not run. Reply, when authorised: an ad
+  ``AuthorizationSucceeded = true`` (``daemon_command.cpp`` ``ExecCommand``); a
+  refusal is the handshake's ``DENIED``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from dataclasses import dataclass
 from condorpy.classad import ClassAd, match
 from condorpy.errors import WireError
 from condorpy.pool.cedar import Reader, Writer
+from condorpy.pool import secserver
 from condorpy.pool.secserver import Perm
 from condorpy.pool.wire_ad import get_classad, put_classad
 
@@ -43,12 +52,20 @@ DRAIN_JOBS = 512
 CANCEL_DRAIN_JOBS = 513
 DC_CONFIG_VAL = 60007
 CONFIG_VAL = 457        # what 23.9.6's condor_config_val sends; DC_CONFIG_VAL's layout
+DC_NOP_READ = 60020
+DC_NOP_WRITE = 60021
+DC_NOP_ADMINISTRATOR = 60023
+DC_NOP_DAEMON = 60026
+DC_SEC_QUERY = secserver.DC_SEC_QUERY
+NOPS = {DC_NOP_READ: Perm.READ, DC_NOP_WRITE: Perm.WRITE,
+        DC_NOP_ADMINISTRATOR: Perm.ADMINISTRATOR, DC_NOP_DAEMON: Perm.DAEMON}
 
 NAMES = {QUERY_STARTD_ADS: "QUERY_STARTD_ADS", VACATE_ALL_CLAIMS: "VACATE_ALL_CLAIMS",
          VACATE_CLAIM: "VACATE_CLAIM", VACATE_ALL_FAST: "VACATE_ALL_FAST",
          VACATE_CLAIM_FAST: "VACATE_CLAIM_FAST", DRAIN_JOBS: "DRAIN_JOBS",
          CANCEL_DRAIN_JOBS: "CANCEL_DRAIN_JOBS", DC_CONFIG_VAL: "DC_CONFIG_VAL",
-         CONFIG_VAL: "CONFIG_VAL"}
+         CONFIG_VAL: "CONFIG_VAL", DC_SEC_QUERY: "DC_SEC_QUERY",
+         **{n: f"DC_NOP_{p.value}" for n, p in NOPS.items()}}
 
 # command -> (the level it needs, whether a message follows the handshake)
 COMMANDS: dict[int, tuple[Perm, bool]] = {
@@ -61,6 +78,7 @@ COMMANDS: dict[int, tuple[Perm, bool]] = {
     VACATE_CLAIM_FAST: (Perm.ADMINISTRATOR, True),
     DRAIN_JOBS: (Perm.ADMINISTRATOR, True),
     CANCEL_DRAIN_JOBS: (Perm.ADMINISTRATOR, True),
+    **{n: (p, False) for n, p in NOPS.items()},
 }
 
 HOW_FAST = {0: "graceful", 10: "quick", 20: "fast"}
@@ -98,7 +116,19 @@ class CancelDrain:
     request_id: str | None
 
 
-AdminCommand = Query | ConfigVal | Vacate | Drain | CancelDrain
+@dataclass(frozen=True)
+class Nop:
+    level: Perm
+
+
+@dataclass(frozen=True)
+class SecQuery:
+    """condor_ping's question: would ``command`` be authorised (it was)."""
+
+    command: int
+
+
+AdminCommand = Query | ConfigVal | Vacate | Drain | CancelDrain | Nop | SecQuery
 
 
 def _name(r: Reader, what: str) -> str:
@@ -120,11 +150,19 @@ def _expr_text(ad: ClassAd, name: str) -> str | None:
     return None if e is None else str(e)
 
 
-def parse(command: int, r: Reader) -> AdminCommand:
-    """The command's message; raises WireError naming the peer if it is malformed."""
+def parse(command: int, r: Reader, asked: int = 0) -> AdminCommand:
+    """The command's message; raises WireError naming the peer if it is malformed.
+    ``asked``: for DC_SEC_QUERY, the command whose authorisation was asked."""
     name = NAMES.get(command, f"command {command}")
     out: AdminCommand
-    if command == QUERY_STARTD_ADS:
+    if command == DC_SEC_QUERY:
+        if asked not in COMMANDS:
+            raise WireError(f"DC_SEC_QUERY about command {asked}, not one this port "
+                            "serves", peer=r.peer)
+        out = SecQuery(asked)
+    elif command in NOPS:
+        out = Nop(NOPS[command])
+    elif command == QUERY_STARTD_ADS:
         out = Query(get_classad(r, f"the query of {name}"))
     elif command in (DC_CONFIG_VAL, CONFIG_VAL):
         out = ConfigVal(_name(r, f"the knob of {name}"))
@@ -174,6 +212,12 @@ def match_query(query: ClassAd, ad: ClassAd) -> bool:
 def config_reply(w: Writer, value: str | None) -> Writer:
     # an unset knob: the words HTCondor's daemons send (seen from 23.9.6's master)
     return w.put_string("Not defined" if value is None else value)
+
+
+def sec_query_reply(w: Writer) -> Writer:
+    ad = ClassAd()
+    ad["AuthorizationSucceeded"] = True
+    return put_classad(w, ad)
 
 
 def result_reply(w: Writer, ok: bool, request_id: str | None = None, error: str = "",

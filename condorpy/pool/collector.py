@@ -65,6 +65,8 @@ def slot_ads(ad: ClassAd, address: str, claim_id: str) -> SlotAds:
     public["TargetType"] = "Job"
     public["MyAddress"] = address
     public["StartdIpAddr"] = address
+    # the daemon has an ad of its own (daemon_ad.py): the collector makes none from slot 1
+    public["HasStartDaemonAd"] = True
     name = str(ad.get("Name") or "")
     private = ClassAd()
     private["MyType"] = "Machine"

@@ -20,7 +20,7 @@ A command port serves two kinds of session:
      ``RemoteVersion``, its own ``ECDHPublicKey``), EOM;
   3. when authenticating: client ``int`` method bits, EOM; server ``int`` the method
      chosen, EOM; CLAIMTOBE: client ``int 1``, ``string user``, EOM; server ``int 1``,
-     EOM; then, when the session will encrypt, server ``int 0`` (the key comes from
+     EOM; or FS (:mod:`condorpy.pool.fsauth`); then, when the session will encrypt, server ``int 0`` (the key comes from
      ECDH, none is handed over), EOM;
   4. both switch to AES-GCM; server: the post-authentication ad (``User``, ``Sid``,
      ``ValidCommands``, ``ReturnCode`` AUTHORIZED / DENIED / CMD_NOT_FOUND), EOM;
@@ -44,7 +44,7 @@ import ipaddress
 import os
 import socket
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from condorpy.classad import ClassAd
@@ -52,12 +52,16 @@ from condorpy.config import Config
 from condorpy.errors import SecurityError, WireError
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Reader, Writer
+from condorpy.pool import fsauth
 from condorpy.pool.security import (DC_AUTHENTICATE, IMPLEMENTED_CRYPTO, METHOD_BITS, Level,
                                     Op, Receive, Send, StartCrypto, knob_level,
-                                    knob_methods)
+                                    knob_methods, method_name, run_exchange)
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 UNAUTHENTICATED = "unauthenticated@unmapped"
+DC_SEC_QUERY = 60040
+# the methods this port can verify, in no order of its own (the configuration's rules)
+SERVED_METHODS = ("FS", "CLAIMTOBE")
 MAX_SESSIONS = 4096
 
 
@@ -110,7 +114,10 @@ class Entry:
 
 def _parse_entry(text: str, knob: str, cfg: Config) -> Entry:
     user, sep, host = text.partition("/")
-    if not sep or ("@" not in user and all(c in "0123456789.*:abcdefABCDEF" for c in user)
+    if not sep and "@" in text:
+        # a user alone (condor@*, as security:recommended writes them): from any host
+        user, host = text, "*"
+    elif not sep or ("@" not in user and all(c in "0123456789.*:abcdefABCDEF" for c in user)
                    and any(c.isdigit() or c == "*" for c in user) and host.isdigit()):
         # a bare host, perhaps with a netmask (10.0.0.0/8)
         user, host = "*", text
@@ -143,6 +150,9 @@ class ServerPolicy:
     session_duration: int = 86400
     session_lease: int = 3600
     trust_domain: str = ""
+    # FS: where clients make their directory, and the domain of the names it yields
+    fs: fsauth.Rendezvous = field(default_factory=fsauth.Rendezvous)
+    uid_domain: str = ""
 
     def verify(self, perm: Perm, user: str, ip: str) -> str | None:
         """None if ``user`` at ``ip`` may run a command needing ``perm``, else why not."""
@@ -154,8 +164,8 @@ class ServerPolicy:
         return f"no ALLOW_{perm.value} entry matches {user}/{ip}"
 
 
-# Where ALLOW_<LEVEL> is unset: READ from anywhere, the rest from nobody. The only
-# method served is CLAIMTOBE, whose identity is the peer's say-so, and a local user
+# Where ALLOW_<LEVEL> is unset: READ from anywhere, the rest from nobody. CLAIMTOBE's
+# identity is the peer's say-so, and a local user
 # must not get by the network port what the control socket's SO_PEERCRED check
 # refuses them; an administrator opens ADMINISTRATOR to the hosts and users meant.
 DEFAULT_ALLOW = {Perm.READ: "*", Perm.WRITE: "", Perm.ADMINISTRATOR: "",
@@ -176,7 +186,8 @@ def server_policy(cfg: Config) -> ServerPolicy:
             encryption=knob_level(cfg, side, "ENCRYPTION", Level.OPTIONAL),
             integrity=knob_level(cfg, side, "INTEGRITY", Level.OPTIONAL),
             negotiation=knob_level(cfg, side, "NEGOTIATION", Level.PREFERRED),
-            auth_methods=tuple(m for m in configured if m == "CLAIMTOBE"),
+            auth_methods=tuple(dict.fromkeys(method_name(m) for m in configured
+                                             if method_name(m) in SERVED_METHODS)),
             crypto_methods=tuple(m for m in crypto if m in IMPLEMENTED_CRYPTO))
         knob = f"ALLOW_{perm.value}"
         items = cfg.get_list(knob) if cfg.get(knob) else DEFAULT_ALLOW[perm].split()
@@ -186,7 +197,8 @@ def server_policy(cfg: Config) -> ServerPolicy:
     return ServerPolicy(levels, allow, deny,
                         session_duration=cfg.get_int("SEC_DEFAULT_SESSION_DURATION", 86400),
                         session_lease=cfg.get_int("SEC_DEFAULT_SESSION_LEASE", 3600),
-                        trust_domain=cfg.get("TRUST_DOMAIN") or cfg.get("UID_DOMAIN") or "")
+                        trust_domain=cfg.get("TRUST_DOMAIN") or cfg.get("UID_DOMAIN") or "",
+                        fs=fsauth.rendezvous(cfg), uid_domain=cfg.get("UID_DOMAIN") or "")
 
 
 @dataclass
@@ -240,6 +252,7 @@ class Authorized:
     claim_session: bool
     payload: bytes
     crypto: bool
+    asked: int = 0          # DC_SEC_QUERY: the command whose authorisation was asked
 
 
 def reconcile(client: Level, server: Level) -> bool | None:
@@ -267,7 +280,7 @@ def _client_level(ad: ClassAd, name: str, peer: str) -> Level:
 
 def _methods_of(ad: ClassAd, name: str) -> list[str]:
     v = ad.get(name)
-    return [m.strip().upper() for m in str(v).split(",") if m.strip()] if isinstance(
+    return [method_name(m) for m in str(v).split(",") if m.strip()] if isinstance(
         v, str) else []
 
 
@@ -326,12 +339,28 @@ def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,
     command = ad.get("Command")
     if not isinstance(command, int) or isinstance(command, bool):
         raise WireError("the security request lacks Command", peer=peer)
+    asked = 0
+    if command == DC_SEC_QUERY:
+        # condor_ping: the handshake and the authorisation are those of AuthCommand,
+        # which is then not run; no message of its own follows (daemon_command.cpp)
+        asked = ad.get("AuthCommand")
+        if not isinstance(asked, int) or isinstance(asked, bool) or asked == DC_SEC_QUERY:
+            raise WireError("DC_SEC_QUERY without a usable AuthCommand", peer=peer)
+        command = asked
+        if asked in table:
+            table = {**table, asked: (table[asked][0], False)}
     use = ad.get("UseSession")
     if isinstance(use, str) and use.upper() == "YES":
-        return (yield from _resume(peer, ip, ad, command, policy, cache, claim_key,
-                                   table, now, version))
-    return (yield from _negotiate(peer, ip, ad, command, policy, cache, table, now,
-                                  version))
+        got = yield from _resume(peer, ip, ad, command, policy, cache, claim_key,
+                                 table, now, version)
+    else:
+        got = yield from _negotiate(peer, ip, ad, command, policy, cache, table, now,
+                                    version)
+    if asked and not got.claim_session:
+        return replace(got, command=DC_SEC_QUERY, asked=asked, payload=b"")
+    if asked:
+        raise SecurityError("DC_SEC_QUERY on a claim session refused", peer=peer)
+    return got
 
 
 def _resume(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPolicy,
@@ -440,21 +469,42 @@ def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPoli
         yield Send(put_classad(Writer(), reply).payload())
     user = UNAUTHENTICATED
     if authenticate:
-        got = yield Receive("the client's authentication methods")
-        assert got is not None
-        bits = _read_int(got, peer, "the client's authentication methods")
-        chosen = next((m for m in methods if bits & METHOD_BITS[m]), "")
-        yield Send(_int_message(METHOD_BITS[chosen] if chosen else 0))
-        if chosen == "CLAIMTOBE":
-            got = yield Receive("the CLAIMTOBE identity")
+        # As HTCondor's Authentication loop: a method that fails is dropped by the
+        # client, which offers the rest; 0 chosen ends it.
+        failed: list[str] = []
+        fs_failure = ""
+        bits = 0
+        while user == UNAUTHENTICATED:
+            got = yield Receive("the client's authentication methods")
             assert got is not None
-            user = _read_claimtobe(got, peer)
-            if "@" not in user and policy.trust_domain:
-                user = f"{user}@{policy.trust_domain}"
-            yield Send(_int_message(1))
+            bits = _read_int(got, peer, "the client's authentication methods")
+            chosen = next((m for m in methods if bits & METHOD_BITS[m]
+                           and m not in failed), "")
+            yield Send(_int_message(METHOD_BITS[chosen] if chosen else 0))
+            if not chosen:
+                break
+            if chosen == "CLAIMTOBE":
+                got = yield Receive("the CLAIMTOBE identity")
+                assert got is not None
+                user = _read_claimtobe(got, peer)
+                if "@" not in user and policy.trust_domain:
+                    user = f"{user}@{policy.trust_domain}"
+                yield Send(_int_message(1))
+            else:
+                try:
+                    name = yield from run_exchange(fsauth.server_exchange(policy.fs, peer))
+                except SecurityError as exc:
+                    failed.append(chosen)
+                    fs_failure = exc.reason
+                    continue
+                user = f"{name}@{policy.uid_domain}" if policy.uid_domain else name
+        if user != UNAUTHENTICATED:
             if crypto:
                 yield Send(_int_message(0))     # no key handed over: ECDH made it
         elif auth_required:
+            if failed:
+                raise SecurityError(f"authentication for command {command} failed: "
+                                    f"{fs_failure}", peer=peer)
             raise SecurityError(f"no authentication method in common for command "
                                 f"{command}: the client offers bits {bits}, condorpy "
                                 f"takes {', '.join(methods) or 'none'}", peer=peer)

@@ -18,7 +18,9 @@ What a new session looks like on the wire (a real 23.9.6 collector, CLAIMTOBE, s
    its ``ECDHPublicKey``), EOM;
 3. if authenticating: client ``int`` bitmask of the methods it will try, EOM; server
    ``int`` the method chosen (0: none), EOM; the method's own exchange (CLAIMTOBE:
-   client ``int 1``, ``string user``, EOM; server ``int 1`` on success, EOM); then,
+   client ``int 1``, ``string user``, EOM; server ``int 1`` on success, EOM; IDTOKENS:
+   :mod:`condorpy.pool.idtokens`; FS: :mod:`condorpy.pool.fsauth`; a method that fails
+   is dropped and the client offers the rest again); then,
    when the session will encrypt or check integrity, server ``int 0`` (it has no key
    to hand over: the key comes from ECDH), EOM;
 4. both switch to AES-GCM with the ECDH key; server: the post-authentication ad
@@ -37,10 +39,12 @@ import pwd
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar, cast
 
 from condorpy.classad import ClassAd
 from condorpy.config import Config
 from condorpy.errors import SecurityError
+from condorpy.pool import fsauth, idtokens
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.wire_ad import get_classad, put_classad
@@ -50,8 +54,15 @@ DC_AUTHENTICATE = 60010
 METHOD_BITS = {"CLAIMTOBE": 2, "FS": 4, "FS_REMOTE": 8, "KERBEROS": 64, "ANONYMOUS": 128,
                "SSL": 256, "PASSWORD": 512, "TOKEN": 2048, "IDTOKENS": 2048,
                "SCITOKENS": 4096}
-IMPLEMENTED_METHODS = ("CLAIMTOBE",)
+IMPLEMENTED_METHODS = ("FS", "TOKEN", "CLAIMTOBE")
 IMPLEMENTED_CRYPTO = ("AES",)
+# the names HTCondor accepts for the one IDTOKENS method (condor_auth.h, SecMan)
+METHOD_ALIASES = {"IDTOKENS": "TOKEN", "IDTOKEN": "TOKEN", "TOKENS": "TOKEN"}
+
+
+def method_name(text: str) -> str:
+    m = text.strip().upper()
+    return METHOD_ALIASES.get(m, m)
 
 
 class Level(Enum):
@@ -78,6 +89,10 @@ class ClientPolicy:
     session_duration: int = 86400
     session_lease: int = 3600
     configured_methods: tuple[str, ...] = field(default=(), compare=False)
+    # where IDTOKENS are looked for (None: no TOKEN authentication)
+    token_search: idtokens.TokenSearch | None = None
+    # whom FS directories are made as (a daemon run by root: the condor user)
+    fs_ids: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -154,12 +169,18 @@ def client_policy(cfg: Config, version: str) -> ClientPolicy:
         encryption=knob_level(cfg, "SEC_CLIENT", "ENCRYPTION", Level.OPTIONAL),
         integrity=knob_level(cfg, "SEC_CLIENT", "INTEGRITY", Level.OPTIONAL),
         negotiation=knob_level(cfg, "SEC_CLIENT", "NEGOTIATION", Level.PREFERRED),
-        auth_methods=tuple(m for m in configured if m in IMPLEMENTED_METHODS),
+        auth_methods=tuple(dict.fromkeys(method_name(m) for m in configured
+                                         if method_name(m) in IMPLEMENTED_METHODS)),
         crypto_methods=tuple(m for m in crypto if m in IMPLEMENTED_CRYPTO),
         claimtobe_user=user,
         trust_domain=cfg.get("TRUST_DOMAIN") or cfg.get("UID_DOMAIN") or "",
         version=version,
-        configured_methods=configured)
+        configured_methods=configured,
+        token_search=idtokens.TokenSearch(
+            idtokens.token_directory(cfg),
+            exclude=cfg.get("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP") or "",
+            subsystem="STARTD"),
+        fs_ids=fsauth.daemon_ids(cfg))
 
 
 def auth_request_ad(policy: ClientPolicy, command: int, ecdh_public: str,
@@ -244,33 +265,61 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
     method = ""
     remote_version = str(reply.get("RemoteVersion") or "")
     if authenticate:
-        offered = [m.strip().upper()
-                   for m in str(reply.get("AuthMethodsList") or reply.get("AuthMethods")
-                                or "").split(",") if m.strip()]
-        usable = [m for m in offered if m in policy.auth_methods]
+        named = [m.strip().upper()
+                 for m in str(reply.get("AuthMethodsList") or reply.get("AuthMethods")
+                              or "").split(",") if m.strip()]
+        usable = list(dict.fromkeys(method_name(m) for m in named
+                                    if method_name(m) in policy.auth_methods))
+        token: idtokens.Token | None = None
+        no_token = ""
+        if "TOKEN" in usable:
+            token, no_token = _find_token(policy, reply)
+            if token is None:
+                usable.remove("TOKEN")
         if not usable:
+            if no_token:
+                raise SecurityError(no_token, peer=peer)
             raise SecurityError(
                 "no authentication method in common: the peer offers "
-                f"{', '.join(offered) or 'none'}; condorpy is configured for "
+                f"{', '.join(named) or 'none'}; condorpy is configured for "
                 f"{', '.join(policy.configured_methods) or 'none'} and speaks "
                 f"{', '.join(IMPLEMENTED_METHODS)}", peer=peer)
-        bits = 0
-        for m in usable:
-            bits |= METHOD_BITS[m]
-        yield Send(_int_message(bits))
-        payload = yield Receive("the chosen authentication method")
-        assert payload is not None
-        chosen = _read_int(payload, peer, "the chosen authentication method")
-        if chosen == 0 or chosen & ~bits or chosen != METHOD_BITS["CLAIMTOBE"]:
-            raise SecurityError(f"the peer chose authentication method bits {chosen}, "
-                                f"not one of {bits}", peer=peer)
-        method = "CLAIMTOBE"
-        yield Send(Writer().put_int(1).put_string(policy.claimtobe_user).payload())
-        payload = yield Receive("the CLAIMTOBE result")
-        assert payload is not None
-        if _read_int(payload, peer, "the CLAIMTOBE result") != 1:
-            raise SecurityError(f"the peer refused CLAIMTOBE as {policy.claimtobe_user}",
-                                peer=peer)
+        # As HTCondor's Authentication loop: a method that fails is dropped and the
+        # rest offered again, until one succeeds or the peer chooses none.
+        failures: list[str] = [no_token] if no_token else []
+        while True:
+            bits = 0
+            for m in usable:
+                bits |= METHOD_BITS[m]
+            yield Send(_int_message(bits))
+            payload = yield Receive("the chosen authentication method")
+            assert payload is not None
+            chosen = _read_int(payload, peer, "the chosen authentication method")
+            method = next((m for m in usable if METHOD_BITS[m] == chosen), "")
+            if not method:
+                raise SecurityError(f"the peer chose authentication method bits {chosen}, "
+                                    f"not one of {bits}"
+                                    + "".join(f"; {f}" for f in failures), peer=peer)
+            try:
+                if method == "TOKEN":
+                    assert token is not None
+                    yield from run_exchange(idtokens.exchange(token, peer))
+                elif method == "FS":
+                    yield from run_exchange(fsauth.client_exchange(peer, policy.fs_ids))
+                else:
+                    yield Send(Writer().put_int(1).put_string(policy.claimtobe_user)
+                               .payload())
+                    payload = yield Receive("the CLAIMTOBE result")
+                    assert payload is not None
+                    if _read_int(payload, peer, "the CLAIMTOBE result") != 1:
+                        raise SecurityError(f"the peer refused CLAIMTOBE as "
+                                            f"{policy.claimtobe_user}", peer=peer)
+                break
+            except SecurityError as exc:
+                failures.append(exc.reason)
+                usable.remove(method)
+                if not usable:
+                    raise SecurityError("; ".join(failures), peer=peer) from None
         if encrypt or integrity:
             payload = yield Receive("the key hand-over flag")
             assert payload is not None
@@ -305,6 +354,42 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
     return Session(raw=False, authenticated=authenticate, method=method, encrypted=crypto,
                    sid=str(post.get("Sid") or ""), user=str(post.get("User") or ""),
                    valid_commands=tuple(valid), remote_version=remote_version, key=key)
+
+
+def _find_token(policy: ClientPolicy, reply: ClassAd) -> tuple[idtokens.Token | None, str]:
+    """The token for this server (its TrustDomain and IssuerKeys), or why there is none."""
+    search = policy.token_search
+    if search is None:
+        return None, ""
+    issuer = str(reply.get("TrustDomain") or "").strip()
+    # a server lists its trust domains as "a, b": HTCondor matches the first
+    issuer = issuer.replace("\t", " ").replace(",", " ").split(" ")[0] if issuer else ""
+    keys = frozenset(k.strip() for k in str(reply.get("IssuerKeys") or "").split(",")
+                     if k.strip())
+    choice = idtokens.choose_token(search, issuer, keys)
+    if choice.token is None:
+        return None, idtokens.no_token_message(search, issuer, keys, choice)
+    return choice.token, ""
+
+
+T = TypeVar("T")
+
+
+def run_exchange(gen: Generator[tuple[str, bytes], bytes | None, T]
+                 ) -> Generator[Op, bytes | None, T]:
+    """An authentication method's own exchange (:mod:`idtokens`, :mod:`fsauth` speak
+    ``("send", payload)`` / ``("receive", what)``) as this module's Send/Receive."""
+    answer: bytes | None = None
+    while True:
+        try:
+            kind, data = gen.send(answer)
+        except StopIteration as stop:
+            return cast(T, stop.value)
+        if kind == "send":
+            answer = None
+            yield Send(data)
+        else:
+            answer = yield Receive(data.decode() or "the method's reply")
 
 
 def resume(command: int, sid: str, key: bytes, peer: str, version: str = ""

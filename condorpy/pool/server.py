@@ -15,25 +15,20 @@ the claim id the execution point published (htcondor/htcondor ``claim.cpp``,
   ``Nonce``, EOM, in the clear; both switch to AES-GCM with the session key, and the
   command's own message follows.
 
-:func:`serve_handshake` serves claim sessions only; the daemon's command port runs
-:func:`condorpy.pool.secserver.serve`, which takes these and also the sessions the
-pool's tools negotiate.
+The daemon's command port serves these sessions (and the ones the pool's tools
+negotiate) in :func:`condorpy.pool.secserver.serve`; this module holds the claim id's
+parts and the client side.
 """
 
 from __future__ import annotations
 
-import base64
-import os
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 
-from condorpy.classad import ClassAd
-from condorpy.errors import SecurityError, WireError
 from condorpy.pool import claims
 from condorpy.pool.aesgcm import hkdf_key
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool.security import DC_AUTHENTICATE, Op, Receive, Send, StartCrypto, resume
-from condorpy.pool.wire_ad import get_classad, put_classad
+from condorpy.pool.security import Op, Receive, Send, resume
 
 
 @dataclass(frozen=True)
@@ -58,54 +53,6 @@ def parse_claim_id(claim_id: str) -> ClaimIdParts:
 
 def claim_session_key(claim_id: str) -> bytes:
     return hkdf_key(parse_claim_id(claim_id).key.encode("ascii", "replace"))
-
-
-@dataclass(frozen=True)
-class Inbound:
-    """A command that arrived on an authorised session: its number, the session id and
-    the command's first message."""
-
-    command: int
-    session_id: str
-    payload: bytes
-
-
-def serve_handshake(peer: str, session_key: Callable[[str], bytes | None], version: str
-                    ) -> Generator[Op, bytes | None, Inbound]:
-    first = yield Receive("a command")
-    assert first is not None
-    r = Reader(first, peer)
-    cmd = r.get_int("the command number")
-    if cmd != DC_AUTHENTICATE:
-        raise SecurityError(f"command {cmd} without a security session refused", peer=peer)
-    ad = get_classad(r, "the security request", max_attrs=200)
-    r.end("the security request")
-    use = ad.get("UseSession")
-    if not (isinstance(use, str) and use.upper() == "YES"):
-        raise SecurityError("a new security session was asked for; condorpy serves "
-                            "claim sessions only", peer=peer)
-    sid = ad.get("Sid")
-    command = ad.get("Command")
-    if not isinstance(sid, str) or not isinstance(command, int) or isinstance(command, bool):
-        raise WireError("the session request lacks Sid or Command", peer=peer)
-    key = session_key(sid)
-    want_reply = ad.get("ResumeResponse") is True
-    if key is None:
-        if want_reply:
-            reply = ClassAd()
-            reply["ReturnCode"] = "SID_NOT_FOUND"
-            yield Send(put_classad(Writer(), reply).payload())
-        raise SecurityError(f"unknown session for command {command}", peer=peer)
-    if want_reply:
-        reply = ClassAd()
-        reply["ReturnCode"] = "AUTHORIZED"
-        reply["RemoteVersion"] = version
-        reply["Nonce"] = base64.b64encode(os.urandom(33)).decode("ascii")
-        yield Send(put_classad(Writer(), reply).payload())
-    yield StartCrypto(key)
-    payload = yield Receive(f"the message of command {command}")
-    assert payload is not None
-    return Inbound(command, sid, payload)
 
 
 def resume_session(command: int, claim_id: str, peer: str, version: str = ""

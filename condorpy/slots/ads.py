@@ -102,7 +102,9 @@ def machine_ad(inventory: MachineInventory, settings: AdSettings, *, now: float,
     ad["TargetType"] = "Job"
     ad["CondorVersion"] = CONDOR_VERSION
     ad["CondorPlatform"] = CONDOR_PLATFORM
-    ad["Machine"] = inventory.facts.get("Machine", settings.hostname)
+    # the host the slot names carry (FULL_HOSTNAME): the pool's tools find a startd by
+    # host name through Machine (condor_vacate <host>, condor_config_val -name <host>)
+    ad["Machine"] = settings.hostname
     for key, value in inventory.facts.items():
         if key != "Machine":
             ad[key] = value

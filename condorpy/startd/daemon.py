@@ -23,9 +23,6 @@ import re
 import secrets
 import selectors
 import signal
-import socket
-import struct
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -33,7 +30,7 @@ from typing import Any, Callable
 from condorpy.classad import CallContext, ClassAd, Error, Undefined
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
-from condorpy.errors import ClassAdError, CondorpyError, RequestError, StartdError
+from condorpy.errors import ClassAdError, CondorpyError, StartdError
 from condorpy.machine.probe import measure_activity
 from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
@@ -45,6 +42,8 @@ from condorpy.policy.records import (Action, ClaimAccepted, ClaimEnded, ClaimRef
                                      StateChange, Suspend)
 from condorpy.policy.states import State
 from condorpy.startd import control
+from condorpy.startd.commands import Commands
+from condorpy.startd.control_socket import ControlSocket
 from condorpy.startd.core import Core, load_core
 from condorpy.startd.children import ChildRunner
 from condorpy.startd.cron import StartdCron
@@ -97,14 +96,6 @@ class RunningJob:
     job_pid: int | None = None
 
 
-@dataclass
-class ControlConn:
-    sock: socket.socket
-    peer: control.Peer
-    reader: control.RequestReader = field(default_factory=control.RequestReader)
-    out: bytearray = field(default_factory=bytearray)
-
-
 class Startd:
     def __init__(self, config_path: str | None, *, clock: Clock | None = None,
                  env: dict[str, str] | None = None, foreground: bool = True) -> None:
@@ -131,7 +122,8 @@ class Startd:
         self.sel = selectors.DefaultSelector()
         self.running: dict[JobId, RunningJob] = {}
         self.by_claim: dict[str, JobId] = {}
-        self.controls: dict[int, ControlConn] = {}
+        self.commands = Commands(self)
+        self.control: ControlSocket | None = None
         self.stopping: str | None = None       # why the loop ends
         self.exit_code = 0
         self.need_match = True
@@ -144,7 +136,6 @@ class Startd:
         self.started_at = self.clock.time()
         self._sig_r, self._sig_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._pending_signals: list[int] = []
-        self._listen: socket.socket | None = None
         self.cycle_times: list[float] = []      # seconds per policy cycle, the last 100
         self.idle_jobs: dict[JobId, JobRecord] | None = None
         # Job hooks, startd cron and benchmarks (hooks.py, cron.py): children of the loop.
@@ -187,23 +178,8 @@ class Startd:
                             self.engine.slots.values() if not s.deleted), len(self.running))
 
     def _open_control(self) -> None:
-        path = self.paths.socket
-        # A live daemon owns the job store's lock already; a socket left here is stale.
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        try:
-            sock.bind(str(path))
-        except OSError as exc:
-            raise StartdError(f"cannot listen on {path}: {exc.strerror}") from None
-        # Anyone may connect: every request is authorised by the peer's credentials.
-        os.chmod(path, 0o666)
-        sock.listen(64)
-        sock.setblocking(False)
-        self._listen = sock
-        self.sel.register(sock, selectors.EVENT_READ, ("listen", None))
+        self.control = ControlSocket(self.paths.socket, self.sel, self.commands.dispatch,
+                                     self.uid, lambda: self.cfg.get("CONDORPY_ADMIN_GROUP"))
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._pending_signals.append(signum)
@@ -268,10 +244,10 @@ class Startd:
                                                        self._status_line))
 
     def _event(self, kind: str, obj: Any, mask: int) -> None:
-        if kind == "listen":
-            self._accept()
-        elif kind == "control":
-            self._control_io(obj, mask)
+        if kind == "listen" and self.control is not None:
+            self.control.accept()
+        elif kind == "control" and self.control is not None:
+            self.control.io(obj, mask)
         elif kind == "starter":
             self._starter_io(obj)
         elif kind == "child":
@@ -740,9 +716,8 @@ class Startd:
         """A pool tool's command (condor_vacate, condor_drain, ...), authorised by the
         command port's ALLOW lists, through the local CLI's own handler."""
         log.info("pool command %s from %s", command, user)
-        handler: Callable[[dict[str, Any], control.Peer], Any] = getattr(
-            self, f"_cmd_{command}")
-        return handler(args, control.Peer(os.getpid(), self.uid, os.getegid()))
+        return self.commands.dispatch(command, args,
+                                      control.Peer(os.getpid(), self.uid, os.getegid()))
 
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None:
         job_id = JobId(number, 0)     # negative: not in the local queue
@@ -861,219 +836,6 @@ class Startd:
                 return s.name
         raise StartdError(f"claim {claim_id} has no slot")
 
-    # ------------------------------------------------------------------ control
-    def _accept(self) -> None:
-        assert self._listen is not None
-        try:
-            sock, _ = self._listen.accept()
-        except (BlockingIOError, InterruptedError):
-            return
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                struct.calcsize("3i"))
-        pid, uid, gid = struct.unpack("3i", creds)
-        sock.setblocking(False)
-        conn = ControlConn(sock, control.Peer(pid, uid, gid))
-        self.controls[sock.fileno()] = conn
-        self.sel.register(sock, selectors.EVENT_READ, ("control", conn))
-
-    def _control_io(self, conn: ControlConn, mask: int) -> None:
-        if mask & selectors.EVENT_READ:
-            try:
-                data = conn.sock.recv(1 << 16)
-            except (BlockingIOError, InterruptedError):
-                data = None
-            except OSError:
-                data = b""
-            if data == b"":
-                self._close_control(conn)
-                return
-            if data:
-                for req in conn.reader.feed(data):
-                    conn.out += self._answer(req, conn.peer)
-        if conn.out:
-            try:
-                sent = conn.sock.send(conn.out)
-                del conn.out[:sent]
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError:
-                self._close_control(conn)
-                return
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out else 0)
-        try:
-            self.sel.modify(conn.sock, events, ("control", conn))
-        except (KeyError, ValueError):
-            pass
-
-    def _close_control(self, conn: ControlConn) -> None:
-        try:
-            self.sel.unregister(conn.sock)
-        except (KeyError, ValueError):
-            pass
-        self.controls.pop(conn.sock.fileno(), None)
-        conn.sock.close()
-
-    def _answer(self, req: control.Request | control.BadRequest, peer: control.Peer) -> bytes:
-        if isinstance(req, control.BadRequest):
-            log.warning("bad request from pid %d (uid %d): %s", peer.pid, peer.uid, req.reason)
-            return control.encode_reply(False, error=req.reason)
-        why = control.authorize(req, peer, self.uid, self.cfg.get("CONDORPY_ADMIN_GROUP"))
-        if why is not None:
-            log.warning("refused %s from %s (pid %d): %s", req.command, peer.user,
-                        peer.pid, why)
-            return control.encode_reply(False, error=why)
-        handler: Callable[[dict[str, Any], control.Peer], Any] = getattr(
-            self, f"_cmd_{req.command}")
-        try:
-            return control.encode_reply(True, handler(req.args, peer))
-        except (CondorpyError, ValueError, TypeError) as exc:
-            return control.encode_reply(False, error=f"{req.command}: {exc}")
-
-    def _admin(self, peer: control.Peer) -> bool:
-        return control.is_admin(peer, self.uid, self.cfg.get("CONDORPY_ADMIN_GROUP"))
-
-    # Read-only commands ------------------------------------------------------
-    def _cmd_ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"pid": os.getpid(), "since": self.started_at, "user": peer.user,
-                "slots": len(self.engine.slots), "running": len(self.running),
-                "cycle_seconds": list(self.cycle_times), "metrics": self.metrics.bound}
-
-    def _cmd_q(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"schedd": self._schedd_name(), "address": str(self.paths.socket),
-                "now": self.clock.time(),
-                "ads": [r.ad.to_old() for r in self.store.jobs(args.get("constraint"))]}
-
-    def _cmd_history(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"ads": [r.ad.to_old() for r in self.store.history(args.get("constraint"))]}
-
-    def _cmd_status(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"now": self.clock.time(), "ads": [ad.to_old() for ad in self.engine.ads()]}
-
-    def _cmd_who(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        ads = []
-        dirs: dict[str, str] = {}
-        for ad in self.engine.ads():
-            cid = ad.evaluate("ClaimId")
-            jid = self.by_claim.get(cid) if isinstance(cid, str) else None
-            rj = self.running.get(jid) if jid is not None else None
-            if rj is not None:
-                ad["JobId"] = str(rj.job_id)
-                # the local queue is this machine's own schedd
-                ad["ClientMachine"] = self.engine.hostname
-                if rj.launched is not None:
-                    ad["StarterPid"] = rj.launched.pid
-                if rj.job_pid is not None:
-                    ad["JobPid"] = rj.job_pid
-                where = _job_dir(rj)
-                if where is not None:
-                    dirs[str(rj.job_id)] = where
-                rec = self.store.job(rj.job_id)
-                if rec is not None:
-                    ad["JobCmd"] = rec.ad.evaluate("Cmd")
-            ads.append(ad.to_old())
-        return {"now": self.clock.time(), "name": self._schedd_name(), "pid": os.getpid(),
-                "log": str(self.paths.log), "ads": ads, "job_dirs": dirs}
-
-    def _cmd_config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        out = {}
-        for name in args.get("names", []):
-            where = self.cfg.where(str(name))
-            out[str(name)] = {"value": self.cfg.get(str(name)),
-                              "where": f"{where[0]}:{where[1]}" if where else None}
-        return out
-
-    # Jobs --------------------------------------------------------------------
-    def _cmd_new_cluster(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return self.store.new_cluster_id()
-
-    def _cmd_submit(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        texts = args.get("ads")
-        if not isinstance(texts, list) or not texts or \
-                not all(isinstance(t, str) for t in texts):
-            raise RequestError("'ads' must be a non-empty list of job ads")
-        cluster = args.get("cluster")
-        ads = []
-        for i, text in enumerate(texts):
-            try:
-                ad = ClassAd.parse_old(text, source=f"submitted job ad {i}")
-            except ClassAdError as exc:
-                raise RequestError(str(exc)) from None
-            universe = ad.evaluate("JobUniverse")
-            if universe not in (5, Undefined):
-                raise RequestError(f"job ad {i}: only the vanilla universe (5) runs here, "
-                                   f"not {universe}")
-            # The owner is whoever is on the other end of the socket, never the file.
-            user = peer.user
-            ad["Owner"] = user
-            ad["User"] = f"{user}@{self.cfg.get('UID_DOMAIN') or self.engine.hostname}"
-            ad["JobStatus"] = 1
-            ads.append(ad)
-        for ad in ads:
-            ad["TotalSubmitProcs"] = len(ads)
-        cluster_id = self.store.submit(ads, cluster if isinstance(cluster, int) else None)
-        log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
-        for rec in self.store.jobs(f"ClusterId == {cluster_id}"):
-            self._log_event(rec.ad, lambda ul: ul.submitted(self._schedd_name()))
-            if rec.status is JobStatus.IDLE and self.idle_jobs is not None:
-                self.idle_jobs[rec.job_id] = rec
-        self.need_match = True
-        return {"cluster": cluster_id, "count": len(ads)}
-
-    def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:
-        ids = {str(x) for x in args.get("ids", [])}
-        owners = {str(x) for x in args.get("owners", [])}
-        constraint = args.get("constraint")
-        admin = self._admin(peer)
-        chosen = []
-        for rec in self.store.jobs(constraint if isinstance(constraint, str) else None):
-            jid = rec.job_id
-            if ids or owners:
-                if str(jid) not in ids and str(jid.cluster) not in ids and \
-                        rec.ad.evaluate("Owner") not in owners:
-                    continue
-            elif constraint is None:
-                continue
-            if not admin and rec.ad.evaluate("Owner") != peer.user:
-                raise RequestError(f"job {jid} belongs to {rec.ad.evaluate('Owner')}, not "
-                                   f"{peer.user}: permission denied")
-            chosen.append(rec)
-        return chosen
-
-    def _cmd_rm(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        done = []
-        for rec in self._select(args, peer):
-            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
-                # finished, and kept in the queue by LeaveJobInQueue: rm lets it go
-                self.store.to_history(rec.job_id)
-                done.append(str(rec.job_id))
-                continue
-            reason = str(args.get("reason") or f"via condorpy rm (by user {peer.user})")
-            self._stop_job(rec, JobStatus.REMOVED, reason, 0)
-            done.append(str(rec.job_id))
-        return done
-
-    def _cmd_hold(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        done = []
-        for rec in self._select(args, peer):
-            if rec.status in (JobStatus.HELD, JobStatus.COMPLETED, JobStatus.REMOVED):
-                continue
-            reason = str(args.get("reason") or f"via condorpy hold (by user {peer.user})")
-            self._stop_job(rec, JobStatus.HELD, reason, 1)
-            done.append(str(rec.job_id))
-        return done
-
-    def _cmd_release(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        done = []
-        for rec in self._select(args, peer):
-            if rec.status is not JobStatus.HELD:
-                continue
-            self._set_status(rec.job_id, JobStatus.IDLE)
-            reason = str(args.get("reason") or f"via condorpy release (by user {peer.user})")
-            self._log_event(rec.ad, lambda ul: ul.released(reason))
-            done.append(str(rec.job_id))
-        self.need_match = True
-        return done
-
     def _log_stop(self, ad: ClassAd, status: JobStatus, reason: str, code: int,
                   subcode: int = 0) -> None:
         if status is JobStatus.REMOVED:
@@ -1127,42 +889,6 @@ class Startd:
         grace = _number(rec.ad.evaluate("JobMaxVacateTime"), 600.0)
         rj.hard_kill_at = self.clock.monotonic() + grace
         self._tell(rj, "soft_kill")
-
-    # Administration ------------------------------------------------------------
-    def _cmd_vacate(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        slots: list[str | None] = [str(s).split("@")[0] for s in args.get("slots", [])]
-        for name in slots or [None]:
-            self._apply(self.engine.vacate(self.clock.time(), name, bool(args.get("fast"))))
-        return "ok"
-
-    def _cmd_drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        out = self.engine.drain(self.clock.time(), str(args.get("how", "graceful")),
-                                str(args.get("on_completion", "resume")),
-                                args.get("reason") or f"by command (user {peer.user})",
-                                None, args.get("check"), args.get("start"))
-        self._apply(out)
-        refused = [o for o in out if isinstance(o, DrainRefused)]
-        if refused:
-            raise RequestError(refused[0].reason)
-        started = [o for o in out if isinstance(o, DrainStarted)]
-        return {"request_id": started[0].request_id if started else None}
-
-    def _cmd_cancel_drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        self._apply(self.engine.cancel_drain(self.clock.time(), args.get("request_id")))
-        self.need_match = True
-        return "ok"
-
-    def _cmd_off(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        how = str(args.get("how", "graceful"))
-        log.info("condorpy off -%s by %s", how, peer.user)
-        self._apply(self.engine.off(self.clock.time(), how))
-        return "ok"
-
-    def _cmd_on(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return "already running"
-
-    def _cmd_reconfig(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return sorted(self.reconfig())
 
     def reconfig(self) -> set[str]:
         """Re-read the configuration and apply what changed without touching jobs; a
@@ -1224,14 +950,8 @@ class Startd:
         for rj in self.running.values():
             if rj.link is not None:
                 rj.link.close()
-        for conn in list(self.controls.values()):
-            self._close_control(conn)
-        if self._listen is not None:
-            self._listen.close()
-            try:
-                self.paths.socket.unlink()
-            except OSError:
-                pass
+        if self.control is not None:
+            self.control.close()
         # No hook or cron job outlives the daemon.
         self.cron.close()
         self.children.close()
@@ -1241,19 +961,6 @@ class Startd:
         self.store.close()
         log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
                  len(self.running))
-
-
-def _job_dir(rj: RunningJob) -> str | None:
-    """The job's working directory, as condor_who shows it: the job process's cwd
-    when it can be read, else the sandbox its starter made."""
-    if rj.job_pid is not None:
-        try:
-            return os.readlink(f"/proc/{rj.job_pid}/cwd")
-        except OSError:
-            pass
-    if rj.launched is not None:
-        return os.path.dirname(rj.launched.socket_path)
-    return None
 
 
 _DECIDED = {job_policy.JobAction.HOLD: JobStatus.HELD,

@@ -34,14 +34,15 @@ from condorpy.config import Config
 from condorpy.errors import CondorpyError, PoolError, SecurityError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
-from condorpy.pool import admin, claims, collector, reconnect, secserver, shadow
+from condorpy.pool import (admin, claims, coalesce, collector, daemon_ad, reconnect,
+                           secserver, shadow)
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
 from condorpy.pool.server import alive, claim_session_key, parse_claim_id
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
-from condorpy.startd import pool_reconnect
+from condorpy.startd import pool_now, pool_reconnect
 from condorpy.startd.jobstore import JobStore
 from condorpy.startd.paths import StatePaths
 
@@ -174,6 +175,7 @@ class PoolLink:
         self._seq = 0
         self._fresh_claim_ids = False
         self.advertised: dict[str, str] = {}     # ad Name -> engine slot name
+        self.daemon_name = ""                     # the daemon ad's Name, once sent
         self.queue: list[tuple[str, Callable[[], AsyncExchange]]] = []
         self.current: AsyncExchange | None = None
         self.next_update = 0.0
@@ -184,6 +186,7 @@ class PoolLink:
         # what the current exchange was queued as, and whether it resumes self.session
         self.current_item: tuple[str, Callable[[], AsyncExchange], bool] | None = None
         self.round_failed = False
+        self.last_report = ""
         self.retry = RETRY_FIRST
         log.info("joining the pool at %s as %s", self.peer, self.address)
 
@@ -303,7 +306,9 @@ class PoolLink:
         # one update per slot; anything queued from an older round is superseded
         self.queue = [q for q in self.queue if q[0] == "invalidate"]
         live = {}
-        for slot, ad in self._ads().items():
+        ads_now = self._ads()
+        self._queue_daemon_ad(list(ads_now.values()))
+        for slot, ad in ads_now.items():
             ads = collector.slot_ads(ad, self.address, self.claim_id(slot))
             if not self.settings.accept_claims:
                 # listed, never matched: a claim would only be refused
@@ -314,6 +319,21 @@ class PoolLink:
             self.queue.append(("invalidate", self._invalidator(gone)))
             self.claim_ids.pop(self.advertised[gone], None)
         self.advertised = live
+
+    def _queue_daemon_ad(self, ads: list[ClassAd]) -> None:
+        """The daemon ad goes first, as HTCondor's startd sends it (daemon_ad.py)."""
+        ad = daemon_ad.startd_ad(ads, self.address, self.birthdate)
+        if ad is None:
+            return
+        self.daemon_name = daemon_ad.name_of(ad)
+
+        def make() -> AsyncExchange:
+            return AsyncExchange.connect(self.settings.collector,
+                                         daemon_ad.update(ad, self.settings.policy,
+                                                          self.peer, self.session),
+                                         self.clock.monotonic() + EXCHANGE_TIMEOUT,
+                                         f"update of the daemon ad {self.daemon_name}")
+        self.queue.append(("update", make))
 
     def _ads(self) -> dict[str, ClassAd]:
         """Every live slot's ad by the engine's name for the slot (the ads' Name is
@@ -410,8 +430,11 @@ class PoolLink:
 
     def _report(self, exc: Exception) -> None:
         self.failures += 1
+        # one line per round: every slot's update fails alike when the pool refuses us
+        if not (self.round_failed and str(exc) == self.last_report):
+            log.error("pool: %s", exc)
+        self.last_report = str(exc)
         self.round_failed = True
-        log.error("pool: %s", exc)
 
     # ------------------------------------------------------------------ commands
     def _accept(self) -> None:
@@ -460,7 +483,8 @@ class PoolLink:
         if not inbound.claim_session:
             # the pool's tools: condor_status -direct, condor_vacate, condor_drain, ...
             r = Reader(inbound.payload, peer, crypto=inbound.crypto)
-            reply = self._admin(admin.parse(inbound.command, r), inbound, peer)
+            reply = self._admin(admin.parse(inbound.command, r, inbound.asked), inbound,
+                                peer)
             if reply is not None:
                 yield Send(reply.payload())
             return
@@ -469,6 +493,11 @@ class PoolLink:
             # a shadow looking for its job after losing it (pool_reconnect.py)
             req = reconnect.parse_request(r)
             yield from pool_reconnect.serve(self, req, inbound.session_id, peer, holder[0])
+            return
+        if inbound.command == coalesce.COALESCE_SLOTS:
+            # condor_now: the schedd merges its claims into one for the now-job
+            yield Send(pool_now.serve(self, coalesce.parse(r), inbound.session_id,
+                                      peer).payload())
             return
         cmd = claims.parse(inbound.command, r)
         try:
@@ -497,6 +526,9 @@ class PoolLink:
         w = Writer(crypto=inbound.crypto)
         what = admin.NAMES.get(inbound.command, str(inbound.command))
         log.info("pool: %s from %s at %s", what, inbound.user, peer)
+        if isinstance(cmd, (admin.Nop, admin.SecQuery)):
+            # condor_ping: the handshake authorised it; nothing runs
+            return admin.sec_query_reply(w) if isinstance(cmd, admin.SecQuery) else None
         if isinstance(cmd, admin.Query):
             ads = [collector.slot_ads(ad, self.address, self.claim_id(slot)).public
                    for slot, ad in self._ads().items()]
@@ -806,10 +838,11 @@ class PoolLink:
         self._fresh_claim_ids = True
         return claims.request_claim_reply(w, granted, ok=True, leftovers=leftovers)
 
-    def _invalidate_now(self, name: str) -> None:
+    def _invalidate_now(self, name: str, daemon: bool = False) -> None:
+        gone = daemon_ad.invalidate if daemon else collector.invalidate
         with Connection.connect(self.settings.collector, SHUTDOWN_TIMEOUT) as c:
-            session, _ = c.run(collector.invalidate(name, self.address, self.settings.policy,
-                                                    self.peer, self.session))
+            session, _ = c.run(gone(name, self.address, self.settings.policy, self.peer,
+                                    self.session))
             if session.sid:
                 self.session = session
 
@@ -845,16 +878,19 @@ class PoolLink:
             self.outbound.pop(ex)
             ex.close()
         names = sorted(self.advertised)
-        for name in names:
+        # the slots, then the daemon ad (ResMgr::final_update)
+        items = [(n, False) for n in names] + ([(self.daemon_name, True)]
+                                               if self.daemon_name else [])
+        for name, daemon in items:
             try:
-                self._invalidate_now(name)
+                self._invalidate_now(name, daemon)
             except CondorpyError as exc:
                 if self.session is None:
                     log.warning("pool: could not invalidate %s: %s", name, exc)
                     break
                 self.session = None      # a stale session: once more, negotiating
                 try:
-                    self._invalidate_now(name)
+                    self._invalidate_now(name, daemon)
                 except CondorpyError as exc2:
                     log.warning("pool: could not invalidate %s: %s", name, exc2)
                     break

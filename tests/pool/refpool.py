@@ -2,7 +2,7 @@
 collector, negotiator, schedd, startd, shadow and the condor_* tools) in a chroot made
 with debootstrap, on loopback only.
 
-    python -m tests.pool.refpool build|start|stop|status
+    python -m tests.pool.refpool build|start|start-default|stop|status
 
 The chroot is built once into ``tests/pool/.cache/root`` (about a minute, about 560 MB;
 ``CONDORPY_REFPOOL_ROOT`` puts it elsewhere) and reused. Building and running need root
@@ -48,9 +48,7 @@ COLLECTOR_HOST = 127.0.0.1:{port}
 NETWORK_INTERFACE = 127.0.0.1
 BIND_ALL_INTERFACES = False
 USE_SHARED_PORT = False
-use SECURITY : HOST_BASED
-ALLOW_WRITE = 127.0.0.1 $(ALLOW_WRITE)
-SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE
+{security}
 use FEATURE : PartitionableSlot
 NUM_CPUS = 2
 MEMORY = 2048
@@ -61,6 +59,18 @@ NEGOTIATOR_INTERVAL = 5
 SCHEDD_INTERVAL = 5
 {extra}
 """
+
+
+# --- security variants (tokens) ---------------------------------------------------
+# "host_based": what most tests use; "default": nothing added, so the package's own
+# 00-htcondor-9.0.config (use security:recommended_v9_0) rules, as on a fresh install.
+SECURITY = {
+    "host_based": "use SECURITY : HOST_BASED\n"
+                  "ALLOW_WRITE = 127.0.0.1 $(ALLOW_WRITE)\n"
+                  "SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE",
+    "default": "# security: the package default (00-htcondor-9.0.config)",
+}
+# --- end security variants ---------------------------------------------------------
 
 
 def _run(cmd: list[str], log: Path | None = None, check: bool = True,
@@ -89,6 +99,7 @@ class RefPool:
         self.root = Path(os.environ.get("CONDORPY_REFPOOL_ROOT", "") or root or DEFAULT_ROOT)
         self.port = 0
         self.extra = ""
+        self.security = "host_based"
         self.shared = SHARED
 
     # ------------------------------------------------------------------ build
@@ -171,19 +182,21 @@ class RefPool:
                                  f"{res.stdout[-2000:]}{res.stderr[-2000:]}")
         return res
 
-    def start(self, extra: str = "") -> None:
+    def start(self, extra: str = "", security: str = "host_based") -> None:
         self.build()
         if os.geteuid() != 0:
             raise PoolUnavailable("running the reference pool needs root (chroot)")
         self.stop()
         self.port = _free_port()
         self.extra = extra
+        self.security = security
         cfg = self.root / "etc/condor/config.d/99-condorpy-refpool.config"
         # only the package's own files and this one: nothing left from another harness
         for stale in (self.root / "etc/condor/config.d").glob("*"):
             if not stale.name.startswith("00-") and stale != cfg:
                 stale.unlink()
-        cfg.write_text(CONFIG.format(port=self.port, extra=extra))
+        cfg.write_text(CONFIG.format(port=self.port, extra=extra,
+                                     security=SECURITY[security]))
         self._mount(self.root)
         self.shared.mkdir(exist_ok=True)
         self.shared.chmod(0o1777)
@@ -192,11 +205,14 @@ class RefPool:
         if subprocess.run(["mountpoint", "-q", str(inside)]).returncode != 0:
             _run(["mount", "--bind", str(self.shared), str(inside)])
         # a fresh queue every session: no job of an earlier run may take a test's slot
-        shutil.rmtree(self.root / "var/lib/condor/spool", ignore_errors=True)
+        # (Debian's package keeps the queue in /var/spool/condor)
+        for spool in ("var/lib/condor/spool", "var/spool/condor"):
+            shutil.rmtree(self.root / spool, ignore_errors=True)
         _run(["chroot", str(self.root), "/bin/sh", "-c",
               "mkdir -p /var/log/condor /var/lib/condor/spool /var/lib/condor/execute "
-              "/run/condor /var/lock/condor && chown -R condor:condor /var/log/condor "
-              "/var/lib/condor /run/condor /var/lock/condor && "
+              "/var/spool/condor /run/condor /var/lock/condor && chown -R condor:condor "
+              "/var/log/condor /var/lib/condor /var/spool/condor /run/condor "
+              "/var/lock/condor && "
               "condor_master -pidfile /run/condor/master.pid"])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -228,6 +244,18 @@ class RefPool:
         if subprocess.run(["mountpoint", "-q", str(inside)]).returncode == 0:
             subprocess.run(["umount", "-l", str(inside)], check=False)
         self._umount(self.root)
+
+    def create_token(self, identity: str, authz: tuple[str, ...]) -> str:
+        """An IDTOKEN signed by the pool's key (the collector creates the key, in
+        /etc/condor/passwords.d/POOL, at its first start), as an administrator makes one
+        for a new execution point: ``condor_token_create -identity ... -authz ...``."""
+        argv = ["condor_token_create", "-identity", identity]
+        for a in authz:
+            argv += ["-authz", a]
+        return self.condor(*argv).stdout.strip()
+
+    def trust_domain(self) -> str:
+        return self.condor("condor_config_val", "TRUST_DOMAIN").stdout.strip()
 
     def log(self, name: str) -> str:
         try:
@@ -263,8 +291,8 @@ def main(argv: list[str]) -> int:
         if cmd == "build":
             pool.build()
             print(f"reference pool built in {pool.root}")
-        elif cmd == "start":
-            pool.start()
+        elif cmd in ("start", "start-default"):
+            pool.start(security="default" if cmd == "start-default" else "host_based")
             print(f"reference pool up: collector {pool.collector}")
         elif cmd == "stop":
             pool.stop()
@@ -272,7 +300,7 @@ def main(argv: list[str]) -> int:
             print(pool.condor("condor_status", "-any", "-af", "MyType", "Name",
                               check=False).stdout)
         else:
-            print("usage: python -m tests.pool.refpool build|start|stop|status",
+            print("usage: python -m tests.pool.refpool build|start|start-default|stop|status",
                   file=sys.stderr)
             return 2
     except PoolUnavailable as exc:

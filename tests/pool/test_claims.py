@@ -10,13 +10,14 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.errors import CondorpyError, SecurityError, WireError
-from condorpy.pool import claims
+from condorpy.config import Config
+from condorpy.pool import admin, claims
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.collector import new_claim_id
 from condorpy.pool.connection import Channel
 from condorpy.pool.security import Op, Receive, Send, StartCrypto
-from condorpy.pool.server import (Inbound, claim_session_key, parse_claim_id, resume_session,
-                                  serve_handshake)
+from condorpy.pool.secserver import Authorized, SessionCache, serve, server_policy
+from condorpy.pool.server import claim_session_key, parse_claim_id, resume_session
 from condorpy.pool.wire_ad import put_classad
 
 PEER = "127.0.0.1:4242"
@@ -95,6 +96,13 @@ def sessions(sid: str) -> bytes | None:
     return claim_session_key(CID) if sid == parse_claim_id(CID).session_id else None
 
 
+def claim_server(peer: str, version: str) -> Generator[Op, bytes | None, Authorized]:
+    """The daemon's command port (one server code path), as far as the command's first
+    message: claim sessions come from ``sessions``."""
+    return serve(peer, "127.0.0.1", server_policy(Config.from_text("")), SessionCache(),
+                 sessions, admin.COMMANDS, lambda: 0.0, version)
+
+
 def request_message(cid: str = CID, extra: tuple[str, ...] | None = None) -> bytes:
     ad = ClassAd()
     ad["Owner"] = "alice"
@@ -112,9 +120,9 @@ def request_message(cid: str = CID, extra: tuple[str, ...] | None = None) -> byt
 
 def test_a_resumed_claim_session_carries_the_command_encrypted() -> None:
     _, inbound = pump(resume_session(claims.REQUEST_CLAIM, CID, PEER),
-                      serve_handshake("client", sessions, "$CondorVersion: 25.14.1 $"),
+                      claim_server("client", "$CondorVersion: 25.14.1 $"),
                       then=request_message())
-    assert isinstance(inbound, Inbound)
+    assert isinstance(inbound, Authorized) and inbound.claim_session
     assert inbound.command == claims.REQUEST_CLAIM
     assert inbound.session_id == parse_claim_id(CID).session_id
     cmd = claims.parse(inbound.command, Reader(inbound.payload, "client", crypto=True))
@@ -128,14 +136,14 @@ def test_an_unknown_session_is_refused_and_told_so() -> None:
     other = new_claim_id("<127.0.0.1:1>", 1, 1, "25.14.1")
     with pytest.raises(SecurityError, match="SID_NOT_FOUND|unknown session"):
         pump(resume_session(claims.RELEASE_CLAIM, other, PEER),
-             serve_handshake("client", sessions, "v"))
+             claim_server("client", "v"))
 
 
 def test_a_session_with_the_wrong_key_fails_at_the_first_encrypted_packet() -> None:
     forged = CID[:-64] + "0" * 64
     with pytest.raises(WireError, match="does not verify"):
         pump(resume_session(claims.RELEASE_CLAIM, forged, PEER),
-             serve_handshake("client", sessions, "v"),
+             claim_server("client", "v"),
              then=Writer(crypto=True).put_secret(forged).payload())
 
 
@@ -143,15 +151,17 @@ def test_raw_commands_and_new_sessions_are_refused() -> None:
     def raw() -> Generator[Op, bytes | None, None]:
         yield Send(Writer().put_int(claims.REQUEST_CLAIM).put_string("x").payload())
     with pytest.raises(SecurityError, match="without a security session"):
-        pump(raw(), serve_handshake("client", sessions, "v"))
+        pump(raw(), claim_server("client", "v"))
 
     def new() -> Generator[Op, bytes | None, None]:
         ad = ClassAd()
         ad["NewSession"] = "YES"
         ad["Command"] = 442
         yield Send(put_classad(Writer().put_int(60010), ad).payload())
-    with pytest.raises(SecurityError, match="claim sessions only"):
-        pump(new(), serve_handshake("client", sessions, "v"))
+    # a claim command is taken on a claim session only: a negotiated one hears
+    # CMD_NOT_FOUND, as from a daemon that does not serve it there
+    with pytest.raises(SecurityError, match="unknown command"):
+        pump(new(), claim_server("client", "v"))
 
 
 def _truncate(data: bytes) -> bytes:
@@ -173,7 +183,7 @@ def test_damaged_session_requests_end_in_one_clear_error(
         damage: Callable[[bytes], bytes]) -> None:
     with pytest.raises(CondorpyError) as e:
         pump(resume_session(claims.REQUEST_CLAIM, CID, PEER),
-             serve_handshake("client", sessions, "v"), tweak=damage,
+             claim_server("client", "v"), tweak=damage,
              then=request_message())
     assert isinstance(e.value, (WireError, SecurityError))
 
@@ -331,7 +341,7 @@ from condorpy.pool.server import alive  # noqa: E402
 def schedd_side(answer: bytes) -> Generator[Op, bytes | None, str]:
     """What a schedd does with an ALIVE: resume the claim's session, read the claim id,
     answer."""
-    inbound = yield from serve_handshake("startd", sessions, "$CondorVersion: 23.9.6 $")
+    inbound = yield from claim_server("startd", "$CondorVersion: 23.9.6 $")
     assert inbound.command == claims.ALIVE
     r = Reader(inbound.payload, "startd", crypto=True)
     cid = r.get_secret()

@@ -167,11 +167,15 @@ def test_condor_vacate_evicts_the_running_jobs(daemon: Daemon, refpool: RefPool,
     # evicted at once (fast: hard kill), the job goes back to the queue
     wait_for(lambda: "job 1.0: ended in slot1: idle" in daemon.output(), 30, daemon.output)
     assert re.search(r"slot1: Preempting/\w+ .*condor_vacate", daemon.output())
-    # one slot by name, found through the collector: VACATE_CLAIM
+    # by host name, found through the collector (the daemon ad, Machine)
     wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
-    res = refpool.condor("condor_vacate", f"slot1@{HOST}")
-    assert res.stdout == f'Sent "Vacate-Claim" command to startd slot1@{HOST}\n', res.stdout
+    res = refpool.condor("condor_vacate", HOST)
+    assert res.stdout == f'Sent "Vacate-All-Claims" command to startd {HOST}\n', res.stdout
     wait_for(lambda: daemon.output().count("job 1.0: ended in slot1: idle") == 2, 30,
              daemon.output)
-    assert "pool: VACATE_CLAIM from condor@" in daemon.output()
+    # a slot's name is not a startd's: 23.9.6's tool looks names up among daemon ads and
+    # fails exactly so against HTCondor's own startd (condor_vacate slot1@<its host>);
+    # VACATE_CLAIM itself is covered in test_secserver.py
+    rc, out = _run(refpool, "condor_vacate", f"slot1@{HOST}")
+    assert rc == 1 and out.startswith(f"Can't find address for startd slot1@{HOST}\n"), out
     daemon.cli("rm", "-all")

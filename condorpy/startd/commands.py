@@ -1,0 +1,231 @@
+"""The daemon's commands: what ``condorpy q``, ``rm``, ``drain``... and the pool's own
+tools (through :mod:`condorpy.startd.pool_link`) ask of it.
+
+Every handler is named for its command in :data:`condorpy.startd.control.COMMANDS` and
+answers through the daemon's engine, job store and job lifecycle, so the local CLI and
+the pool's tools take one road. Authorisation happens before dispatch (the control
+socket by peer credentials, the command port by its ALLOW lists); what is left here is
+the per-job ownership check of :meth:`Commands._select`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+from condorpy.classad import ClassAd, Undefined
+from condorpy.errors import ClassAdError, RequestError
+from condorpy.policy.records import DrainRefused, DrainStarted
+from condorpy.startd import control
+from condorpy.startd.jobstore import JobRecord, JobStatus
+
+if TYPE_CHECKING:
+    from condorpy.startd.daemon import RunningJob, Startd
+
+log = logging.getLogger("condorpy.startd")
+
+
+class Commands:
+    def __init__(self, daemon: "Startd") -> None:
+        self.d = daemon
+
+    def dispatch(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
+        if command not in control.COMMANDS:
+            raise RequestError(f"unknown command {command!r}")
+        handler: Callable[[dict[str, Any], control.Peer], Any] = getattr(self, command)
+        return handler(args, peer)
+
+    def _admin(self, peer: control.Peer) -> bool:
+        return control.is_admin(peer, self.d.uid, self.d.cfg.get("CONDORPY_ADMIN_GROUP"))
+
+    # Read-only commands ------------------------------------------------------
+    def ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"pid": os.getpid(), "since": self.d.started_at, "user": peer.user,
+                "slots": len(self.d.engine.slots), "running": len(self.d.running),
+                "cycle_seconds": list(self.d.cycle_times), "metrics": self.d.metrics.bound}
+
+    def q(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"schedd": self.d._schedd_name(), "address": str(self.d.paths.socket),
+                "now": self.d.clock.time(),
+                "ads": [r.ad.to_old() for r in self.d.store.jobs(args.get("constraint"))]}
+
+    def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"ads": [r.ad.to_old() for r in self.d.store.history(args.get("constraint"))]}
+
+    def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return {"now": self.d.clock.time(), "ads": [ad.to_old() for ad in self.d.engine.ads()]}
+
+    def who(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        ads = []
+        dirs: dict[str, str] = {}
+        for ad in self.d.engine.ads():
+            cid = ad.evaluate("ClaimId")
+            jid = self.d.by_claim.get(cid) if isinstance(cid, str) else None
+            rj = self.d.running.get(jid) if jid is not None else None
+            if rj is not None:
+                ad["JobId"] = str(rj.job_id)
+                # the local queue is this machine's own schedd
+                ad["ClientMachine"] = self.d.engine.hostname
+                if rj.launched is not None:
+                    ad["StarterPid"] = rj.launched.pid
+                if rj.job_pid is not None:
+                    ad["JobPid"] = rj.job_pid
+                where = _job_dir(rj)
+                if where is not None:
+                    dirs[str(rj.job_id)] = where
+                rec = self.d.store.job(rj.job_id)
+                if rec is not None:
+                    ad["JobCmd"] = rec.ad.evaluate("Cmd")
+            ads.append(ad.to_old())
+        return {"now": self.d.clock.time(), "name": self.d._schedd_name(), "pid": os.getpid(),
+                "log": str(self.d.paths.log), "ads": ads, "job_dirs": dirs}
+
+    def config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        out = {}
+        for name in args.get("names", []):
+            where = self.d.cfg.where(str(name))
+            out[str(name)] = {"value": self.d.cfg.get(str(name)),
+                              "where": f"{where[0]}:{where[1]}" if where else None}
+        return out
+
+    # Jobs --------------------------------------------------------------------
+    def new_cluster(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return self.d.store.new_cluster_id()
+
+    def submit(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        texts = args.get("ads")
+        if not isinstance(texts, list) or not texts or \
+                not all(isinstance(t, str) for t in texts):
+            raise RequestError("'ads' must be a non-empty list of job ads")
+        cluster = args.get("cluster")
+        ads = []
+        for i, text in enumerate(texts):
+            try:
+                ad = ClassAd.parse_old(text, source=f"submitted job ad {i}")
+            except ClassAdError as exc:
+                raise RequestError(str(exc)) from None
+            universe = ad.evaluate("JobUniverse")
+            if universe not in (5, Undefined):
+                raise RequestError(f"job ad {i}: only the vanilla universe (5) runs here, "
+                                   f"not {universe}")
+            # The owner is whoever is on the other end of the socket, never the file.
+            user = peer.user
+            ad["Owner"] = user
+            ad["User"] = f"{user}@{self.d.cfg.get('UID_DOMAIN') or self.d.engine.hostname}"
+            ad["JobStatus"] = 1
+            ads.append(ad)
+        for ad in ads:
+            ad["TotalSubmitProcs"] = len(ads)
+        cluster_id = self.d.store.submit(ads, cluster if isinstance(cluster, int) else None)
+        log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
+        for rec in self.d.store.jobs(f"ClusterId == {cluster_id}"):
+            self.d._log_event(rec.ad, lambda ul: ul.submitted(self.d._schedd_name()))
+            if rec.status is JobStatus.IDLE and self.d.idle_jobs is not None:
+                self.d.idle_jobs[rec.job_id] = rec
+        self.d.need_match = True
+        return {"cluster": cluster_id, "count": len(ads)}
+
+    def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:
+        ids = {str(x) for x in args.get("ids", [])}
+        owners = {str(x) for x in args.get("owners", [])}
+        constraint = args.get("constraint")
+        admin = self._admin(peer)
+        chosen = []
+        for rec in self.d.store.jobs(constraint if isinstance(constraint, str) else None):
+            jid = rec.job_id
+            if ids or owners:
+                if str(jid) not in ids and str(jid.cluster) not in ids and \
+                        rec.ad.evaluate("Owner") not in owners:
+                    continue
+            elif constraint is None:
+                continue
+            if not admin and rec.ad.evaluate("Owner") != peer.user:
+                raise RequestError(f"job {jid} belongs to {rec.ad.evaluate('Owner')}, not "
+                                   f"{peer.user}: permission denied")
+            chosen.append(rec)
+        return chosen
+
+    def rm(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        done = []
+        for rec in self._select(args, peer):
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                # finished, and kept in the queue by LeaveJobInQueue: rm lets it go
+                self.d.store.to_history(rec.job_id)
+                done.append(str(rec.job_id))
+                continue
+            reason = str(args.get("reason") or f"via condorpy rm (by user {peer.user})")
+            self.d._stop_job(rec, JobStatus.REMOVED, reason, 0)
+            done.append(str(rec.job_id))
+        return done
+
+    def hold(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        done = []
+        for rec in self._select(args, peer):
+            if rec.status in (JobStatus.HELD, JobStatus.COMPLETED, JobStatus.REMOVED):
+                continue
+            reason = str(args.get("reason") or f"via condorpy hold (by user {peer.user})")
+            self.d._stop_job(rec, JobStatus.HELD, reason, 1)
+            done.append(str(rec.job_id))
+        return done
+
+    def release(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        done = []
+        for rec in self._select(args, peer):
+            if rec.status is not JobStatus.HELD:
+                continue
+            self.d._set_status(rec.job_id, JobStatus.IDLE)
+            reason = str(args.get("reason") or f"via condorpy release (by user {peer.user})")
+            self.d._log_event(rec.ad, lambda ul: ul.released(reason))
+            done.append(str(rec.job_id))
+        self.d.need_match = True
+        return done
+
+    # Administration ------------------------------------------------------------
+    def vacate(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        slots: list[str | None] = [str(s).split("@")[0] for s in args.get("slots", [])]
+        for name in slots or [None]:
+            self.d._apply(self.d.engine.vacate(self.d.clock.time(), name, bool(args.get("fast"))))
+        return "ok"
+
+    def drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        out = self.d.engine.drain(self.d.clock.time(), str(args.get("how", "graceful")),
+                                str(args.get("on_completion", "resume")),
+                                args.get("reason") or f"by command (user {peer.user})",
+                                None, args.get("check"), args.get("start"))
+        self.d._apply(out)
+        refused = [o for o in out if isinstance(o, DrainRefused)]
+        if refused:
+            raise RequestError(refused[0].reason)
+        started = [o for o in out if isinstance(o, DrainStarted)]
+        return {"request_id": started[0].request_id if started else None}
+
+    def cancel_drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        self.d._apply(self.d.engine.cancel_drain(self.d.clock.time(), args.get("request_id")))
+        self.d.need_match = True
+        return "ok"
+
+    def off(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        how = str(args.get("how", "graceful"))
+        log.info("condorpy off -%s by %s", how, peer.user)
+        self.d._apply(self.d.engine.off(self.d.clock.time(), how))
+        return "ok"
+
+    def on(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return "already running"
+
+    def reconfig(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        return sorted(self.d.reconfig())
+
+
+def _job_dir(rj: "RunningJob") -> str | None:
+    """The job's working directory, as condor_who shows it: the job process's cwd
+    when it can be read, else the sandbox its starter made."""
+    if rj.job_pid is not None:
+        try:
+            return os.readlink(f"/proc/{rj.job_pid}/cwd")
+        except OSError:
+            pass
+    if rj.launched is not None:
+        return os.path.dirname(rj.launched.socket_path)
+    return None
