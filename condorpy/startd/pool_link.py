@@ -44,7 +44,8 @@ from condorpy.pool.server import alive, claim_session_key, parse_claim_id
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
-from condorpy.startd import pool_now, pool_transfer
+from condorpy.startd import pool_now, pool_reconnect, pool_transfer
+from condorpy.startd.jobstore import JobStore
 from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -54,6 +55,9 @@ class JobHost(Protocol):
     """What the daemon does for a job a shadow runs here."""
 
     paths: StatePaths
+
+    @property
+    def store(self) -> JobStore: ...
 
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None: ...
 
@@ -76,6 +80,14 @@ class PoolJob:
     final: dict[str, object] | None = None
     updates: list[dict[str, object]] = field(default_factory=list)
     files: "pool_transfer.Scratch | None" = None   # its scratch, when its files travel
+    transfer_session: "shadow.SessionInfo | None" = None   # the shadow's filetrans session
+    # reconnect (pool_reconnect.py): the job lease, counted from the shadow's last word
+    number: int = 0
+    lease: int = 0
+    last_contact: float = 0.0
+    disconnected: float | None = None
+    lease_expired: bool = False
+    peer: str = ""
 
 EXCHANGE_TIMEOUT = 20.0      # seconds for one collector exchange (SEC_TCP_SESSION_TIMEOUT)
 RETRY_FIRST = 5.0            # a failed round is tried again this soon, then twice as late
@@ -139,8 +151,9 @@ class PoolLink:
     def __init__(self, settings: PoolSettings, engine: PolicyEngine,
                  sel: selectors.BaseSelector, clock: Clock,
                  apply: Callable[[list[Output]], None] = lambda outputs: None,
-                 host: "JobHost | None" = None) -> None:
+                 host: "JobHost | None" = None, previous_port: int = 0) -> None:
         self.settings = settings
+        self.previous_port = previous_port
         self.apply = apply
         self.host = host
         self.engine = engine
@@ -162,6 +175,8 @@ class PoolLink:
         self.stopping = False
         self.next_alive: dict[str, float] = {}    # claim id -> when to send its ALIVE
         self.next_refresh: dict[str, float] = {}  # claim id -> when its job renews its lease
+        # engine claim id -> its claim as stored for a restart (pool_reconnect.py)
+        self.stored: dict[str, pool_reconnect.StoredClaim] = {}
         self._job_seq = 0
         self._seq = 0
         self._fresh_claim_ids = False
@@ -193,7 +208,14 @@ class PoolLink:
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((ip, self.settings.port))
+            if not self.settings.port and self.previous_port:
+                try:
+                    # the claim ids running jobs' shadows hold name the earlier port
+                    s.bind((ip, self.previous_port))
+                except OSError:
+                    s.bind((ip, 0))
+            else:
+                s.bind((ip, self.settings.port))
         except OSError as exc:
             s.close()
             raise PoolError(f"cannot open the command port {ip}:{self.settings.port}: "
@@ -248,6 +270,7 @@ class PoolLink:
             due = min(due, ex.deadline)
         for when in self.next_alive.values():
             due = min(due, when)
+        due = min(due, now + pool_reconnect.timeout(self, now))
         return max(0.0, due - now)
 
     def tick(self, now: float) -> None:
@@ -258,6 +281,7 @@ class PoolLink:
         for ex in [e for e in self.outbound if e.overdue(now)]:
             self._close_outbound(ex)
         self._alives(now)
+        pool_reconnect.tick(self)
         for cid in [c for c in self.pool_claims if not self.engine.has_claim(engine_id(c))]:
             # the engine ended the claim (lease, preemption, vacate): forget its session
             del self.pool_claims[cid]
@@ -446,8 +470,11 @@ class PoolLink:
         except (KeyError, ValueError):
             pass
         ex.close()
+        waits = any([pool_reconnect.shadow_lost(self, job)   # every job, no short cut
+                     for job in list(self.jobs.values()) if job.exchange is ex])
         if ex.error is not None:
-            log.error("pool: %s", ex.error)
+            # a shadow that went away from a job it can come back to is no error
+            (log.info if waits else log.error)("pool: %s", ex.error)
         for eid, job in list(self.jobs.items()):
             if job.exchange is ex and not job.ended:
                 # the shadow is gone: its job must not run on unseen
@@ -472,11 +499,9 @@ class PoolLink:
             return
         r = Reader(inbound.payload, peer, crypto=True)
         if inbound.command == reconnect.CA_CMD:
-            # a shadow looking for its job after losing us: not kept (pool_restart.py)
+            # a shadow looking for its job after losing it (pool_reconnect.py)
             req = reconnect.parse_request(r)
-            why = reconnect.refusal(req)
-            log.info("pool: %s from %s refused: %s", req.command, peer, why)
-            yield Send(reconnect.failure(Writer(crypto=True), why).payload())
+            yield from pool_reconnect.serve(self, req, inbound.session_id, peer, holder[0])
             return
         if inbound.command == coalesce.COALESCE_SLOTS:
             # condor_now: the schedd merges its claims into one for the now-job
@@ -685,26 +710,33 @@ class PoolLink:
         ad = yield from shadow.get_job_info(peer)
         job.ad = ad
         self._scratch_for(job)
-        session: tuple[shadow.SessionInfo, shadow.SessionInfo] | None = None
         yield from shadow.register_starter_info(peer, self._starter_info(job))
         # the job's files (pool_transfer.py): its input before it runs
         if job.files is not None:
             session = yield from shadow.get_sec_session_info(peer)
+            job.transfer_session = session[1]
             yield from self._input(job, session[1])
         if not job.ended:
             yield from shadow.begin_execution(peer)
+            job.peer = peer
             self._start(job)
+        yield from self._shadow_loop(peer, job)
+
+    def _shadow_loop(self, peer: str, job: "PoolJob") -> Generator[Op, bytes | None, None]:
+        """The running job's news and its exit for its shadow; a shadow that reconnects
+        (pool_reconnect.py) picks the loop up on its new connection."""
         while True:
             while job.updates:
                 update = ClassAd()
                 for k, v in job.updates.pop(0).items():
                     update[k] = v
                 yield from shadow.register_job_info(peer, update)
+            pool_reconnect.contact(self, job)
             if job.ended:
                 break
             yield Await(f"news of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
-        if job.files is not None and session is not None:
-            yield from self._output(job, session[1])
+        if job.files is not None and job.transfer_session is not None:
+            yield from self._output(job, job.transfer_session)
         status, reason, final = shadow.exit_status(job.final or {}, job.killed, job.evicted)
         if reason == shadow.JOB_SHOULD_HOLD:
             try:
@@ -719,8 +751,11 @@ class PoolLink:
         try:
             yield from shadow.job_exit(peer, status, reason, final)
         except CondorpyError as exc:
+            if job.lease > 0 and job.eid in self.stored:
+                raise     # the exit is kept until the shadow reconnects or the lease ends
             # the shadow may hang up once it has the exit: nothing is lost then
             log.info("pool: after job_exit: %s", exc)
+        pool_reconnect.reported(self, job)
         self.jobs.pop(job.eid, None)
 
     def _starter_info(self, job: "PoolJob") -> ClassAd:
@@ -732,7 +767,7 @@ class PoolLink:
                 info[attr] = slot_ad.get(attr)
         info["StarterIpAddr"] = self.address
         info["CondorVersion"] = CONDOR_VERSION
-        info["HasReconnect"] = False
+        info["HasReconnect"] = True     # pool_reconnect.py
         if job.files is not None:
             info["CondorScratchDir"] = str(job.files.path)
         elif self.host is not None:
@@ -862,6 +897,7 @@ class PoolLink:
             job.ended, job.final = True, {"HoldReason": "no slot", "HoldReasonCode": 6}
             return
         self._job_seq += 1
+        pool_reconnect.persist(self, job, self._job_seq)   # before the job can start
         try:
             host.launch_pool_job(job.eid, job.slot, job.ad, -self._job_seq)
         except CondorpyError as exc:
@@ -878,8 +914,10 @@ class PoolLink:
         job.ended = True
         job.evicted = evicted
         job.final = dict(final or {})
-        if job.files is not None and job.exchange not in self.inbound:
-            # its shadow is gone: nobody takes the outputs (pool_transfer.py)
+        pool_reconnect.job_ended(self, job)
+        if job.files is not None and job.exchange not in self.inbound and \
+                not pool_reconnect.awaits_shadow(self, job):
+            # its shadow is gone for good: nobody takes the outputs (pool_transfer.py)
             pool_transfer.remove_scratch(job.files.path)
         self._wake(job)
 
@@ -955,14 +993,14 @@ class PoolLink:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
-        """End the jobs run for shadows, invalidate every advertised slot (waiting a few
+        """Leave the jobs run for shadows running for a shadow to reconnect to (those
+        that cannot be are ended), invalidate every advertised slot (waiting a few
         seconds at most) and close."""
         self.stopping = True        # no output transfer now: the shadow hears at once
-        for eid, job in self.jobs.items():
-            if job.ended:
-                continue
-            # A restarted daemon cannot yet take a shadow's job back: end it now and
-            # tell the shadow so (job_exit, "requeue"), as an eviction.
+        for eid in pool_reconnect.stopping(self):
+            job = self.jobs[eid]
+            # A job whose shadow cannot reconnect (no job lease) must not run on
+            # unseen: end it now and tell the shadow so (job_exit, "requeue").
             log.info("pool: stopping: the job of %s is killed and goes back to its "
                      "schedd's queue", eid)
             self._kill(eid, hard=True)
