@@ -72,6 +72,11 @@ class Transcript:
             self.received.update(data)
             self.received_any = True
 
+    def reset(self) -> None:
+        """Forget everything so far (after SHARED_PORT_CONNECT, which the daemon behind
+        condor_shared_port never sees)."""
+        self.__init__()  # type: ignore[misc]
+
     def digests(self) -> tuple[bytes, bytes]:
         """SHA-256 of what was sent and of what was received; 32 zero bytes for a
         direction in which nothing passed yet."""
