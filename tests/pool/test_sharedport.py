@@ -112,17 +112,17 @@ def test_an_event_loop_exchange_sends_it_first() -> None:
 
 
 # addresses as HTCondor 23.9.6 advertised them in the reference pool with
-# USE_SHARED_PORT = True (condor_status -schedd -af MyAddress, a shadow's TransferSocket)
+# USE_SHARED_PORT = True (condor_status -any -af MyAddress; a shadow's TransferSocket);
+# the IPv6 alternative is written with '-' for ':'
 REAL = [
-    ("<127.0.0.1:40317?addrs=127.0.0.1-40317&alias=localhost&noUDP&sock=schedd_2051_4d1c>",
-     "127.0.0.1", 40317, "schedd_2051_4d1c", (("127.0.0.1", 40317),), "localhost"),
-    ("<127.0.0.1:40317?addrs=127.0.0.1-40317&alias=localhost&noUDP&sock=collector>",
-     "127.0.0.1", 40317, "collector", (("127.0.0.1", 40317),), "localhost"),
-    ("<127.0.0.1:9618?addrs=127.0.0.1-9618+[::1]-9618&alias=ep.example&noUDP"
-     "&sock=shadow_3301_8e0f_12>",
-     "127.0.0.1", 9618, "shadow_3301_8e0f_12", (("127.0.0.1", 9618), ("::1", 9618)),
-     "ep.example"),
-    ("<[::1]:9618?addrs=[::1]-9618&sock=startd_1_2>", "::1", 9618, "startd_1_2",
+    ("<127.0.0.1:51209?addrs=127.0.0.1-51209+[fd00--2]-51209&alias=vm&noUDP"
+     "&sock=collector>",
+     "127.0.0.1", 51209, "collector", (("127.0.0.1", 51209), ("fd00::2", 51209)), "vm"),
+    ("<127.0.0.1:51209?addrs=127.0.0.1-51209+[fd00--2]-51209&alias=vm&noUDP"
+     "&sock=schedd_404975_0ee5>",
+     "127.0.0.1", 51209, "schedd_404975_0ee5", (("127.0.0.1", 51209), ("fd00::2", 51209)),
+     "vm"),
+    ("<[::1]:9618?addrs=[--1]-9618&sock=startd_1_2>", "::1", 9618, "startd_1_2",
      (("::1", 9618),), None),
     ("127.0.0.1:9618?sock=collector", "127.0.0.1", 9618, "collector", (), None),
 ]
