@@ -76,7 +76,10 @@ def _parse_addrs(text: str, source: str) -> tuple[tuple[str, int], ...]:
     out: list[tuple[str, int]] = []
     for item in text.split("+"):
         if item.startswith("["):
+            # HTCondor writes an IPv6 address here with '-' for ':' ([fd00--2] is
+            # fd00::2) so that it survives inside a CCB id
             host, _, rest = item[1:].partition("]")
+            host = host.replace("-", ":")
             port_text = rest[1:] if rest.startswith("-") else ""
         else:
             host, _, port_text = item.rpartition("-")
