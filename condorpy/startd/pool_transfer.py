@@ -36,6 +36,7 @@ from condorpy.pool.aesgcm import hkdf_key
 from condorpy.pool.connection import Connection
 from condorpy.pool.security import Op, resume
 from condorpy.pool.shadow import SessionInfo
+from condorpy.pool.sharedport import CCB_REFUSAL
 from condorpy.pool.sinful import parse_address
 from condorpy.starter.sandbox import JOB_AD_FILE, MACHINE_AD_FILE, PREPARED_SCRATCH_ATTR, \
     Sandbox, remove_sandbox
@@ -280,10 +281,10 @@ class Transfer:
                  version: str) -> None:
         self.label = label
         self.addr = parse_address(_text(ad, "TransferSocket"), source="TransferSocket")
-        if self.addr.shared_port_id:
+        if self.addr.ccb_id:
             # not a failure to try again elsewhere: every run would meet it
-            raise PoolError(f"the shadow's transfer server {self.addr.sinful()} is behind "
-                            "condor_shared_port, which condorpy cannot reach yet")
+            raise PoolError(f"the shadow's transfer server {self.addr.sinful()} "
+                            f"{CCB_REFUSAL}")
         self.key = _text(ad, "TransferKey")
         self.session = session
         self.command = command

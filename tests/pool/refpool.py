@@ -2,7 +2,7 @@
 collector, negotiator, schedd, startd, shadow and the condor_* tools) in a chroot made
 with debootstrap, on loopback only.
 
-    python -m tests.pool.refpool build|start|start-default|stop|status
+    python -m tests.pool.refpool build|start|start-default|start-shared|stop|status
 
 The chroot is built once into ``tests/pool/.cache/root`` (about a minute, about 560 MB;
 ``CONDORPY_REFPOOL_ROOT`` puts it elsewhere) and reused. Building and running need root
@@ -47,7 +47,7 @@ CONDOR_HOST = 127.0.0.1
 COLLECTOR_HOST = 127.0.0.1:{port}
 NETWORK_INTERFACE = 127.0.0.1
 BIND_ALL_INTERFACES = False
-USE_SHARED_PORT = False
+{shared_port}
 {security}
 use FEATURE : PartitionableSlot
 NUM_CPUS = 2
@@ -71,6 +71,16 @@ SECURITY = {
     "default": "# security: the package default (00-htcondor-9.0.config)",
 }
 # --- end security variants ---------------------------------------------------------
+
+# --- shared port (issue 17) --------------------------------------------------------
+# False: every daemon on a port of its own, the collector's fixed. True: the package
+# default, every daemon behind condor_shared_port on the collector's port, which
+# forwards a connection naming no sock id to the collector (SHARED_PORT_DEFAULT_ID).
+SHARED_PORT = {
+    False: "USE_SHARED_PORT = False",
+    True: "USE_SHARED_PORT = True\nSHARED_PORT_PORT = {port}",
+}
+# --- end shared port ---------------------------------------------------------------
 
 
 def _run(cmd: list[str], log: Path | None = None, check: bool = True,
@@ -100,6 +110,7 @@ class RefPool:
         self.port = 0
         self.extra = ""
         self.security = "host_based"
+        self.shared_port = False
         self.shared = SHARED
 
     # ------------------------------------------------------------------ build
@@ -166,6 +177,8 @@ class RefPool:
     # ------------------------------------------------------------------ run
     @property
     def collector(self) -> str:
+        if self.shared_port:      # as an administrator names it: the collector's sock id
+            return f"127.0.0.1:{self.port}?sock=collector"
         return f"127.0.0.1:{self.port}"
 
     def condor(self, *argv: str, user: str | None = None, cwd: str | None = None,
@@ -182,7 +195,8 @@ class RefPool:
                                  f"{res.stdout[-2000:]}{res.stderr[-2000:]}")
         return res
 
-    def start(self, extra: str = "", security: str = "host_based") -> None:
+    def start(self, extra: str = "", security: str = "host_based",
+              shared_port: bool = False) -> None:
         self.build()
         if os.geteuid() != 0:
             raise PoolUnavailable("running the reference pool needs root (chroot)")
@@ -190,13 +204,16 @@ class RefPool:
         self.port = _free_port()
         self.extra = extra
         self.security = security
+        self.shared_port = shared_port
         cfg = self.root / "etc/condor/config.d/99-condorpy-refpool.config"
         # only the package's own files and this one: nothing left from another harness
         for stale in (self.root / "etc/condor/config.d").glob("*"):
             if not stale.name.startswith("00-") and stale != cfg:
                 stale.unlink()
         cfg.write_text(CONFIG.format(port=self.port, extra=extra,
-                                     security=SECURITY[security]))
+                                     security=SECURITY[security],
+                                     shared_port=SHARED_PORT[shared_port].format(
+                                         port=self.port)))
         self._mount(self.root)
         self.shared.mkdir(exist_ok=True)
         self.shared.chmod(0o1777)
@@ -291,8 +308,9 @@ def main(argv: list[str]) -> int:
         if cmd == "build":
             pool.build()
             print(f"reference pool built in {pool.root}")
-        elif cmd in ("start", "start-default"):
-            pool.start(security="default" if cmd == "start-default" else "host_based")
+        elif cmd in ("start", "start-default", "start-shared"):
+            pool.start(security="default" if cmd == "start-default" else "host_based",
+                       shared_port=cmd == "start-shared")
             print(f"reference pool up: collector {pool.collector}")
         elif cmd == "stop":
             pool.stop()
@@ -300,8 +318,8 @@ def main(argv: list[str]) -> int:
             print(pool.condor("condor_status", "-any", "-af", "MyType", "Name",
                               check=False).stdout)
         else:
-            print("usage: python -m tests.pool.refpool build|start|start-default|stop|status",
-                  file=sys.stderr)
+            print("usage: python -m tests.pool.refpool "
+                  "build|start|start-default|start-shared|stop|status", file=sys.stderr)
             return 2
     except PoolUnavailable as exc:
         print(f"refpool: {exc}", file=sys.stderr)

@@ -119,10 +119,15 @@ def test_output_to_a_url_is_refused_as_without_a_plugin(text: str) -> None:
     assert pt.url_refusal(ad('TransferOutputRemaps = "a = b.txt"')) is None
 
 
-def test_a_transfer_server_behind_shared_port_is_refused_in_one_line() -> None:
+def test_a_transfer_server_behind_ccb_is_refused_in_one_line() -> None:
     from condorpy.errors import PoolError
     from condorpy.pool.shadow import SessionInfo
-    job = ad('TransferSocket = "<127.0.0.1:9618?sock=shadow_1_2>"\nTransferKey = "1#a"')
-    with pytest.raises(PoolError, match="condor_shared_port"):
+    job = ad('TransferSocket = "<10.0.0.9:9618?CCBID=10.0.0.1:9618%3faddrs%3d10.0.0.1-9618#7'
+             '&PrivNet=site&sock=shadow_1_2>"\nTransferKey = "1#a"')
+    with pytest.raises(PoolError, match="CCB broker"):
         pt.input_transfer(job, SessionInfo("filetrans.x", "", "k"),
                           pt.Scratch(Path("/nonexistent")), "25.14.1")
+    # behind condor_shared_port alone it is reachable: the transfer is made
+    job = ad('TransferSocket = "<127.0.0.1:9618?sock=shadow_1_2>"\nTransferKey = "1#a"')
+    assert pt.input_transfer(job, SessionInfo("filetrans.x", "", "k"),
+                             pt.Scratch(Path("/nonexistent")), "25.14.1") is not None
