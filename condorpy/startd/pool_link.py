@@ -123,9 +123,9 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         policy=client_policy(cfg, CONDOR_VERSION),
         interface="" if iface == "*" else iface,
         port=cfg.get_int("STARTD_PORT", 0),
-        # Claims are taken only where asked: jobs cannot run for a shadow yet, and a
-        # slot that is claimed but never activated would only hold the pool's jobs up.
-        accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", False),
+        # An execution point in a pool runs the pool's jobs, as HTCondor's startd does;
+        # False advertises the slots (Requirements = false) without taking work.
+        accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", True),
         server=secserver.server_policy(cfg))
 
 
