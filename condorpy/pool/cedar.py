@@ -72,6 +72,14 @@ class Transcript:
             self.received.update(data)
             self.received_any = True
 
+    def reset(self) -> None:
+        """Forget everything so far (after SHARED_PORT_CONNECT, which the daemon behind
+        condor_shared_port never sees)."""
+        self.sent = hashlib.sha256()
+        self.received = hashlib.sha256()
+        self.sent_any = False
+        self.received_any = False
+
     def digests(self) -> tuple[bytes, bytes]:
         """SHA-256 of what was sent and of what was received; 32 zero bytes for a
         direction in which nothing passed yet."""

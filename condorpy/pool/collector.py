@@ -67,6 +67,13 @@ def slot_ads(ad: ClassAd, address: str, claim_id: str) -> SlotAds:
     public["StartdIpAddr"] = address
     # the daemon has an ad of its own (daemon_ad.py): the collector makes none from slot 1
     public["HasStartDaemonAd"] = True
+    # condorpy's starter side speaks HTCondor's file transfer (filetransfer.py), which
+    # condor_submit's default Requirements ask of a machine in another
+    # FILESYSTEM_DOMAIN; every file travels on an AES-GCM session, so per-file
+    # encryption is always had. No transfer plugins: no HasFileTransferPluginMethods,
+    # so jobs with URLs to fetch do not match here.
+    public["HasFileTransfer"] = True
+    public["HasPerFileEncryption"] = True
     name = str(ad.get("Name") or "")
     private = ClassAd()
     private["MyType"] = "Machine"

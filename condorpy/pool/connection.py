@@ -22,6 +22,7 @@ from condorpy.pool.aesgcm import AesGcmCipher
 from condorpy.pool.cedar import PacketDecoder, Reader, Transcript, Writer, frame
 from condorpy.pool.security import Await, ClientPolicy, Op, Receive, Send, Session, \
     StartCrypto, client_handshake
+from condorpy.pool.sharedport import check_reachable, connect_payload
 from condorpy.pool.sinful import Address
 
 T = TypeVar("T")
@@ -49,6 +50,12 @@ class Channel:
     def encode(self, payload: bytes) -> bytes:
         return frame(payload, cipher=self.cipher, transcript=self.transcript)
 
+    def shared_port_connect(self, sock_id: str, seconds_left: float | None) -> bytes:
+        """SHARED_PORT_CONNECT framed, then the handshake digests start afresh."""
+        data = self.encode(connect_payload(sock_id, seconds_left))
+        self.transcript.reset()
+        return data
+
     def writer(self) -> Writer:
         return Writer(crypto=self.crypto)
 
@@ -69,15 +76,20 @@ class Connection:
     @classmethod
     def connect(cls, addr: Address, timeout: float) -> "Connection":
         peer = addr.hostport()
-        if addr.shared_port_id:
-            raise PoolError("addresses behind condor_shared_port (sock=...) are not "
-                            "supported yet", peer=peer)
+        check_reachable(addr)
         try:
             sock = socket.create_connection((addr.host, addr.port), timeout=timeout)
         except OSError as exc:
             raise PoolError(f"cannot connect: {exc.strerror or exc}", peer=peer) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return cls(sock, peer, timeout)
+        conn = cls(sock, peer, timeout)
+        if addr.shared_port_id:
+            try:
+                sock.sendall(conn.channel.shared_port_connect(addr.shared_port_id, timeout))
+            except OSError as exc:
+                sock.close()
+                raise PoolError(f"send failed: {exc.strerror or exc}", peer=peer) from None
+        return conn
 
     def close(self) -> None:
         self.sock.close()
@@ -178,9 +190,7 @@ class AsyncExchange:
                 deadline: float, label: str) -> "AsyncExchange":
         """An exchange this side starts: a non-blocking connect to ``addr``."""
         peer = addr.hostport()
-        if addr.shared_port_id:
-            raise PoolError("addresses behind condor_shared_port (sock=...) are not "
-                            "supported yet", peer=peer)
+        check_reachable(addr)
         try:
             infos = socket.getaddrinfo(addr.host, addr.port, type=socket.SOCK_STREAM)
         except OSError as exc:
@@ -193,7 +203,16 @@ class AsyncExchange:
         if err not in (0, errno.EINPROGRESS):
             sock.close()
             raise PoolError(f"cannot connect: {os.strerror(err)}", peer=peer)
-        return cls(sock, peer, protocol, deadline, label, connected=False)
+        ex = cls(sock, peer, protocol, deadline, label, connected=False)
+        if addr.shared_port_id:
+            # queued before the protocol's first bytes: sent once the connect completes
+            # (the deadline is on the monotonic clock; one from a test's mock clock
+            # makes no sense here and goes as "none", -1)
+            left: float | None = deadline - time.monotonic()
+            if left is not None and not 0 < left <= 86400:
+                left = None
+            ex.out += ex.channel.shared_port_connect(addr.shared_port_id, left)
+        return ex
 
     @classmethod
     def accepted(cls, sock: socket.socket, peer: str,

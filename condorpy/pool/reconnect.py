@@ -9,9 +9,13 @@ command ``CA_CMD`` (1200) on the claim's security session; the request is one Cl
 private attributes such as ``ClaimId`` included) and EOM; the reply one ClassAd with
 ``Result = "Success"``, or ``"Failure"`` and an ``ErrorString``, and EOM.
 
-condorpy does not take jobs back yet (it tells shadows ``HasReconnect = False``, so a
-23.9.6 shadow never asks); a request that comes anyway gets HTCondor's failure reply
-instead of a dropped connection.
+What the startd answers ``CA_LOCATE_STARTER`` with: the claim's starter's address
+(``StarterIpAddr``; condorpy's starter side lives in the daemon, so its own command
+address) and ``Result``. ``CA_RECONNECT_JOB`` goes to that address on the same claim
+session; it carries the shadow's ``ShadowIpAddr``, ``ShadowVersion``, ``UidDomain``,
+``TransferKey`` and ``TransferSocket`` and is answered with the starter-info ad (as
+``register_starter_info`` sends it) and ``Result``; the connection then carries the
+starter's calls to the shadow (``condorpy/startd/pool_reconnect.py``).
 """
 
 from __future__ import annotations
@@ -63,14 +67,19 @@ def parse_request(r: Reader) -> CaRequest:
                      _text(ad, "GlobalJobId", what, r.peer), ad)
 
 
-def request(command: str, claim_id: str, global_job_id: str) -> Writer:
+def request(command: str, claim_id: str | None, global_job_id: str | None,
+            **extra: str) -> Writer:
     """A request as HTCondor's shadow sends it (for tests and a future client)."""
     ad = ClassAd()
     ad["MyType"] = "Command"
     ad["TargetType"] = "Reply"
     ad["Command"] = command
-    ad["ClaimId"] = claim_id
-    ad["GlobalJobId"] = global_job_id
+    if claim_id is not None:
+        ad["ClaimId"] = claim_id
+    if global_job_id is not None:
+        ad["GlobalJobId"] = global_job_id
+    for k, v in extra.items():
+        ad[k] = v
     return put_classad(Writer(crypto=True), ad)
 
 
@@ -89,11 +98,8 @@ def success(w: Writer, info: ClassAd) -> Writer:
     return put_classad(w, ad, private=False)
 
 
-def refusal(req: CaRequest) -> str:
-    """Why this daemon answers ``req`` with a failure: it keeps no job for a shadow
-    across a restart (docs/pool.md, "Pool jobs across a daemon restart")."""
-    if req.command == LOCATE_STARTER:
-        return "no starter for this job: this execution point does not reconnect jobs"
-    if req.command == RECONNECT_JOB:
-        return "this starter does not reconnect jobs"
-    return f"unsupported CA command {req.command}"
+def located(w: Writer, starter_addr: str, info: ClassAd) -> Writer:
+    """The startd's answer to CA_LOCATE_STARTER: where the job's starter listens."""
+    ad = info.copy()
+    ad["StarterIpAddr"] = starter_addr
+    return success(w, ad)

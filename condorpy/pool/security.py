@@ -405,6 +405,10 @@ def resume(command: int, sid: str, key: bytes, peer: str, version: str = ""
     ad["Command"] = command
     ad["Nonce"] = base64.b64encode(os.urandom(33)).decode("ascii")
     ad["ResumeResponse"] = True
+    # A session offering several methods (a shadow's file-transfer session lists
+    # AES,BLOWFISH,3DES) is resumed with the one the client names here; a client that
+    # names none gets BLOWFISH or 3DES (daemon_command.cpp, resume path)
+    ad["CryptoMethods"] = "AES"
     if version:
         ad["RemoteVersion"] = version
     yield Send(put_classad(Writer().put_int(DC_AUTHENTICATE), ad).payload())

@@ -18,6 +18,7 @@ usage).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from condorpy.classad import ClassAd
@@ -33,7 +34,10 @@ JOB_EXIT = -65
 REGISTER_STARTER_INFO = -77
 BEGIN_EXECUTION = -78
 REGISTER_JOB_INFO = -81
-NAMES = {GET_JOB_INFO: "get_job_info", JOB_EXIT: "job_exit",
+GET_SEC_SESSION_INFO = 288
+ULOG = 284
+ULOG_REMOTE_ERROR = 21
+NAMES = {ULOG: "ulog", GET_SEC_SESSION_INFO: "get_sec_session_info", GET_JOB_INFO: "get_job_info", JOB_EXIT: "job_exit",
          REGISTER_STARTER_INFO: "register_starter_info",
          BEGIN_EXECUTION: "begin_execution", REGISTER_JOB_INFO: "register_job_info"}
 
@@ -75,6 +79,56 @@ def get_job_info(peer: str) -> Generator[Op, bytes | None, ClassAd]:
 
 def register_starter_info(peer: str, info: ClassAd) -> Generator[Op, bytes | None, None]:
     yield from call(REGISTER_STARTER_INFO, peer, args=lambda w: put_classad(w, info))
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One security session the shadow made for the starter: its id, its policy
+    (``[Encryption="YES";...]``) and its key, as text (``get_sec_session_info``)."""
+
+    sid: str
+    info: str
+    key: str = field(repr=False)
+
+
+def get_sec_session_info(peer: str
+                         ) -> Generator[Op, bytes | None, tuple[SessionInfo, SessionInfo]]:
+    """The reconnect and file-transfer sessions (``get_sec_session_info``, 288): two
+    strings of starter preferences (empty, as HTCondor's starter sends), answered by
+    six strings (``NTreceivers.cpp``, ``jic_shadow.cpp`` initMatchSecuritySession)."""
+    def args(w: Writer) -> None:
+        w.put_string("").put_string("")
+
+    def result(r: Reader) -> tuple[SessionInfo, SessionInfo]:
+        v = [r.get_str(f"session string {i + 1} of get_sec_session_info")
+             for i in range(6)]
+        return SessionInfo(v[0], v[1], v[2]), SessionInfo(v[3], v[4], v[5])
+    out = yield from call(GET_SEC_SESSION_INFO, peer, args=args, result=result)
+    if out is None:
+        raise WireError("get_sec_session_info returned nothing", peer=peer)
+    return out
+
+
+def hold(peer: str, job: ClassAd, reason: str, code: int, subcode: int
+         ) -> Generator[Op, bytes | None, None]:
+    """Tell the shadow the job must be held: a critical ``RemoteErrorEvent`` through
+    ``ulog`` (284), which the shadow writes to the user log and turns into the hold
+    (``Error from <host>: <reason>``, ``pseudo_ulog``), as HTCondor's starter does
+    (``JICShadow::notifyStarterError``); ``job_exit`` alone carries no reason."""
+    ad = ClassAd()
+    ad["MyType"] = "RemoteErrorEvent"
+    ad["EventTypeNumber"] = ULOG_REMOTE_ERROR
+    for attr, wire in (("ClusterId", "Cluster"), ("ProcId", "Proc")):
+        v = job.evaluate(attr)
+        ad[wire] = v if isinstance(v, int) else 0
+    ad["Subproc"] = 0
+    ad["Daemon"] = "STARTER"
+    # no ExecuteHost: the shadow puts the slot's name in ("Error from slot1_1@...")
+    ad["ErrorMsg"] = reason
+    ad["CriticalError"] = 1
+    ad["HoldReasonCode"] = code
+    ad["HoldReasonSubCode"] = subcode
+    yield from call(ULOG, peer, args=lambda w: put_classad(w, ad))
 
 
 def begin_execution(peer: str) -> Generator[Op, bytes | None, None]:

@@ -1,14 +1,25 @@
 """HTCondor addresses: ``host``, ``host:port`` and sinful strings ``<ip:port?params>``
-(``condor_sinful.cpp``); the collector's port defaults to 9618."""
+as ``condor_sinful.cpp`` writes them; the collector's port defaults to 9618.
+
+A sinful string's parameters are ``&``-separated, ``%``-escaped (never ``+`` for a
+space: ``+`` separates the alternatives of ``addrs``). Those condorpy acts on:
+``sock`` (the daemon sits behind condor_shared_port under that id), ``addrs`` (the
+daemon's addresses, ``ip-port`` joined by ``+``, IPv6 in brackets), ``alias``
+(its host name), ``noUDP``, and ``PrivNet``/``CCBID`` (reachable only through a CCB
+broker, which condorpy does not speak).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
+from urllib.parse import quote, unquote
 
 from condorpy.errors import PoolError
 
 COLLECTOR_PORT = 9618
+# condor_shared_port opens ``DAEMON_SOCKET_DIR/<id>``: anything else could name a path
+_SOCK_ID = re.compile(r"[A-Za-z0-9._-]+\Z")
 
 
 @dataclass(frozen=True)
@@ -17,9 +28,37 @@ class Address:
     port: int
     params: tuple[tuple[str, str], ...] = ()
 
+    def _param(self, name: str) -> str | None:
+        for k, v in self.params:
+            if k == name:
+                return v
+        return None
+
     @property
     def shared_port_id(self) -> str | None:
-        return dict(self.params).get("sock")
+        return self._param("sock") or None
+
+    @property
+    def alias(self) -> str | None:
+        return self._param("alias") or None
+
+    @property
+    def ccb_id(self) -> str | None:
+        return self._param("CCBID") or None
+
+    @property
+    def private_network(self) -> str | None:
+        return self._param("PrivNet") or None
+
+    @property
+    def no_udp(self) -> bool:
+        return self._param("noUDP") is not None
+
+    @property
+    def alternatives(self) -> tuple[tuple[str, int], ...]:
+        """The ``addrs`` list, checked when the address was parsed."""
+        text = self._param("addrs")
+        return _parse_addrs(text, f"<{self.hostport()}>") if text else ()
 
     def hostport(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -28,8 +67,42 @@ class Address:
     def sinful(self, **extra: str) -> str:
         params = dict(self.params)
         params.update(extra)
-        tail = "&".join(f"{k}={v}" if v else k for k, v in params.items())
+        tail = "&".join(f"{k}={quote(v, safe='[]:+-._')}" if v else k
+                        for k, v in params.items())
         return f"<{self.hostport()}{'?' + tail if tail else ''}>"
+
+
+def _parse_addrs(text: str, source: str) -> tuple[tuple[str, int], ...]:
+    out: list[tuple[str, int]] = []
+    for item in text.split("+"):
+        if item.startswith("["):
+            # HTCondor writes an IPv6 address here with '-' for ':' ([fd00--2] is
+            # fd00::2) so that it survives inside a CCB id
+            host, _, rest = item[1:].partition("]")
+            host = host.replace("-", ":")
+            port_text = rest[1:] if rest.startswith("-") else ""
+        else:
+            host, _, port_text = item.rpartition("-")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise PoolError(f"bad addrs entry {item!r} in {source}")
+        out.append((host, int(port_text)))
+    return tuple(out)
+
+
+def _parse_params(query: str, text: str, source: str) -> tuple[tuple[str, str], ...]:
+    params: list[tuple[str, str]] = []
+    for part in query.split("&") if query else ():
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        params.append((unquote(key), unquote(value)))
+    found = dict(params)
+    sock = found.get("sock")
+    if sock is not None and not _SOCK_ID.match(sock):
+        raise PoolError(f"bad shared port id {sock!r} in {text!r} in {source}")
+    if found.get("addrs"):
+        _parse_addrs(found["addrs"], f"{text!r} in {source}")
+    return tuple(params)
 
 
 def parse_address(text: str, default_port: int = COLLECTOR_PORT,
@@ -42,7 +115,11 @@ def parse_address(text: str, default_port: int = COLLECTOR_PORT,
             raise PoolError(f"bad sinful string {text!r} in {source}")
         t = t[1:-1]
         t, _, query = t.partition("?")
-        params = tuple(parse_qsl(query, keep_blank_values=True))
+        params = _parse_params(query, text, source)
+    elif "?" in t:
+        # COLLECTOR_HOST = host:port?sock=collector, as HTCondor's manual shows it
+        t, _, query = t.partition("?")
+        params = _parse_params(query, text, source)
     if t.startswith("["):
         host, _, rest = t[1:].partition("]")
         port_text = rest[1:] if rest.startswith(":") else ""

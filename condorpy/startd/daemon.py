@@ -56,7 +56,7 @@ from condorpy.startd.journal import fields
 from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.pool_link import PoolLink, pool_settings
-from condorpy.startd import pool_restart
+from condorpy.startd import pool_reconnect, pool_restart
 from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
@@ -144,10 +144,13 @@ class Startd:
         self.cron = StartdCron(self, self.hooks.stats)
         # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/pool_link.py
         self.pool: PoolLink | None = None
+        self.pool_stored: dict[int, pool_reconnect.StoredClaim] = {}   # while adopting
         if pool_cfg is not None:
             try:
                 self.pool = PoolLink(pool_cfg, self.engine, self.sel, self.clock,
-                                     self._apply, self)
+                                     self._apply, self,
+                                     pool_reconnect.previous_port(self.store))
+                pool_reconnect.remember_port(self.store, self.pool)
             except CondorpyError:
                 self.launcher.close()
                 raise
@@ -726,7 +729,7 @@ class Startd:
         name = f"{job_ad.evaluate('ClusterId')}.{job_ad.evaluate('ProcId')} (pool)"
         request = LaunchRequest(name, job_ad.to_old(), self.engine.slots[slot].ad.to_old(),
                                 str(self.paths.execute), str(job_dir / "final.ad"),
-                                knobs=self.starter_knobs)
+                                knobs=self.starter_knobs, cgroup=self.placement.starters)
         rj = RunningJob(job_id, eid, slot)
         rj.launched = self.launcher.launch(request)
         pool_restart.record_pool_starter(self.store, job_id, rj.launched, str(job_dir), slot,
@@ -750,6 +753,7 @@ class Startd:
         """Take back every starter the previous daemon left running; record the ends of
         those that finished meanwhile; requeue jobs whose starter vanished."""
         now = self.clock.time()
+        self.pool_stored = pool_reconnect.stored(self.store)
         for srec in self.store.starters():
             rec = self.store.job(srec.job_id)
             launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
@@ -760,6 +764,9 @@ class Startd:
                              if c.job_id == srec.job_id), None) or \
                 f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
             if rec is None:
+                if pool_restart.is_pool_job(srec.job_id) and \
+                        pool_reconnect.adopt(self, srec, alive):
+                    continue    # its shadow may reconnect to it
                 if pool_restart.is_pool_job(srec.job_id) and alive:
                     self._stop_orphan(srec.job_id, launched, srec.slot)
                 else:
@@ -799,6 +806,7 @@ class Startd:
                     rj.evicted = True
                     self.metrics.stats.adopted("lost")
                     self._finish(rj, None)
+        pool_reconnect.adopt_rest(self)
         # Claims the store holds for jobs that never got a starter recorded.
         for c in self.store.claims():
             if c.job_id is None or c.job_id not in self.running:

@@ -121,6 +121,13 @@ CREATE TABLE starters (
     PRIMARY KEY (cluster, proc));
 """
 
+# Added after schema version 1 without a version change: an older condorpy ignores it.
+# One row per claim a pool's schedd holds with a job on it (condorpy/startd/
+# pool_reconnect.py); the record holds the claim id's key, so it is never logged.
+_POOL_CLAIMS = """
+CREATE TABLE IF NOT EXISTS pool_claims (claim TEXT PRIMARY KEY, record TEXT NOT NULL)
+"""
+
 
 def _ad_text(ad: ClassAd) -> str:
     return ad.to_new()
@@ -212,12 +219,16 @@ class JobStore:
         if version < 1:
             raise QueueError(f"the job store has an invalid schema version {version}",
                              path=self.path)
+        if not self.readonly and "pool_claims" not in tables:
+            with self._transaction() as tx:
+                tx.execute(_POOL_CLAIMS)
 
     def _create(self) -> None:
         with self._transaction() as db:
             for stmt in _SCHEMA.split(";"):
                 if stmt.strip():
                     db.execute(stmt)
+            db.execute(_POOL_CLAIMS)
             db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
             db.execute("INSERT INTO meta VALUES ('next_cluster', 1)")
 
@@ -610,6 +621,34 @@ class JobStore:
                 for cid, slot, state, c, p, upd in self._conn().execute(
                     "SELECT claim_id, slot, state, cluster, proc, updated FROM claims "
                     "ORDER BY claim_id")]
+
+
+    # --- pool claims and small settings (condorpy/startd/pool_reconnect.py) ----------
+
+    def put_pool_claim(self, claim: str, record: str) -> None:
+        """Store (or replace) the record of pool claim ``claim`` (its public id)."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO pool_claims VALUES (?, ?)", (claim, record))
+
+    def forget_pool_claim(self, claim: str) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM pool_claims WHERE claim=?", (claim,))
+
+    def pool_claims(self) -> list[tuple[str, str]]:
+        db = self._conn()
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name='pool_claims'").fetchone() \
+                is None:
+            return []         # a read-only view of a store made before the table
+        return [(c, r) for c, r in db.execute(
+            "SELECT claim, record FROM pool_claims ORDER BY claim")]
+
+    def get_meta(self, key: str) -> int | None:
+        row = self._conn().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_meta(self, key: str, value: int) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 def _int(value: object) -> int:

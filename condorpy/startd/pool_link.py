@@ -36,13 +36,16 @@ from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ActivationRefused, ClaimRefused, Output
 from condorpy.pool import (admin, claims, coalesce, collector, daemon_ad, reconnect,
                            secserver, shadow)
+from condorpy.pool import filetransfer as ft
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
 from condorpy.pool.server import alive, claim_session_key, parse_claim_id
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
-from condorpy.startd import pool_now
+from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
+from condorpy.startd import pool_now, pool_reconnect, pool_transfer
+from condorpy.startd.jobstore import JobStore
 from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -52,6 +55,9 @@ class JobHost(Protocol):
     """What the daemon does for a job a shadow runs here."""
 
     paths: StatePaths
+
+    @property
+    def store(self) -> JobStore: ...
 
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None: ...
 
@@ -73,6 +79,15 @@ class PoolJob:
     evicted: bool = False
     final: dict[str, object] | None = None
     updates: list[dict[str, object]] = field(default_factory=list)
+    files: "pool_transfer.Scratch | None" = None   # its scratch, when its files travel
+    transfer_session: "shadow.SessionInfo | None" = None   # the shadow's filetrans session
+    # reconnect (pool_reconnect.py): the job lease, counted from the shadow's last word
+    number: int = 0
+    lease: int = 0
+    last_contact: float = 0.0
+    disconnected: float | None = None
+    lease_expired: bool = False
+    peer: str = ""
 
 EXCHANGE_TIMEOUT = 20.0      # seconds for one collector exchange (SEC_TCP_SESSION_TIMEOUT)
 RETRY_FIRST = 5.0            # a failed round is tried again this soon, then twice as late
@@ -108,9 +123,9 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         policy=client_policy(cfg, CONDOR_VERSION),
         interface="" if iface == "*" else iface,
         port=cfg.get_int("STARTD_PORT", 0),
-        # Claims are taken only where asked: jobs cannot run for a shadow yet, and a
-        # slot that is claimed but never activated would only hold the pool's jobs up.
-        accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", False),
+        # An execution point in a pool runs the pool's jobs, as HTCondor's startd does;
+        # False advertises the slots (Requirements = false) without taking work.
+        accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", True),
         server=secserver.server_policy(cfg))
 
 
@@ -136,8 +151,9 @@ class PoolLink:
     def __init__(self, settings: PoolSettings, engine: PolicyEngine,
                  sel: selectors.BaseSelector, clock: Clock,
                  apply: Callable[[list[Output]], None] = lambda outputs: None,
-                 host: "JobHost | None" = None) -> None:
+                 host: "JobHost | None" = None, previous_port: int = 0) -> None:
         self.settings = settings
+        self.previous_port = previous_port
         self.apply = apply
         self.host = host
         self.engine = engine
@@ -155,8 +171,12 @@ class PoolLink:
         self.inbound: set[AsyncExchange] = set()
         self.jobs: dict[str, PoolJob] = {}        # engine claim id -> job run for a shadow
         self.outbound: dict[AsyncExchange, Callable[[AsyncExchange], None]] = {}
+        self.transfers: dict[pool_transfer.Transfer, PoolJob] = {}   # on their threads
+        self.stopping = False
         self.next_alive: dict[str, float] = {}    # claim id -> when to send its ALIVE
         self.next_refresh: dict[str, float] = {}  # claim id -> when its job renews its lease
+        # engine claim id -> its claim as stored for a restart (pool_reconnect.py)
+        self.stored: dict[str, pool_reconnect.StoredClaim] = {}
         self._job_seq = 0
         self._seq = 0
         self._fresh_claim_ids = False
@@ -188,7 +208,14 @@ class PoolLink:
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((ip, self.settings.port))
+            if not self.settings.port and self.previous_port:
+                try:
+                    # the claim ids running jobs' shadows hold name the earlier port
+                    s.bind((ip, self.previous_port))
+                except OSError:
+                    s.bind((ip, 0))
+            else:
+                s.bind((ip, self.settings.port))
         except OSError as exc:
             s.close()
             raise PoolError(f"cannot open the command port {ip}:{self.settings.port}: "
@@ -243,6 +270,7 @@ class PoolLink:
             due = min(due, ex.deadline)
         for when in self.next_alive.values():
             due = min(due, when)
+        due = min(due, now + pool_reconnect.timeout(self, now))
         return max(0.0, due - now)
 
     def tick(self, now: float) -> None:
@@ -253,6 +281,7 @@ class PoolLink:
         for ex in [e for e in self.outbound if e.overdue(now)]:
             self._close_outbound(ex)
         self._alives(now)
+        pool_reconnect.tick(self)
         for cid in [c for c in self.pool_claims if not self.engine.has_claim(engine_id(c))]:
             # the engine ended the claim (lease, preemption, vacate): forget its session
             del self.pool_claims[cid]
@@ -354,6 +383,9 @@ class PoolLink:
         if obj is self:
             self._accept()
             return
+        if isinstance(obj, pool_transfer.Transfer):
+            self._transfer_done(obj)
+            return
         if isinstance(obj, AsyncExchange) and (obj in self.outbound or obj in self.inbound):
             obj.handle(mask)
             if not obj.done:
@@ -444,8 +476,11 @@ class PoolLink:
         except (KeyError, ValueError):
             pass
         ex.close()
+        waits = any([pool_reconnect.shadow_lost(self, job)   # every job, no short cut
+                     for job in list(self.jobs.values()) if job.exchange is ex])
         if ex.error is not None:
-            log.error("pool: %s", ex.error)
+            # a shadow that went away from a job it can come back to is no error
+            (log.info if waits else log.error)("pool: %s", ex.error)
         for eid, job in list(self.jobs.items()):
             if job.exchange is ex and not job.ended:
                 # the shadow is gone: its job must not run on unseen
@@ -470,11 +505,9 @@ class PoolLink:
             return
         r = Reader(inbound.payload, peer, crypto=True)
         if inbound.command == reconnect.CA_CMD:
-            # a shadow looking for its job after losing us: not kept (pool_restart.py)
+            # a shadow looking for its job after losing it (pool_reconnect.py)
             req = reconnect.parse_request(r)
-            why = reconnect.refusal(req)
-            log.info("pool: %s from %s refused: %s", req.command, peer, why)
-            yield Send(reconnect.failure(Writer(crypto=True), why).payload())
+            yield from pool_reconnect.serve(self, req, inbound.session_id, peer, holder[0])
             return
         if inbound.command == coalesce.COALESCE_SLOTS:
             # condor_now: the schedd merges its claims into one for the now-job
@@ -682,26 +715,53 @@ class PoolLink:
     def _run_for_shadow(self, peer: str, job: "PoolJob") -> Generator[Op, bytes | None, None]:
         ad = yield from shadow.get_job_info(peer)
         job.ad = ad
+        self._scratch_for(job)
         yield from shadow.register_starter_info(peer, self._starter_info(job))
-        yield from shadow.begin_execution(peer)
-        self._start(job)
+        # the job's files (pool_transfer.py): its input before it runs
+        if job.files is not None:
+            session = yield from shadow.get_sec_session_info(peer)
+            job.transfer_session = session[1]
+            yield from self._input(job, session[1])
+        if not job.ended:
+            yield from shadow.begin_execution(peer)
+            job.peer = peer
+            self._start(job)
+        yield from self._shadow_loop(peer, job)
+
+    def _shadow_loop(self, peer: str, job: "PoolJob") -> Generator[Op, bytes | None, None]:
+        """The running job's news and its exit for its shadow; a shadow that reconnects
+        (pool_reconnect.py) picks the loop up on its new connection."""
         while True:
             while job.updates:
                 update = ClassAd()
                 for k, v in job.updates.pop(0).items():
                     update[k] = v
                 yield from shadow.register_job_info(peer, update)
+            pool_reconnect.contact(self, job)
             if job.ended:
                 break
             yield Await(f"news of job {job.ad.get('ClusterId')}.{job.ad.get('ProcId')}")
+        if job.files is not None and job.transfer_session is not None:
+            yield from self._output(job, job.transfer_session)
         status, reason, final = shadow.exit_status(job.final or {}, job.killed, job.evicted)
+        if reason == shadow.JOB_SHOULD_HOLD:
+            try:
+                yield from shadow.hold(peer, job.ad, str(final.get("HoldReason") or
+                                                         "held by the starter"),
+                                       _int(final.get("HoldReasonCode")),
+                                       _int(final.get("HoldReasonSubCode")))
+            except CondorpyError as exc:
+                log.info("pool: telling the shadow of the hold: %s", exc)
         log.info("pool: job %s.%s of %s ended: reason %d, status %d",
                  job.ad.get("ClusterId"), job.ad.get("ProcId"), job.eid, reason, status)
         try:
             yield from shadow.job_exit(peer, status, reason, final)
         except CondorpyError as exc:
+            if job.lease > 0 and job.eid in self.stored:
+                raise     # the exit is kept until the shadow reconnects or the lease ends
             # the shadow may hang up once it has the exit: nothing is lost then
             log.info("pool: after job_exit: %s", exc)
+        pool_reconnect.reported(self, job)
         self.jobs.pop(job.eid, None)
 
     def _starter_info(self, job: "PoolJob") -> ClassAd:
@@ -713,10 +773,125 @@ class PoolLink:
                 info[attr] = slot_ad.get(attr)
         info["StarterIpAddr"] = self.address
         info["CondorVersion"] = CONDOR_VERSION
-        info["HasReconnect"] = False
-        if self.host is not None:
+        info["HasReconnect"] = True     # pool_reconnect.py
+        if job.files is not None:
+            info["CondorScratchDir"] = str(job.files.path)
+        elif self.host is not None:
             info["CondorScratchDir"] = str(self.host.paths.execute)
         return info
+
+    # ------------------------------------------------------------------ job files
+    def _scratch_for(self, job: "PoolJob") -> None:
+        """A scratch directory for a job whose files travel (pool_transfer.py)."""
+        slot_ad = self._ads().get(job.slot or "", ClassAd())
+        domain = slot_ad.get("FileSystemDomain")
+        if self.host is None or not pool_transfer.wants_transfer(
+                job.ad, domain if isinstance(domain, str) else ""):
+            return None
+        self._job_seq += 1
+        job.files = pool_transfer.new_scratch(job.ad, self.host.paths.execute, self._job_seq)
+
+    def _transfer(self, job: "PoolJob", t: pool_transfer.Transfer
+                  ) -> Generator[Op, bytes | None, ft.Failure | None]:
+        """Run one transfer on its thread; the shadow's exchange waits meanwhile."""
+        log.info("pool: %s of %s with %s", t.label, job.eid, t.addr.hostport())
+        t.start()
+        self.transfers[t] = job
+        self.sel.register(t.fileno(), selectors.EVENT_READ, ("pool", t))
+        while not t.done:
+            yield Await(f"the {t.label} of job {job.eid}")
+        failure = t.failure()
+        out = t.outcome
+        log.info("pool: %s of %s: %s", t.label, job.eid,
+                 f"failed: {failure.reason}" if failure is not None else
+                 f"{len(out.files) if out else 0} file(s), {len(out.dirs) if out else 0} "
+                 f"director(ies), {out.bytes if out else 0} bytes")
+        return failure
+
+    def _transfer_done(self, t: pool_transfer.Transfer) -> None:
+        if not t.collect():
+            return
+        try:
+            self.sel.unregister(t.fileno())
+        except (KeyError, ValueError):
+            pass
+        job = self.transfers.pop(t, None)
+        if job is None:
+            return
+        if job.exchange in self.inbound:
+            self._wake(job)
+        elif job.files is not None:
+            pool_transfer.remove_scratch(job.files.path)    # its shadow went away
+
+    def _input(self, job: "PoolJob", session: shadow.SessionInfo
+               ) -> Generator[Op, bytes | None, None]:
+        assert job.files is not None
+        try:
+            t = pool_transfer.input_transfer(job.ad, session, job.files, CONDOR_VERSION)
+        except (CondorpyError, OSError) as exc:
+            failure: ft.Failure | None = ft.Failure(str(exc), ft.DOWNLOAD_FILE_ERROR)
+        else:
+            failure = yield from self._transfer(job, t)
+        if failure is None:
+            job.files.catalog = pool_transfer.catalog(job.files.path)
+            job.ad = pool_transfer.job_ad_in_scratch(job.ad, job.files.path)
+            return
+        job.ended = True
+        job.evicted = failure.try_again
+        job.final = {} if failure.try_again else {
+            "HoldReason": f"Failed to transfer files: {failure.reason}",
+            "HoldReasonCode": failure.code, "HoldReasonSubCode": failure.subcode}
+
+    def _output(self, job: "PoolJob", session: shadow.SessionInfo
+                ) -> Generator[Op, bytes | None, None]:
+        """The outputs go back when the job ended by itself, or, for
+        ``when_to_transfer_output = ON_EXIT_OR_EVICT``, when this execution point
+        evicted it (into the shadow's spool: the next run gets them back as input),
+        as ``JICShadow::transferOutput`` does; a job its shadow stopped sends none."""
+        assert job.files is not None
+        try:
+            started = job.final is not None and job.ad.lookup(
+                PREPARED_SCRATCH_ATTR) is not None
+            final = not job.evicted
+            when = job.ad.evaluate("WhenToTransferOutput")
+            at_evict = isinstance(when, str) and when.upper() == "ON_EXIT_OR_EVICT"
+            if not started or job.killed or self.stopping or (job.evicted and not at_evict):
+                return
+            if job.evicted and job.ad.evaluate("SpoolOnEvict") is False:
+                final = True
+            refusal = pool_transfer.url_refusal(job.ad)
+            failure = None
+            t: pool_transfer.Transfer | None = None
+            if refusal is None:
+                try:
+                    t = pool_transfer.output_transfer(job.ad, session, job.files, final,
+                                                      CONDOR_VERSION)
+                except (CondorpyError, OSError) as exc:
+                    refusal = str(exc)
+            if t is not None:
+                failure = yield from self._transfer(job, t)
+                if failure is None and not final and t.outcome is not None:
+                    # what the shadow spooled comes back as input and goes to the
+                    # submitter at the final transfer (SpooledOutputFiles)
+                    job.final = dict(job.final or {})
+                    job.final["SpooledOutputFiles"] = pool_transfer.spooled(t.outcome)
+                where = f"STARTER at {parse_address(self.address).host} failed to send " \
+                    f"file(s) to {t.addr.sinful()}: "
+            else:
+                failure = ft.Failure(refusal or "no output transfer", ft.UPLOAD_FILE_ERROR)
+                where = ""
+            if failure is not None and "HoldReasonCode" not in (job.final or {}):
+                if failure.try_again:
+                    job.evicted = True
+                else:
+                    job.final = dict(job.final or {})
+                    job.final.update({
+                        # ExitDoUpload's words
+                        "HoldReason": f"{where}{failure.reason}",
+                        "HoldReasonCode": failure.code,
+                        "HoldReasonSubCode": failure.subcode})
+        finally:
+            pool_transfer.remove_scratch(job.files.path)
 
     def skip_numbers(self, last: int) -> None:
         """Pool jobs of an earlier daemon still hold numbers up to ``last``."""
@@ -728,6 +903,7 @@ class PoolLink:
             job.ended, job.final = True, {"HoldReason": "no slot", "HoldReasonCode": 6}
             return
         self._job_seq += 1
+        pool_reconnect.persist(self, job, self._job_seq)   # before the job can start
         try:
             host.launch_pool_job(job.eid, job.slot, job.ad, -self._job_seq)
         except CondorpyError as exc:
@@ -744,6 +920,11 @@ class PoolLink:
         job.ended = True
         job.evicted = evicted
         job.final = dict(final or {})
+        pool_reconnect.job_ended(self, job)
+        if job.files is not None and job.exchange not in self.inbound and \
+                not pool_reconnect.awaits_shadow(self, job):
+            # its shadow is gone for good: nobody takes the outputs (pool_transfer.py)
+            pool_transfer.remove_scratch(job.files.path)
         self._wake(job)
 
     def job_update(self, eid: str, attrs: dict[str, object]) -> None:
@@ -818,13 +999,14 @@ class PoolLink:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
-        """End the jobs run for shadows, invalidate every advertised slot (waiting a few
+        """Leave the jobs run for shadows running for a shadow to reconnect to (those
+        that cannot be are ended), invalidate every advertised slot (waiting a few
         seconds at most) and close."""
-        for eid, job in self.jobs.items():
-            if job.ended:
-                continue
-            # A restarted daemon cannot yet take a shadow's job back: end it now and
-            # tell the shadow so (job_exit, "requeue"), as an eviction.
+        self.stopping = True        # no output transfer now: the shadow hears at once
+        for eid in pool_reconnect.stopping(self):
+            job = self.jobs[eid]
+            # A job whose shadow cannot reconnect (no job lease) must not run on
+            # unseen: end it now and tell the shadow so (job_exit, "requeue").
             log.info("pool: stopping: the job of %s is killed and goes back to its "
                      "schedd's queue", eid)
             self._kill(eid, hard=True)
@@ -871,6 +1053,10 @@ class PoolLink:
         except (KeyError, ValueError):
             pass
         self.listener.close()
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
 def _failure_ad(reason: str) -> ClassAd:

@@ -1,12 +1,11 @@
-"""What becomes of jobs run for a pool's shadow when the daemon restarts.
+"""What becomes of jobs run for a pool's shadow that cannot be reconnected.
 
-HTCondor's shadow can take a running job back after its execution point restarts
-(CA_LOCATE_STARTER, CA_RECONNECT_JOB) only if the starter said it can reconnect;
-condorpy's does not say so yet (``HasReconnect = False``). So a pool job never runs on
-unseen: its starter is recorded in the job store as it is launched, and a daemon that
-restarts after being killed (SIGKILL, a crash) finds the starter still running, stops
-it and frees its slot. The shadow has meanwhile lost its connection with no reconnect
-on offer and requeues the job; a stopping daemon (SIGTERM) tells the shadow itself
+A job with a job lease survives a daemon restart (``pool_reconnect.py``). One without
+(``JobLeaseDuration`` 0 or missing, no ``GlobalJobId``) must never run on unseen: its
+starter is recorded in the job store as it is launched, and a daemon that restarts
+after being killed (SIGKILL, a crash) finds the starter still running, stops it and
+frees its slot. The shadow has meanwhile lost its connection with no reconnect on
+offer and requeues the job; a stopping daemon (SIGTERM) tells the shadow itself
 (``job_exit``, requeue) before it goes. Either way the job runs again only once, from
 its schedd's queue.
 """

@@ -12,11 +12,15 @@ from condorpy.starter.users import JobUser
 
 JOB_AD_FILE = ".job.ad"
 MACHINE_AD_FILE = ".machine.ad"
+# the job ad attribute naming a scratch directory made for the job beforehand
+PREPARED_SCRATCH_ATTR = "CondorpyPreparedScratch"
 
 
 @dataclass(frozen=True)
 class Sandbox:
     path: str
+    # made and removed by someone else (the daemon, around a pool job's file transfer)
+    prepared: bool = False
 
     @property
     def job_ad(self) -> str:
@@ -47,6 +51,28 @@ def create_sandbox(execute: str, user: JobUser, *, job_ad_text: str,
         for file in (path, box.job_ad, box.machine_ad):
             os.chown(file, user.uid, user.gid, follow_symlinks=False)
     os.chmod(path, 0o700)
+    return box
+
+
+def adopt_sandbox(path: str, execute: str, user: JobUser, *, job_ad_text: str,
+                  machine_ad_text: str) -> Sandbox:
+    """A scratch directory the daemon made and filled (a pool job's input files),
+    handed to the job's user whole; the daemon sends the outputs and removes it."""
+    real, base = os.path.realpath(path), os.path.realpath(execute)
+    if os.path.dirname(real) != base or not os.path.isdir(real) or os.path.islink(path):
+        raise StarterError(f"scratch directory {path} is not a directory in {execute}")
+    box = Sandbox(real, prepared=True)
+    for file, text in ((box.job_ad, job_ad_text), (box.machine_ad, machine_ad_text)):
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+    if user.switch:
+        for root, dirs, files in os.walk(real, followlinks=False):
+            os.chown(root, user.uid, user.gid, follow_symlinks=False)
+            for name in files + dirs:
+                os.chown(os.path.join(root, name), user.uid, user.gid,
+                         follow_symlinks=False)
+    os.chmod(real, 0o700)
     return box
 
 

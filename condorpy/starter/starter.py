@@ -24,7 +24,8 @@ from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan, Launched, launch
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
-from condorpy.starter.sandbox import Sandbox, create_sandbox, disk_usage_kb, remove_sandbox
+from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, adopt_sandbox, \
+    create_sandbox, disk_usage_kb, remove_sandbox
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.usage import MIB, Usage
 from condorpy.starter.userlog import UserLog
@@ -212,9 +213,17 @@ class Starter:
                       "PID namespace")
             pid_ns = False
         tree = self._cgroup_tree()
-        self.sandbox = create_sandbox(self.settings.execute, user,
-                                      job_ad_text=self.job_ad_text,
-                                      machine_ad_text=self.machine_ad_text, tag=self.tag)
+        prepared = self.job_ad.get(PREPARED_SCRATCH_ATTR)
+        if isinstance(prepared, str) and prepared:
+            # a pool job whose files were transferred in (condorpy/startd/pool_transfer.py)
+            self.sandbox = adopt_sandbox(prepared, self.settings.execute, user,
+                                         job_ad_text=self.job_ad_text,
+                                         machine_ad_text=self.machine_ad_text)
+        else:
+            self.sandbox = create_sandbox(self.settings.execute, user,
+                                          job_ad_text=self.job_ad_text,
+                                          machine_ad_text=self.machine_ad_text,
+                                          tag=self.tag)
         self._open_userlog(job, user, job.iwd or self.sandbox.path)
         self.server = ControlServer(self.socket_path)
         if tree is not None:
@@ -508,7 +517,7 @@ class Starter:
             self.server.close()
         if self.userlog is not None:
             self.userlog.close()
-        if self.sandbox is not None:
+        if self.sandbox is not None and not self.sandbox.prepared:
             try:
                 remove_sandbox(self.sandbox)
             except OSError as exc:

@@ -3,7 +3,8 @@ collector, negotiator, schedd, startd, shadow and the condor_* tools) in a chroo
 with debootstrap, on loopback only; or, with ``release="forky"``, Debian forky's
 ``condor`` (25.14.1) in a chroot of its own (``tests/pool/.cache/forky/root``).
 
-    python -m tests.pool.refpool build|start|start-default|stop|status [--release forky]
+    python -m tests.pool.refpool build|start|start-default|start-shared|stop|status
+        [--release forky]
 
 The chroot is built once into ``tests/pool/.cache/root`` (about a minute, about 560 MB;
 ``CONDORPY_REFPOOL_ROOT`` puts it elsewhere) and reused. Building and running need root
@@ -61,7 +62,7 @@ CONDOR_HOST = 127.0.0.1
 COLLECTOR_HOST = 127.0.0.1:{port}
 NETWORK_INTERFACE = 127.0.0.1
 BIND_ALL_INTERFACES = False
-USE_SHARED_PORT = False
+{shared_port}
 {security}
 use FEATURE : PartitionableSlot
 NUM_CPUS = 2
@@ -87,6 +88,16 @@ SECURITY = {
     "default": "# security: the package default (00-htcondor-9.0.config)",
 }
 # --- end security variants ---------------------------------------------------------
+
+# --- shared port (issue 17) --------------------------------------------------------
+# False: every daemon on a port of its own, the collector's fixed. True: the package
+# default, every daemon behind condor_shared_port on the collector's port, which
+# forwards a connection naming no sock id to the collector (SHARED_PORT_DEFAULT_ID).
+SHARED_PORT = {
+    False: "USE_SHARED_PORT = False",
+    True: "USE_SHARED_PORT = True\nSHARED_PORT_PORT = {port}",
+}
+# --- end shared port ---------------------------------------------------------------
 
 
 def _run(cmd: list[str], log: Path | None = None, check: bool = True,
@@ -125,6 +136,7 @@ class RefPool:
         self.port = 0
         self.extra = ""
         self.security = "host_based"
+        self.shared_port = False
         # one per chroot: pools of other releases or worktrees running at the same time
         # must not share (and clear) each other's job directories
         digest = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:8]
@@ -200,6 +212,8 @@ class RefPool:
     # ------------------------------------------------------------------ run
     @property
     def collector(self) -> str:
+        if self.shared_port:      # as an administrator names it: the collector's sock id
+            return f"127.0.0.1:{self.port}?sock=collector"
         return f"127.0.0.1:{self.port}"
 
     def condor(self, *argv: str, user: str | None = None, cwd: str | None = None,
@@ -216,7 +230,8 @@ class RefPool:
                                  f"{res.stdout[-2000:]}{res.stderr[-2000:]}")
         return res
 
-    def start(self, extra: str = "", security: str = "host_based") -> None:
+    def start(self, extra: str = "", security: str = "host_based",
+              shared_port: bool = False) -> None:
         self.build()
         if os.geteuid() != 0:
             raise PoolUnavailable("running the reference pool needs root (chroot)")
@@ -224,6 +239,7 @@ class RefPool:
         self.port = _free_port()
         self.extra = extra
         self.security = security
+        self.shared_port = shared_port
         cfg = self.root / "etc/condor/config.d/99-condorpy-refpool.config"
         # only the package's own files and this one: nothing left from another harness
         for stale in (self.root / "etc/condor/config.d").glob("*"):
@@ -233,7 +249,9 @@ class RefPool:
             # the daemons' protocol as they see it, for comparing releases
             extra += "\nALL_DEBUG = D_FULLDEBUG D_SECURITY D_COMMAND\n"
         cfg.write_text(CONFIG.format(port=self.port, extra=extra,
-                                     security=SECURITY[security]))
+                                     security=SECURITY[security],
+                                     shared_port=SHARED_PORT[shared_port].format(
+                                         port=self.port)))
         self._mount(self.root)
         self.shared.mkdir(exist_ok=True)
         self.shared.chmod(0o1777)
@@ -342,8 +360,9 @@ def main(argv: list[str]) -> int:
             pool.build()
             print(f"reference pool ({pool.release}, {pool.package} {pool.version}) "
                   f"built in {pool.root}")
-        elif cmd in ("start", "start-default"):
-            pool.start(security="default" if cmd == "start-default" else "host_based")
+        elif cmd in ("start", "start-default", "start-shared"):
+            pool.start(security="default" if cmd == "start-default" else "host_based",
+                       shared_port=cmd == "start-shared")
             print(f"reference pool up: collector {pool.collector}")
         elif cmd == "stop":
             pool.stop()
@@ -351,9 +370,9 @@ def main(argv: list[str]) -> int:
             print(pool.condor("condor_status", "-any", "-af", "MyType", "Name",
                               check=False).stdout)
         else:
-            print("usage: python -m tests.pool.refpool build|start|start-default|stop|status"
-                  " [--release trixie|forky]",
-                  file=sys.stderr)
+            print("usage: python -m tests.pool.refpool "
+                  "build|start|start-default|start-shared|stop|status "
+                  "[--release trixie|forky]", file=sys.stderr)
             return 2
     except PoolUnavailable as exc:
         print(f"refpool: {exc}", file=sys.stderr)

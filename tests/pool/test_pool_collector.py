@@ -37,6 +37,7 @@ UPDATE_INTERVAL = 600
 use FEATURE : StaticSlots
 NUM_CPUS = 3
 MEMORY = 3072
+CONDORPY_POOL_ACCEPT_CLAIMS = False
 """
 
 
@@ -82,7 +83,7 @@ def test_condor_status_lists_the_slots_at_start_and_not_after_stop(
                   "LoadAvg", "MyAddress", "Requirements")
     for name in want:
         state, activity, cpus, memory, opsys, arch, load, addr, req = rows[name]
-        # CONDORPY_POOL_ACCEPT_CLAIMS is off: listed, but never matched
+        # CONDORPY_POOL_ACCEPT_CLAIMS = False: listed, but never matched
         assert req == "false"
         assert (state, activity, cpus, memory) == ("Unclaimed", "Idle", "1", "1024")
         assert (opsys, arch) == ("LINUX", "X86_64")

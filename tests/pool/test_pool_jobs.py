@@ -32,7 +32,6 @@ FILESYSTEM_DOMAIN = vm
 SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE
 SEC_DEFAULT_ENCRYPTION = REQUIRED
 SEC_DEFAULT_INTEGRITY = REQUIRED
-CONDORPY_POOL_ACCEPT_CLAIMS = True
 UPDATE_INTERVAL = 600
 NUM_CPUS = 4
 MEMORY = 4096
@@ -266,8 +265,10 @@ queue
         d.kill_leftovers()
 
 
-def test_a_daemon_stopping_under_a_pool_job_tells_the_shadow_and_leaves_nothing(
+def test_a_daemon_stopping_under_a_job_without_a_lease_tells_the_shadow_and_leaves_nothing(
         tmp_path: Path, refpool: RefPool, jobdir: Path) -> None:
+    # Without a job lease the shadow cannot reconnect (test_pool_restart.py covers the
+    # jobs that can): the job must not run on unseen.
     d = Daemon(tmp_path, CONFIG.format(collector=refpool.collector, host=HOST), cpus=4)
     d.start()
     marker = jobdir / "started"
@@ -275,6 +276,7 @@ def test_a_daemon_stopping_under_a_pool_job_tells_the_shadow_and_leaves_nothing(
         cluster = submit(refpool, jobdir, f"""\
 executable = /bin/sh
 arguments = "-c 'echo $$ > {marker}.tmp; mv {marker}.tmp {marker}; exec sleep 300'"
+job_lease_duration = 0
 log = job.log
 should_transfer_files = NO
 requirements = regexp("condorpy", TARGET.CondorVersion)

@@ -367,3 +367,35 @@ def test_a_restarted_startd_reconnects(settings: StarterSettings) -> None:
     assert second.wait_for("event", "done")["ad"]["ExitSignal"] == signal.SIGKILL
     second.close()
     running.outcome()
+
+
+def test_a_prepared_scratch_directory_is_used_and_left_for_its_maker(
+        settings: StarterSettings, execute: Path) -> None:
+    """A pool job's files arrive before it runs (condorpy/startd/pool_transfer.py):
+    the starter runs it in that directory, hands it to the job's user and leaves it
+    (the daemon sends the outputs, then removes it)."""
+    scratch = execute / "dir_pool_1"
+    (scratch / "data").mkdir(parents=True)
+    (scratch / "data" / "in.txt").write_text("transferred\n")
+    job = sh("cat data/in.txt > result.txt; echo $PWD; echo $_CONDOR_SCRATCH_DIR; "
+             "test -s .job.ad && echo ad; id -un",
+             Iwd=str(scratch), Out="_condor_stdout", Owner="root",
+             CondorpyPreparedScratch=str(scratch))
+    out = run(job, None, settings)
+    assert out.attributes["ExitCode"] == 0, out.attributes
+    assert (scratch / "result.txt").read_text() == "transferred\n"
+    lines = (scratch / "_condor_stdout").read_text().split()
+    assert lines[:3] == [str(scratch), str(scratch), "ad"]
+    if ROOT:
+        assert lines[3] == "nobody"
+        assert (scratch / "data" / "in.txt").stat().st_uid != 0
+    assert scratch.is_dir()                 # left for the daemon
+    assert [p.name for p in execute.iterdir()] == ["dir_pool_1"]
+
+
+def test_a_prepared_scratch_outside_execute_is_refused(settings: StarterSettings,
+                                                       tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(Exception, match="is not a directory in"):
+        run(sh("true", CondorpyPreparedScratch=str(elsewhere)), None, settings)

@@ -1,10 +1,6 @@
-"""A condorpy daemon restarting under a job a 25.14.1 shadow runs on it.
-
-Stopped by SIGTERM, the daemon ends the job and tells the shadow, as with 23.9.6. After
-a SIGKILL the 25.14.1 shadow does not write 23.9.6's "Shadow exception!": it tries to
-reconnect, is refused ("Reconnect is not supported"), and logs "Job reconnection
-failed" and an eviction (code 1008) instead; that case belongs with the reconnect work
-(pool_reconnect.py), which changes what the restarted daemon answers."""
+"""A condorpy daemon killed under a job a 25.14.1 shadow runs on it: the shadow
+reconnects to the restarted daemon (CA_LOCATE_STARTER / CA_RECONNECT_JOB from a 25.x
+shadow) and the job completes once."""
 
 from __future__ import annotations
 
@@ -16,12 +12,12 @@ import pytest
 from tests.pool.refpool import RefPool
 from tests.pool.test_pool_jobs import jobdir  # noqa: F401
 from tests.pool.test_pool_restart import \
-    test_a_restart_under_a_pool_job_stops_it_and_it_runs_again_once as restart_under_job
+    test_a_pool_job_survives_a_daemon_restart_and_completes_once as restart_under_job
 
 REFPOOL_RELEASE = "forky"
 pytestmark = pytest.mark.pool
 
 
-def test_a_sigterm_restart_under_a_25_shadows_job_stops_it_and_it_runs_again_once(
+def test_a_pool_job_survives_a_sigkill_restart_under_a_25_shadow(
         tmp_path: Path, refpool: RefPool, jobdir: Path) -> None:  # noqa: F811
-    restart_under_job(tmp_path, refpool, jobdir, signal.SIGTERM)
+    restart_under_job(tmp_path, refpool, jobdir, signal.SIGKILL, "")

@@ -1,0 +1,511 @@
+"""Pool jobs that outlive their shadow's connection, or the daemon itself (HTCondor's
+shadow reconnect; ``docs/pool.md``, "Pool jobs across a daemon restart").
+
+HTCondor's starter keeps a job running when the shadow's connection drops and waits
+for the shadow to come back until the job lease (``JobLeaseDuration``, counted from
+the shadow's last word) runs out (``jic_shadow.cpp``); the shadow finds the starter
+through the startd (``CA_LOCATE_STARTER``) and takes the job back over a new
+connection (``CA_RECONNECT_JOB``), on the claim's security session both times.
+condorpy's starter side lives in the daemon, so the daemon does all of it:
+
+- before a job of a pool claim starts, the claim (full claim id with its key, the
+  schedd's address and alive interval, the request and job ads, the slot, the lease)
+  is written to the job store (``pool_claims``, one row per claim), and it goes when
+  the claim ends or the shadow has the job's exit; the row holds the claim's key, so
+  the store is made readable by its owner only and the row is never logged;
+- a stopping or killed daemon leaves such jobs running (the starters are separate
+  processes); the next one re-adopts each starter as it does local jobs, re-creates
+  its claim in the policy engine (the same request ad carves the same d-slot) and in
+  the pool link (claim id, session, a job with no shadow connection), and binds the
+  command port it had, which the claim ids name;
+- a job whose shadow is away is killed once its lease has run out and its claim
+  released; a job that ended meanwhile keeps its exit for the shadow (also across a
+  restart), which hears it as soon as it reconnects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from condorpy.classad import ClassAd
+from condorpy.errors import ClassAdError, CondorpyError
+from condorpy.pool import claims, reconnect
+from condorpy.pool.cedar import Writer
+from condorpy.pool.security import Op, Send
+from condorpy.pool.server import claim_session_key, parse_claim_id
+from condorpy.startd.jobstore import JobStore, StarterRecord
+
+if TYPE_CHECKING:
+    from condorpy.pool.connection import AsyncExchange
+    from condorpy.startd.daemon import Startd
+    from condorpy.startd.pool_link import PoolJob, PoolLink
+
+log = logging.getLogger("condorpy.startd.pool")
+
+PORT_KEY = "pool_command_port"
+CONTACT_WRITE_EVERY = 60.0     # most seconds between stored notes of the shadow's last word
+
+
+@dataclass(frozen=True)
+class StoredClaim:
+    """What re-creating a pool claim with its running job needs."""
+
+    claim_id: str              # the full claim id: a secret
+    target: str                # the slot the claim was requested for (a p-slot, or static)
+    slot: str                  # the slot the job ran in
+    schedd: str
+    alive_interval: int
+    request_ad: str            # old ClassAd syntax
+    job_ad: str
+    shadow: str
+    number: int                # the pool job's number: its JobId is (-number, 0)
+    lease: int                 # JobLeaseDuration; 0: no reconnect
+    last_contact: float        # wall time of the shadow's last word
+    final: dict[str, Any] | None = None    # the job's end, not yet heard by its shadow
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "StoredClaim":
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError("not an object")
+        names = {f.name for f in dataclasses.fields(cls)}
+        rec = cls(**{k: v for k, v in raw.items() if k in names})
+        if not isinstance(rec.claim_id, str) or not isinstance(rec.number, int):
+            raise ValueError("a claim id and a job number are needed")
+        return rec
+
+
+def lease_of(ad: ClassAd) -> int:
+    """The job lease a shadow reconnects within: HTCondor's shadow tries only for a job
+    with a ``GlobalJobId`` and a positive ``JobLeaseDuration``
+    (``RemoteResource::supportsReconnect``)."""
+    lease = ad.get("JobLeaseDuration")
+    if not isinstance(ad.get("GlobalJobId"), str) or isinstance(lease, bool) or \
+            not isinstance(lease, (int, float)) or lease <= 0:
+        return 0
+    return int(lease)
+
+
+def _engine_id(claim_id: str) -> str:
+    return parse_claim_id(claim_id).session_id
+
+
+def _full_claim(link: "PoolLink", eid: str) -> str | None:
+    return next((c for c in link.pool_claims if _engine_id(c) == eid), None)
+
+
+def _store(link: "PoolLink") -> JobStore | None:
+    return getattr(link.host, "store", None)
+
+
+def _protect(store: JobStore) -> None:
+    """The rows hold claim keys: the database and its journal are the owner's only."""
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.chmod(store.path + suffix, 0o600)
+        except OSError:
+            pass
+
+
+def _put(link: "PoolLink", rec: StoredClaim) -> None:
+    store = _store(link)
+    if store is None:
+        return
+    _protect(store)
+    eid = _engine_id(rec.claim_id)
+    store.put_pool_claim(eid, rec.to_json())
+    link.stored[eid] = rec
+
+
+def _forget(link: "PoolLink", eid: str) -> None:
+    if link.stored.pop(eid, None) is None:
+        return
+    store = _store(link)
+    if store is not None:
+        try:
+            store.forget_pool_claim(eid)
+        except CondorpyError as exc:
+            log.error("pool: cannot forget the stored claim %s: %s", eid, exc)
+
+
+# ------------------------------------------------------------------ the command port
+def previous_port(store: JobStore) -> int:
+    """The command port an earlier daemon had: the claim ids its shadows hold name it."""
+    return store.get_meta(PORT_KEY) or 0
+
+
+def remember_port(store: JobStore, link: "PoolLink | None") -> None:
+    if link is not None:
+        store.set_meta(PORT_KEY, int(link.listener.getsockname()[1]))
+
+
+# ------------------------------------------------------------------ a job starts
+def persist(link: "PoolLink", job: "PoolJob", number: int) -> None:
+    """Store ``job``'s claim before its starter is launched (atomically: one row)."""
+    cid = _full_claim(link, job.eid)
+    job.number = number
+    job.lease = lease_of(job.ad)
+    job.last_contact = link.clock.time()
+    if cid is None or job.slot is None or job.lease == 0:
+        job.lease = 0
+        return
+    req = link.pool_claims[cid]
+    target = job.slot.split("_")[0]
+    rec = StoredClaim(cid, target, job.slot, req.scheduler_addr, req.alive_interval,
+                      req.ad.to_old(), job.ad.to_old(), job.peer, number, job.lease,
+                      job.last_contact)
+    try:
+        _put(link, rec)
+    except CondorpyError as exc:
+        # the job runs all the same, only without a way back for its shadow
+        log.error("pool: cannot store the claim of %s (its job will not survive a "
+                  "restart): %s", job.eid, exc)
+        job.lease = 0
+
+
+def contact(link: "PoolLink", job: "PoolJob") -> None:
+    """The shadow has spoken: its job's lease runs from now."""
+    now = link.clock.time()
+    job.last_contact = now
+    job.disconnected = None
+    rec = link.stored.get(job.eid)
+    # a stale note would let a restarted daemon count the lease out early: a short
+    # lease is noted more often
+    if rec is not None and now - rec.last_contact >= min(CONTACT_WRITE_EVERY,
+                                                         job.lease / 4):
+        try:
+            _put(link, dataclasses.replace(rec, last_contact=now))
+        except CondorpyError as exc:
+            log.warning("pool: cannot note the shadow's contact for %s: %s", job.eid, exc)
+
+
+# ------------------------------------------------------------------ the shadow goes away
+def shadow_lost(link: "PoolLink", job: "PoolJob") -> bool:
+    """The shadow's connection of ``job`` closed. True: the job waits for the shadow
+    to reconnect (within its lease); False: the caller ends it (no reconnect)."""
+    if job.lease <= 0 or job.eid not in link.stored:
+        return False
+    job.exchange = None
+    if job.ended:
+        job_ended(link, job)          # its exit waits for the shadow
+    if job.disconnected is None:
+        job.disconnected = link.clock.time()
+        left = max(0.0, job.last_contact + job.lease - job.disconnected)
+        log.warning("pool: the shadow of %s went away; its job %s waits %.0f s (job "
+                    "lease) for the shadow to reconnect", job.eid, _job_name(job), left)
+    return True
+
+
+def job_ended(link: "PoolLink", job: "PoolJob") -> None:
+    """``job`` ended: while its shadow is away its exit is kept (stored too), for the
+    shadow to hear on reconnecting."""
+    rec = link.stored.get(job.eid)
+    if job.exchange is not None or rec is None:
+        return
+    log.info("pool: job %s of %s ended while its shadow is away; its exit is kept for "
+             "the shadow", _job_name(job), job.eid)
+    try:
+        _put(link, dataclasses.replace(rec, final=_plain(job.final or {})))
+    except CondorpyError as exc:
+        log.warning("pool: cannot store the exit of %s: %s", job.eid, exc)
+
+
+def _plain(final: dict[str, object]) -> dict[str, Any]:
+    return {k: v for k, v in final.items() if isinstance(v, (bool, int, float, str))}
+
+
+def stopping(link: "PoolLink") -> list[str]:
+    """The daemon stops: jobs whose shadow can reconnect run on. Returns the claims
+    whose jobs must be ended as before (no reconnect possible)."""
+    now = link.clock.time()
+    ended: list[str] = []
+    for eid, job in link.jobs.items():
+        if job.ended:
+            continue
+        rec = link.stored.get(eid)
+        if job.lease <= 0 or rec is None:
+            ended.append(eid)
+            continue
+        if job.exchange is not None:
+            job.last_contact = now      # connected until now
+        try:
+            _put(link, dataclasses.replace(rec, last_contact=job.last_contact))
+        except CondorpyError as exc:
+            log.warning("pool: cannot note the shadow's contact for %s: %s", eid, exc)
+        log.info("pool: stopping: job %s of %s runs on; its shadow may reconnect to "
+                 "the next daemon", _job_name(job), eid)
+    return ended
+
+
+# ------------------------------------------------------------------ the loop
+def tick(link: "PoolLink") -> None:
+    """Jobs whose shadow stayed away past their lease; stored claims that ended."""
+    now = link.clock.time()
+    for eid, job in list(link.jobs.items()):
+        if job.exchange is not None or job.lease <= 0 or eid not in link.stored:
+            continue
+        if now < job.last_contact + job.lease:
+            continue
+        if not job.ended:
+            if not job.lease_expired:
+                job.lease_expired = True
+                job.killed = True
+                log.warning("pool: the job lease of %s (%d s) ran out with its shadow "
+                            "away: the job is killed and its claim released",
+                            eid, job.lease)
+                link._kill(eid, hard=True)
+            continue
+        _end_claim(link, eid, "its shadow did not come back within the job lease")
+    for eid in [e for e, rec in link.stored.items() if rec.claim_id not in link.pool_claims]:
+        _forget(link, eid)
+        gone = link.jobs.get(eid)
+        if gone is not None and gone.exchange is None and gone.ended:
+            del link.jobs[eid]
+
+
+def _end_claim(link: "PoolLink", eid: str, why: str) -> None:
+    cid = _full_claim(link, eid)
+    log.info("pool: claim %s released: %s", eid, why)
+    link.jobs.pop(eid, None)
+    _forget(link, eid)
+    if cid is not None:
+        del link.pool_claims[cid]
+        link.sessions.pop(parse_claim_id(cid).session_id, None)
+        link.next_alive.pop(cid, None)
+        link.next_refresh.pop(cid, None)
+        for slot, c in list(link.claim_ids.items()):
+            if c == cid:
+                del link.claim_ids[slot]
+    if link.engine.has_claim(eid):
+        link.apply(link.engine.release(link.clock.time(), eid))
+
+
+def reported(link: "PoolLink", job: "PoolJob") -> None:
+    """The shadow has the job's exit: nothing of it needs to survive a restart."""
+    _forget(link, job.eid)
+
+
+def timeout(link: "PoolLink", now_mono: float) -> float:
+    """Seconds until a waiting job's lease runs out."""
+    wall = link.clock.time()
+    due = float("inf")
+    for job in link.jobs.values():
+        if job.exchange is None and job.lease > 0 and job.eid in link.stored:
+            due = min(due, max(0.0, job.last_contact + job.lease - wall))
+    return due
+
+
+# ------------------------------------------------------------------ the shadow's commands
+def serve(link: "PoolLink", req: reconnect.CaRequest, session_id: str, peer: str,
+          exchange: "AsyncExchange") -> Generator[Op, bytes | None, None]:
+    """``CA_LOCATE_STARTER`` or ``CA_RECONNECT_JOB`` on the claim session
+    ``session_id``; a reconnected job's shadow conversation goes on on this very
+    connection."""
+    cid = next((c for c in link.pool_claims if _engine_id(c) == session_id), None)
+    job = link.jobs.get(session_id) if cid is not None else None
+    why = ""
+    if req.command not in (reconnect.LOCATE_STARTER, reconnect.RECONNECT_JOB):
+        why = f"unsupported CA command {req.command}"
+    elif cid is None or job is None:
+        why = "no job on this claim"
+    elif req.claim_id is not None and req.claim_id != cid:
+        why = "the ClaimId is not this session's claim"
+    elif req.global_job_id is not None and req.global_job_id != job.ad.get("GlobalJobId"):
+        why = f"GlobalJobId {req.global_job_id} is not the job on this claim"
+    elif req.command == reconnect.LOCATE_STARTER and req.global_job_id is None:
+        why = "the request names no GlobalJobId"
+    elif job.lease <= 0:
+        why = "this job cannot be reconnected"
+    if why or cid is None or job is None:
+        log.info("pool: %s from %s for %s refused: %s", req.command, peer, session_id,
+                 why)
+        yield Send(reconnect.failure(Writer(crypto=True), why).payload())
+        return
+    if req.command == reconnect.LOCATE_STARTER:
+        schedd = req.ad.get("ScheddIpAddr")
+        if isinstance(schedd, str) and schedd and \
+                schedd != link.pool_claims[cid].scheduler_addr:
+            # a restarted schedd has a new address: its ALIVEs go there now
+            link.pool_claims[cid] = dataclasses.replace(link.pool_claims[cid],
+                                                        scheduler_addr=schedd)
+            rec = link.stored.get(session_id)
+            if rec is not None:
+                _put(link, dataclasses.replace(rec, schedd=schedd))
+        log.info("pool: %s from %s: job %s of %s is here", req.command, peer,
+                 _job_name(job), session_id)
+        yield Send(reconnect.located(Writer(crypto=True), link.address,
+                                     link._starter_info(job)).payload())
+        return
+    old = job.exchange
+    job.exchange = exchange
+    job.peer = peer
+    shadow = req.ad.get("ShadowIpAddr")
+    log.info("pool: the shadow %s reconnected to job %s of %s%s", peer, _job_name(job),
+             session_id, " (its job has ended)" if job.ended else "")
+    if old is not None and old is not exchange and old in link.inbound:
+        link._close_inbound(old)       # the shadow has given up on that connection
+    yield Send(reconnect.success(Writer(crypto=True), link._starter_info(job)).payload())
+    contact(link, job)
+    rec = link.stored.get(session_id)
+    if rec is not None and isinstance(shadow, str) and shadow != rec.shadow:
+        try:
+            _put(link, dataclasses.replace(rec, shadow=shadow))
+        except CondorpyError as exc:
+            log.warning("pool: cannot note the new shadow of %s: %s", session_id, exc)
+    if job.updates:
+        # what happened while the shadow was away, as one update
+        merged: dict[str, object] = {}
+        for u in job.updates:
+            merged.update(u)
+        job.updates = [merged]
+    yield from link._shadow_loop(peer, job)
+
+
+# ------------------------------------------------------------------ a restart
+def stored(store: JobStore) -> dict[int, StoredClaim]:
+    """The stored claims by their job's number; a damaged row is dropped, logged."""
+    out: dict[int, StoredClaim] = {}
+    for eid, text in store.pool_claims():
+        try:
+            rec = StoredClaim.from_json(text)
+            _engine_id(rec.claim_id)
+        except (ValueError, TypeError) as exc:
+            log.error("pool: the stored claim %s is damaged (%s); dropped", eid, exc)
+            store.forget_pool_claim(eid)
+            continue
+        out[rec.number] = rec
+    return out
+
+
+def adopt(startd: "Startd", srec: StarterRecord, alive: bool) -> bool:
+    """Re-create the claim of the pool job ``srec`` and its job as the earlier daemon
+    had them. False: no stored claim (or it cannot be re-created); the caller stops
+    the job as before."""
+    link = startd.pool
+    if link is None:
+        return False
+    rec = startd.pool_stored.pop(-srec.job_id.cluster, None)
+    if rec is None:
+        return False
+    result = Path(srec.execute_dir) / "final.ad"
+    if not alive and not result.exists():
+        log.warning("pool: job %s of %s vanished with no result while the daemon was "
+                    "away; its shadow will hear it is gone", srec.job_id,
+                    _engine_id(rec.claim_id))
+        startd.store.forget_pool_claim(_engine_id(rec.claim_id))
+        startd.store.forget_starter(srec.job_id)
+        return True
+    eid = _recreate(startd, link, rec)
+    if eid is None:
+        startd.store.forget_pool_claim(_engine_id(rec.claim_id))
+        return False
+    from condorpy.startd.daemon import RunningJob, _CONNECT_TIMEOUT_S, _read_result
+    from condorpy.startd.forkserver import Launched
+    launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
+                        srec.socket_path, str(result), "")
+    job = link.jobs[eid]
+    rj = RunningJob(srec.job_id, eid, job.slot or srec.slot, launched=launched,
+                    connect_by=startd.clock.monotonic() + _CONNECT_TIMEOUT_S)
+    startd.running[srec.job_id] = rj
+    startd.by_claim[eid] = srec.job_id
+    if alive:
+        log.info("job %s: re-adopted the starter %d of pool job %s in %s; waiting for "
+                 "its shadow to reconnect", srec.job_id, srec.pid, _job_name(job), rj.slot)
+        startd.metrics.stats.adopted("adopted")
+    else:
+        log.info("job %s: pool job %s ended while the daemon was away; its exit is kept "
+                 "for its shadow", srec.job_id, _job_name(job))
+        startd.metrics.stats.adopted("finished")
+        startd._finish(rj, _read_result(result))
+    return True
+
+
+def adopt_rest(startd: "Startd") -> None:
+    """Stored claims with no starter left: a job whose exit its shadow has not heard is
+    kept for it; the rest are dropped."""
+    link = startd.pool
+    for number, rec in sorted(startd.pool_stored.items()):
+        eid = _engine_id(rec.claim_id)
+        if link is not None and rec.final is not None:
+            if _recreate(startd, link, rec) is not None:
+                job = link.jobs[eid]
+                job.ended = True
+                job.final = dict(rec.final)
+                link.apply(link.engine.job_exit(link.clock.time(), eid,
+                                                _exit_code(rec.final)))
+                log.info("pool: the exit of job %s of %s is kept for its shadow",
+                         _job_name(job), eid)
+                continue
+        startd.store.forget_pool_claim(eid)
+    startd.pool_stored = {}
+
+
+def _exit_code(final: dict[str, Any]) -> int | None:
+    code = final.get("ExitCode")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _recreate(startd: "Startd", link: "PoolLink", rec: StoredClaim) -> str | None:
+    """The claim in the engine (carving its d-slot again) and in the link."""
+    from condorpy.policy.records import StartJob
+    from condorpy.startd.pool_link import PoolJob
+    eid = _engine_id(rec.claim_id)
+    try:
+        request = ClassAd.parse_old(rec.request_ad, source=f"the stored claim {eid}")
+        job_ad = ClassAd.parse_old(rec.job_ad, source=f"the stored claim {eid}")
+    except ClassAdError as exc:
+        log.error("pool: the stored claim %s is damaged: %s", eid, exc)
+        return None
+    engine = link.engine
+    if rec.target not in engine.slots:
+        log.error("pool: the stored claim %s names slot %s, which this configuration "
+                  "lacks", eid, rec.target)
+        return None
+    startd._apply([o for o in engine.request_claim(link.clock.time(), eid, request,
+                                                   rec.target)
+                   if not isinstance(o, StartJob)])
+    if not engine.has_claim(eid):
+        log.error("pool: the claim %s could not be re-created in %s", eid, rec.target)
+        return None
+    startd._apply([o for o in engine.activate(link.clock.time(), eid, job_ad)
+                   if not isinstance(o, StartJob)])
+    slot = next((s.name for s in engine.slots.values()
+                 if s.claim is not None and s.claim.id == eid), rec.slot)
+    link.pool_claims[rec.claim_id] = claims.RequestClaim(
+        rec.claim_id, request, rec.schedd, rec.alive_interval)
+    link.sessions[eid] = claim_session_key(rec.claim_id)
+    link.claim_ids[slot] = rec.claim_id
+    job = PoolJob(eid, job_ad, slot=slot)
+    job.number, job.lease, job.last_contact = rec.number, rec.lease, rec.last_contact
+    job.peer = rec.shadow
+    link.jobs[eid] = job
+    link.stored[eid] = dataclasses.replace(rec, slot=slot)
+    link.skip_numbers(rec.number)
+    log.info("pool: claim %s of %s re-created in %s (job %s)", eid, rec.schedd, slot,
+             _job_name(job))
+    return eid
+
+
+def _job_name(job: "PoolJob") -> str:
+    return f"{job.ad.get('ClusterId')}.{job.ad.get('ProcId')}"
+
+
+__all__ = ["StoredClaim", "lease_of", "persist", "contact", "shadow_lost", "job_ended",
+           "stopping", "tick", "reported", "timeout", "serve", "stored", "adopt",
+           "adopt_rest", "previous_port", "remember_port"]
+
+
+def awaits_shadow(link: "PoolLink", job: "PoolJob") -> bool:
+    """Whether ``job``'s shadow may still come back for it (a job lease and a stored
+    claim): its exit and its files are kept for it until then."""
+    return job.lease > 0 and job.eid in link.stored
