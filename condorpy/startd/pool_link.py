@@ -814,7 +814,7 @@ class PoolLink:
             return
         if job.exchange in self.inbound:
             self._wake(job)
-        elif job.files is not None:
+        elif job.files is not None and not pool_reconnect.awaits_shadow(self, job):
             pool_transfer.remove_scratch(job.files.path)    # its shadow went away
 
     def _input(self, job: "PoolJob", session: shadow.SessionInfo
@@ -843,12 +843,16 @@ class PoolLink:
         evicted it (into the shadow's spool: the next run gets them back as input),
         as ``JICShadow::transferOutput`` does; a job its shadow stopped sends none."""
         assert job.files is not None
+        keep = False     # the outputs wait for a shadow that may reconnect (pool_reconnect)
         try:
             started = job.final is not None and job.ad.lookup(
                 PREPARED_SCRATCH_ATTR) is not None
             final = not job.evicted
             when = job.ad.evaluate("WhenToTransferOutput")
             at_evict = isinstance(when, str) and when.upper() == "ON_EXIT_OR_EVICT"
+            if self.stopping and pool_reconnect.awaits_shadow(self, job):
+                keep = True
+                return
             if not started or job.killed or self.stopping or (job.evicted and not at_evict):
                 return
             if job.evicted and job.ad.evaluate("SpoolOnEvict") is False:
@@ -864,6 +868,14 @@ class PoolLink:
                     refusal = str(exc)
             if t is not None:
                 failure = yield from self._transfer(job, t)
+                if failure is not None and failure.try_again and \
+                        pool_reconnect.awaits_shadow(self, job):
+                    # most likely the shadow died with its transfer server: its
+                    # successor reconnects and gets the outputs then
+                    keep = True
+                    raise PoolError(f"the output transfer of {job.eid} failed "
+                                    f"({failure.reason}); the outputs are kept for the "
+                                    f"shadow to reconnect", peer=t.addr.sinful())
                 if failure is None and not final and t.outcome is not None:
                     # what the shadow spooled comes back as input and goes to the
                     # submitter at the final transfer (SpooledOutputFiles)
@@ -884,8 +896,13 @@ class PoolLink:
                         "HoldReason": f"{where}{failure.reason}",
                         "HoldReasonCode": failure.code,
                         "HoldReasonSubCode": failure.subcode})
+        except GeneratorExit:
+            # the shadow's connection closed mid-transfer (or the daemon stops)
+            keep = pool_reconnect.awaits_shadow(self, job)
+            raise
         finally:
-            pool_transfer.remove_scratch(job.files.path)
+            if not keep:
+                pool_transfer.remove_scratch(job.files.path)
 
     def skip_numbers(self, last: int) -> None:
         """Pool jobs of an earlier daemon still hold numbers up to ``last``."""
