@@ -868,14 +868,6 @@ class PoolLink:
                     refusal = str(exc)
             if t is not None:
                 failure = yield from self._transfer(job, t)
-                if failure is not None and failure.try_again and \
-                        pool_reconnect.awaits_shadow(self, job):
-                    # most likely the shadow died with its transfer server: its
-                    # successor reconnects and gets the outputs then
-                    keep = True
-                    raise PoolError(f"the output transfer of {job.eid} failed "
-                                    f"({failure.reason}); the outputs are kept for the "
-                                    f"shadow to reconnect", peer=t.addr.sinful())
                 if failure is None and not final and t.outcome is not None:
                     # what the shadow spooled comes back as input and goes to the
                     # submitter at the final transfer (SpooledOutputFiles)
