@@ -331,8 +331,10 @@ def tick(link: "PoolLink") -> None:
         gone = link.jobs.get(eid)
         rec = link.stored[eid]
         _forget(link, eid)
-        if gone is None or gone.ended:
-            drop_scratch(rec)      # a running job's goes when it ends (PoolLink.job_ended)
+        if gone is None or (gone.exchange is None and gone.ended):
+            # nobody takes its outputs; a job with a shadow connected (an eviction
+            # sending ON_EXIT_OR_EVICT output) or still running removes its own
+            drop_scratch(rec)
         if gone is not None and gone.exchange is None and gone.ended:
             del link.jobs[eid]
 
