@@ -168,3 +168,17 @@ def test_a_released_claims_scratch_is_removed(tmp_path: Path) -> None:
     link.pool_claims.clear()                            # the schedd released it
     pool_reconnect.tick(link)                           # type: ignore[arg-type]
     assert not scratch.exists() and link.stored == {}
+
+
+def test_an_evicted_jobs_scratch_stays_for_its_connected_shadow(tmp_path: Path) -> None:
+    # a vacate ends the claim while the shadow still waits for ON_EXIT_OR_EVICT output
+    scratch = tmp_path / "dir_pool_3"
+    scratch.mkdir()
+    job = _xfer_job(scratch)
+    job.ended = True
+    job.exchange = object()
+    link = _LeaseLink(job)
+    link.stored[EID] = _record(**pool_reconnect.transfer_fields(job))
+    link.pool_claims.clear()
+    pool_reconnect.tick(link)                           # type: ignore[arg-type]
+    assert scratch.exists() and link.stored == {}
