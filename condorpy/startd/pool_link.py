@@ -820,7 +820,7 @@ class PoolLink:
             return
         if job.exchange in self.inbound:
             self._wake(job)
-        elif job.files is not None:
+        elif job.files is not None and not pool_reconnect.awaits_shadow(self, job):
             pool_transfer.remove_scratch(job.files.path)    # its shadow went away
 
     def _input(self, job: "PoolJob", session: shadow.SessionInfo
@@ -849,12 +849,16 @@ class PoolLink:
         evicted it (into the shadow's spool: the next run gets them back as input),
         as ``JICShadow::transferOutput`` does; a job its shadow stopped sends none."""
         assert job.files is not None
+        keep = False     # the outputs wait for a shadow that may reconnect (pool_reconnect)
         try:
             started = job.final is not None and job.ad.lookup(
                 PREPARED_SCRATCH_ATTR) is not None
             final = not job.evicted
             when = job.ad.evaluate("WhenToTransferOutput")
             at_evict = isinstance(when, str) and when.upper() == "ON_EXIT_OR_EVICT"
+            if self.stopping and pool_reconnect.awaits_shadow(self, job):
+                keep = True
+                return
             if not started or job.killed or self.stopping or (job.evicted and not at_evict):
                 return
             if job.evicted and job.ad.evaluate("SpoolOnEvict") is False:
@@ -890,8 +894,13 @@ class PoolLink:
                         "HoldReason": f"{where}{failure.reason}",
                         "HoldReasonCode": failure.code,
                         "HoldReasonSubCode": failure.subcode})
+        except GeneratorExit:
+            # the shadow's connection closed mid-transfer (or the daemon stops)
+            keep = pool_reconnect.awaits_shadow(self, job)
+            raise
         finally:
-            pool_transfer.remove_scratch(job.files.path)
+            if not keep:
+                pool_transfer.remove_scratch(job.files.path)
 
     def skip_numbers(self, last: int) -> None:
         """Pool jobs of an earlier daemon still hold numbers up to ``last``."""

@@ -30,7 +30,7 @@ import json
 import logging
 import os
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from condorpy.classad import ClassAd
 from condorpy.errors import ClassAdError, CondorpyError
 from condorpy.pool import claims, reconnect
 from condorpy.pool.cedar import Writer
+from condorpy.pool.shadow import SessionInfo, get_sec_session_info
 from condorpy.pool.security import Op, Send
 from condorpy.pool.server import claim_session_key, parse_claim_id
 from condorpy.startd.jobstore import JobStore, StarterRecord
@@ -45,6 +46,7 @@ from condorpy.startd.jobstore import JobStore, StarterRecord
 if TYPE_CHECKING:
     from condorpy.pool.connection import AsyncExchange
     from condorpy.startd.daemon import Startd
+    from condorpy.startd import pool_transfer
     from condorpy.startd.pool_link import PoolJob, PoolLink
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -69,6 +71,14 @@ class StoredClaim:
     lease: int                 # JobLeaseDuration; 0: no reconnect
     last_contact: float        # wall time of the shadow's last word
     final: dict[str, Any] | None = None    # the job's end, not yet heard by its shadow
+    # file transfer (pool_transfer.py): what the output transfer needs after a restart;
+    # the session key and the TransferKey are secrets, as the claim id is
+    scratch: str = ""                     # the job's scratch directory; "": no transfer
+    executable: str = ""
+    catalog: dict[str, list[int]] | None = None     # the input's files: (mtime, size)
+    transfer_session: dict[str, str] | None = field(default=None, repr=False)
+    transfer_socket: str = ""
+    transfer_key: str = field(default="", repr=False)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -82,7 +92,58 @@ class StoredClaim:
         rec = cls(**{k: v for k, v in raw.items() if k in names})
         if not isinstance(rec.claim_id, str) or not isinstance(rec.number, int):
             raise ValueError("a claim id and a job number are needed")
+        if not all(isinstance(v, str) for v in (rec.scratch, rec.executable,
+                                                 rec.transfer_socket, rec.transfer_key)):
+            raise ValueError("the file-transfer fields are not strings")
+        if rec.scratch and not os.path.isabs(rec.scratch):
+            raise ValueError("the scratch directory is not an absolute path")
+        if rec.catalog is not None and not (isinstance(rec.catalog, dict) and all(
+                isinstance(v, list) and len(v) == 2 and
+                all(isinstance(n, int) for n in v) for v in rec.catalog.values())):
+            raise ValueError("the input catalog is damaged")
+        if rec.transfer_session is not None and not (
+                isinstance(rec.transfer_session, dict) and
+                set(rec.transfer_session) == {"sid", "info", "key"} and
+                all(isinstance(v, str) for v in rec.transfer_session.values())):
+            raise ValueError("the file-transfer session is damaged")
         return rec
+
+    def files(self) -> "pool_transfer.Scratch | None":
+        """The job's scratch as the output transfer needs it; None: its files do not
+        travel (or the scratch is gone)."""
+        if not self.scratch or not os.path.isdir(self.scratch):
+            return None
+        from condorpy.startd.pool_transfer import Scratch
+        return Scratch(Path(self.scratch), self.executable,
+                       {k: (v[0], v[1]) for k, v in (self.catalog or {}).items()})
+
+    def session(self) -> "SessionInfo | None":
+        t = self.transfer_session
+        return None if t is None else SessionInfo(t["sid"], t["info"], t["key"])
+
+
+def transfer_fields(job: "PoolJob") -> dict[str, Any]:
+    """The stored-claim fields of ``job``'s file transfer (``StoredClaim``)."""
+    out: dict[str, Any] = {}
+    if job.files is not None:
+        out.update(scratch=str(job.files.path), executable=job.files.executable,
+                   catalog={k: list(v) for k, v in job.files.catalog.items()})
+    if job.transfer_session is not None:
+        t = job.transfer_session
+        out["transfer_session"] = {"sid": t.sid, "info": t.info, "key": t.key}
+    for attr, name in (("TransferSocket", "transfer_socket"),
+                       ("TransferKey", "transfer_key")):
+        v = job.ad.get(attr)
+        if isinstance(v, str):
+            out[name] = v
+    return out
+
+
+def drop_scratch(rec: StoredClaim) -> None:
+    """The claim has ended for good: nobody takes the job's outputs any more."""
+    if rec.scratch and os.path.isdir(rec.scratch):
+        from condorpy.startd.pool_transfer import remove_scratch
+        remove_scratch(Path(rec.scratch))
 
 
 def lease_of(ad: ClassAd) -> int:
@@ -163,7 +224,7 @@ def persist(link: "PoolLink", job: "PoolJob", number: int) -> None:
     target = job.slot.split("_")[0]
     rec = StoredClaim(cid, target, job.slot, req.scheduler_addr, req.alive_interval,
                       req.ad.to_old(), job.ad.to_old(), job.peer, number, job.lease,
-                      job.last_contact)
+                      job.last_contact, **transfer_fields(job))
     try:
         _put(link, rec)
     except CondorpyError as exc:
@@ -267,8 +328,13 @@ def tick(link: "PoolLink") -> None:
             continue
         _end_claim(link, eid, "its shadow did not come back within the job lease")
     for eid in [e for e, rec in link.stored.items() if rec.claim_id not in link.pool_claims]:
-        _forget(link, eid)
         gone = link.jobs.get(eid)
+        rec = link.stored[eid]
+        _forget(link, eid)
+        if gone is None or (gone.exchange is None and gone.ended):
+            # nobody takes its outputs; a job with a shadow connected (an eviction
+            # sending ON_EXIT_OR_EVICT output) or still running removes its own
+            drop_scratch(rec)
         if gone is not None and gone.exchange is None and gone.ended:
             del link.jobs[eid]
 
@@ -277,6 +343,9 @@ def _end_claim(link: "PoolLink", eid: str, why: str) -> None:
     cid = _full_claim(link, eid)
     log.info("pool: claim %s released: %s", eid, why)
     link.jobs.pop(eid, None)
+    rec = link.stored.get(eid)
+    if rec is not None:
+        drop_scratch(rec)
     _forget(link, eid)
     if cid is not None:
         del link.pool_claims[cid]
@@ -356,12 +425,18 @@ def serve(link: "PoolLink", req: reconnect.CaRequest, session_id: str, peer: str
         link._close_inbound(old)       # the shadow has given up on that connection
     yield Send(reconnect.success(Writer(crypto=True), link._starter_info(job)).payload())
     contact(link, job)
+    if job.files is not None:
+        yield from _new_transfer_server(link, job, req.ad, peer)
     rec = link.stored.get(session_id)
-    if rec is not None and isinstance(shadow, str) and shadow != rec.shadow:
-        try:
-            _put(link, dataclasses.replace(rec, shadow=shadow))
-        except CondorpyError as exc:
-            log.warning("pool: cannot note the new shadow of %s: %s", session_id, exc)
+    if rec is not None:
+        changes = transfer_fields(job)
+        if isinstance(shadow, str):
+            changes["shadow"] = shadow
+        if any(getattr(rec, k) != v for k, v in changes.items()):
+            try:
+                _put(link, dataclasses.replace(rec, **changes))
+            except CondorpyError as exc:
+                log.warning("pool: cannot note the new shadow of %s: %s", session_id, exc)
     if job.updates:
         # what happened while the shadow was away, as one update
         merged: dict[str, object] = {}
@@ -369,6 +444,27 @@ def serve(link: "PoolLink", req: reconnect.CaRequest, session_id: str, peer: str
             merged.update(u)
         job.updates = [merged]
     yield from link._shadow_loop(peer, job)
+
+
+def _new_transfer_server(link: "PoolLink", job: "PoolJob", ad: ClassAd, peer: str
+                         ) -> Generator[Op, bytes | None, None]:
+    """The reconnected shadow is a new process with its own transfer server: the
+    output goes to its ``TransferSocket`` with its ``TransferKey`` (from the
+    ``CA_RECONNECT_JOB`` request, as HTCondor's starter takes them in
+    ``JICShadow::reconnect``), on its file-transfer session, asked for again on this
+    connection (a shadow that re-creates the same session answers the same one)."""
+    for attr in ("TransferSocket", "TransferKey"):
+        v = ad.get(attr)
+        if isinstance(v, str) and v:
+            job.ad[attr] = v
+    try:
+        sessions = yield from get_sec_session_info(peer)
+    except CondorpyError as exc:
+        # the earlier session stays: a shadow that kept it can still take the output
+        log.warning("pool: the reconnected shadow of %s gave no file-transfer session "
+                    "(%s); the earlier one is used", job.eid, exc)
+        return
+    job.transfer_session = sessions[1]
 
 
 # ------------------------------------------------------------------ a restart
@@ -402,11 +498,13 @@ def adopt(startd: "Startd", srec: StarterRecord, alive: bool) -> bool:
         log.warning("pool: job %s of %s vanished with no result while the daemon was "
                     "away; its shadow will hear it is gone", srec.job_id,
                     _engine_id(rec.claim_id))
+        drop_scratch(rec)
         startd.store.forget_pool_claim(_engine_id(rec.claim_id))
         startd.store.forget_starter(srec.job_id)
         return True
     eid = _recreate(startd, link, rec)
     if eid is None:
+        drop_scratch(rec)
         startd.store.forget_pool_claim(_engine_id(rec.claim_id))
         return False
     from condorpy.startd.daemon import RunningJob, _CONNECT_TIMEOUT_S, _read_result
@@ -446,6 +544,7 @@ def adopt_rest(startd: "Startd") -> None:
                 log.info("pool: the exit of job %s of %s is kept for its shadow",
                          _job_name(job), eid)
                 continue
+        drop_scratch(rec)
         startd.store.forget_pool_claim(eid)
     startd.pool_stored = {}
 
@@ -487,6 +586,14 @@ def _recreate(startd: "Startd", link: "PoolLink", rec: StoredClaim) -> str | Non
     link.claim_ids[slot] = rec.claim_id
     job = PoolJob(eid, job_ad, slot=slot)
     job.number, job.lease, job.last_contact = rec.number, rec.lease, rec.last_contact
+    job.files, job.transfer_session = rec.files(), rec.session()
+    for attr, v in (("TransferSocket", rec.transfer_socket),
+                    ("TransferKey", rec.transfer_key)):
+        if v:
+            job.ad[attr] = v
+    if rec.scratch and job.files is None:
+        log.warning("pool: the scratch directory of %s is gone: its outputs are lost",
+                    eid)
     job.peer = rec.shadow
     link.jobs[eid] = job
     link.stored[eid] = dataclasses.replace(rec, slot=slot)
