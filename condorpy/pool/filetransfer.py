@@ -24,8 +24,11 @@ session is AES-GCM (the only crypto condorpy speaks):
   matter without AES): ``int mode`` (EOM), ``int size, int buffer size`` (EOM), the
   data in messages of at most the buffer size (262,144 bytes); ``Mkdir`` (6):
   ``int mode`` (EOM); ``DownloadUrl`` (5): ``string url`` (EOM) for the receiver to
-  fetch with a plugin; ``Other`` (999): an ad with a ``SubCommand`` (reuse info,
-  URL signing, output URLs);
+  fetch with a plugin; ``Other`` (999): an ad (EOM) with a ``SubCommand``, after the
+  go-ahead like any item: ``ReuseInfo`` (8) and ``SignUrls`` (9) wait for the
+  receiver's reply ad (condorpy: ``Result = 1``, no reuse directory; no
+  ``SignList``, nothing signed), ``UploadUrl`` (7) reports the sender's own URL
+  upload (a non-zero ``Result`` is a failure), any other is skipped;
 - a zero-length file has no data messages but one message ``int 666``
   (``PUT_FILE_EOM_NUM``) in their place (checked against the 23.9.6 shadow, which
   refuses the 666 sharing a message with the next command);
@@ -92,6 +95,14 @@ class Command(IntEnum):
     DOWNLOAD_URL = 5
     MKDIR = 6
     OTHER = 999
+
+
+class SubCommand(IntEnum):
+    """``SubCommand`` of a ``Other`` (999) item's ad."""
+
+    UPLOAD_URL = 7
+    REUSE_INFO = 8
+    SIGN_URLS = 9
 
 
 @dataclass(frozen=True)
@@ -251,6 +262,32 @@ def _await_grant(m: _Messages) -> Generator[Op, bytes | None, bool]:
     raise WireError("the peer kept the transfer pending too long", peer=m.peer)
 
 
+def _sub_command(info: ClassAd, out: Outcome) -> ClassAd | None:
+    """A ``TransferCommand::Other`` ad the receiver got; the reply the sender waits
+    for, if any. 24.x/25.x senders use them only for jobs that ask (a data-reuse
+    manifest, output URLs to sign, a URL the sender uploaded itself); an unknown
+    sub-command is skipped, as HTCondor skips it."""
+    sub = info.evaluate("SubCommand")
+    if sub == SubCommand.REUSE_INFO:
+        # no data-reuse directory here: Result 1 tells the sender to send every file
+        reply = ClassAd()
+        reply["Result"] = 1
+        return reply
+    if sub == SubCommand.SIGN_URLS:
+        # condorpy holds no credentials to sign with: an ad without SignList, which
+        # the sender reads as "nothing signed"
+        return ClassAd()
+    if sub == SubCommand.UPLOAD_URL:
+        result = info.evaluate("Result")
+        if result != 0 and out.local is None:
+            what = info.evaluate("Filename")
+            out.local = Failure(
+                f"the peer's upload of {what if isinstance(what, str) else '<null>'} "
+                f"failed ({result})", DOWNLOAD_FILE_ERROR,
+                result if isinstance(result, int) and not isinstance(result, bool) else 0)
+    return None
+
+
 def receive(peer: str, sink: Sink, *, max_bytes: int = -1
             ) -> Generator[Op, bytes | None, Outcome]:
     """Receive a sandbox (the receiver, ``DoDownload``). A local failure (a name that
@@ -277,9 +314,6 @@ def receive(peer: str, sink: Sink, *, max_bytes: int = -1
         r = yield from m.next("a file name")
         name = r.get_str("a file name")
         r.end("a file name")
-        if cmd is Command.OTHER:
-            raise WireError("transfer sub-commands (reuse info, URL signing, output "
-                            "URLs) are not supported", peer=peer)
         if cmd is Command.XFER_X509:
             raise WireError("X.509 credential delegation is not supported", peer=peer)
         if not i_always:
@@ -287,6 +321,13 @@ def receive(peer: str, sink: Sink, *, max_bytes: int = -1
             i_always = True
         if not peer_always:
             peer_always = yield from _await_grant(m)
+        if cmd is Command.OTHER:
+            # after the go-ahead, as DoDownload reads it: one ad, maybe one reply
+            info = yield from m.ad_message(f"the sub-command ad of {name}")
+            reply = _sub_command(info, out)
+            if reply is not None:
+                yield Send(put_classad(Writer(crypto=True), reply).payload())
+            continue
         ok_name = legal_name(name)
         if not ok_name and out.local is None:
             out.local = Failure(f"Attempt to write to illegal sandbox path: {name}",

@@ -239,7 +239,11 @@ def _stream(*entries: tuple[int, str, bytes | None]) -> list[bytes]:
             out += [Writer(crypto=True).put_int(300).payload(),
                     put_classad(Writer(crypto=True), go).payload()]
             first = False
-        if cmd == ft.Command.DOWNLOAD_URL:
+        if cmd == ft.Command.OTHER:
+            assert data is not None
+            out.append(put_classad(Writer(crypto=True), ClassAd.parse_old(data.decode()))
+                       .payload())
+        elif cmd == ft.Command.DOWNLOAD_URL:
             out.append(Writer(crypto=True).put_string(data.decode() if data else "").payload())
         elif cmd == ft.Command.MKDIR:
             out.append(Writer(crypto=True).put_int(0o755).payload())
@@ -336,3 +340,80 @@ def test_a_pending_go_ahead_is_waited_for_and_a_refusal_ends_it() -> None:
                                         ("", False), ("a\0b", False)])
 def test_legal_names(name: str, legal: bool) -> None:
     assert ft.legal_name(name) is legal
+
+
+def _sends(gen: Generator[Op, bytes | None, Any], messages: list[bytes]
+           ) -> tuple[Any, list[bytes]]:
+    """Replay and return the outcome and everything the side sent."""
+    queue = deque(messages)
+    value: bytes | None = None
+    sent: list[bytes] = []
+    while True:
+        try:
+            op = gen.send(value)
+        except StopIteration as stop:
+            return stop.value, sent
+        value = None
+        if isinstance(op, Send):
+            sent.append(op.payload)
+        elif isinstance(op, Receive):
+            value = queue.popleft()
+
+
+def _ads(payloads: list[bytes]) -> list[ClassAd]:
+    ads = []
+    for p in payloads:
+        try:
+            ads.append(get_classad(Reader(p, PEER, crypto=True)))
+        except WireError:
+            pass            # an int message
+    return ads
+
+
+def test_reuse_info_is_answered_with_no_reuse_and_the_files_follow() -> None:
+    # 24.x/25.x senders ask before the files whether the receiver has them cached
+    sink = MemSink()
+    out, sent = _sends(ft.receive(PEER, sink), _stream(
+        (999, "manifest", b'SubCommand = 8\nTag = "t"\nReuseList = { }'),
+        (1, "in.txt", b"input\n")))
+    replies = [ad for ad in _ads(sent) if "Result" in ad and "TransferStats" not in ad
+               and "MaxTransferBytes" not in ad]
+    assert [r.evaluate("Result") for r in replies] == [1]
+    assert sink.files == {"in.txt": b"input\n"} and out.failure is None
+
+
+def test_a_url_signing_request_gets_an_ad_without_signatures() -> None:
+    out, sent = _sends(ft.receive(PEER, MemSink()), _stream(
+        (999, "urls", b'SubCommand = 9\nSignList = { "s3://b/k" }')))
+    ads = _ads(sent)
+    assert any(len(ad) == 0 for ad in ads), ads      # the reply: nothing signed
+    assert out.failure is None
+
+
+def test_the_senders_failed_url_upload_is_a_failure_and_unknown_ones_are_skipped() -> None:
+    out, ack = _ack_sent(ft.receive(PEER, MemSink()), _stream(
+        (999, "x", b"SubCommand = 42"),
+        (999, "out.dat", b'SubCommand = 7\nResult = 5\nFilename = "out.dat"')))
+    assert out.local is not None and out.local.subcode == 5
+    assert "out.dat" in out.local.reason
+    assert ack.evaluate("Result") == -1 and ack.evaluate("HoldReasonCode") == 12
+    out, ack = _ack_sent(ft.receive(PEER, MemSink()), _stream(
+        (999, "x", b"SubCommand = 42"), (999, "u", b"SubCommand = 7\nResult = 0")))
+    assert out.failure is None and ack.evaluate("Result") == 0
+
+
+@pytest.mark.parametrize("kind", ["truncated", "garbled", "oversized"])
+def test_a_damaged_sub_command_ad_ends_in_one_error_naming_the_peer(kind: str) -> None:
+    tape = _stream((999, "m", b"SubCommand = 8"))
+    ad_msg = next(j for j, p in enumerate(tape) if b"SubCommand" in p)
+    assert ad_msg >= 4          # after the header, command, name and the go-ahead
+    if kind == "truncated":
+        tape[ad_msg] = tape[ad_msg][:6]
+    elif kind == "garbled":
+        tape[ad_msg] = b"\xff" * 12
+    else:
+        big = "\n".join(f"A{n} = {n}" for n in range(2000)) + "\nSubCommand = 8"
+        tape[ad_msg] = put_classad(Writer(crypto=True), ClassAd.parse_old(big)).payload()
+    with pytest.raises(WireError) as e:
+        replay(ft.receive(PEER, MemSink()), tape)
+    assert PEER in str(e.value)
