@@ -650,12 +650,18 @@ class PoolLink:
     def _alives(self, now: float) -> None:
         """A claim stays alive while its schedd says so: an idle claim sends ALIVE to
         the schedd every alive interval (``claim.cpp``); a claim whose job runs is kept
-        alive by its shadow's connection (HTCondor's "starter handles alives")."""
+        alive by its shadow's connection (HTCondor's "starter handles alives"), and one
+        whose job waits for its shadow to reconnect by the job lease: a schedd that has
+        just restarted does not know the claim until its new shadow reconnects, and an
+        ALIVE then would release the claim under the running job."""
         wall = self.clock.time()
         for cid, req in list(self.pool_claims.items()):
             eid = engine_id(cid)
             job = self.jobs.get(eid)
-            if job is not None and job.exchange in self.inbound and not job.ended:
+            connected = job is not None and job.exchange in self.inbound and not job.ended
+            waiting = job is not None and job.exchange is None and \
+                pool_reconnect.awaits_shadow(self, job)
+            if connected or waiting:
                 if now >= self.next_refresh.get(cid, 0.0):
                     self.next_refresh[cid] = now + 5
                     self.apply(self.engine.alive(wall, eid))
