@@ -763,7 +763,7 @@ class PoolLink:
         try:
             yield from shadow.job_exit(peer, status, reason, final)
         except CondorpyError as exc:
-            if job.lease > 0 and job.eid in self.stored:
+            if pool_reconnect.awaits_shadow(self, job):
                 raise     # the exit is kept until the shadow reconnects or the lease ends
             # the shadow may hang up once it has the exit: nothing is lost then
             log.info("pool: after job_exit: %s", exc)

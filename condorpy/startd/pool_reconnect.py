@@ -254,7 +254,7 @@ def contact(link: "PoolLink", job: "PoolJob") -> None:
 def shadow_lost(link: "PoolLink", job: "PoolJob") -> bool:
     """The shadow's connection of ``job`` closed. True: the job waits for the shadow
     to reconnect (within its lease); False: the caller ends it (no reconnect)."""
-    if job.lease <= 0 or job.eid not in link.stored:
+    if not awaits_shadow(link, job):
         return False
     job.exchange = None
     if job.ended:
@@ -294,7 +294,7 @@ def stopping(link: "PoolLink") -> list[str]:
         if job.ended:
             continue
         rec = link.stored.get(eid)
-        if job.lease <= 0 or rec is None:
+        if rec is None or not awaits_shadow(link, job):
             ended.append(eid)
             continue
         if job.exchange is not None:
@@ -313,7 +313,7 @@ def tick(link: "PoolLink") -> None:
     """Jobs whose shadow stayed away past their lease; stored claims that ended."""
     now = link.clock.time()
     for eid, job in list(link.jobs.items()):
-        if job.exchange is not None or job.lease <= 0 or eid not in link.stored:
+        if job.exchange is not None or not awaits_shadow(link, job):
             continue
         if now < job.last_contact + job.lease:
             continue
@@ -369,7 +369,7 @@ def timeout(link: "PoolLink", now_mono: float) -> float:
     wall = link.clock.time()
     due = float("inf")
     for job in link.jobs.values():
-        if job.exchange is None and job.lease > 0 and job.eid in link.stored:
+        if job.exchange is None and awaits_shadow(link, job):
             due = min(due, max(0.0, job.last_contact + job.lease - wall))
     return due
 
