@@ -75,3 +75,13 @@ def alive(claim_id: str, peer: str, version: str = "") -> Generator[Op, bytes | 
     answer = r.get_int("the answer to ALIVE")
     r.end("the answer to ALIVE")
     return answer
+
+
+def release_claim(claim_id: str, peer: str, version: str = ""
+                  ) -> Generator[Op, bytes | None, None]:
+    """``RELEASE_CLAIM`` (443), execution point to schedd on the claim's session: the
+    claim id, no answer. HTCondor's startd sends it whenever it ends a claim the schedd
+    did not end itself (``claim.cpp`` ``Claim::vacate``), so the schedd drops its match
+    at once instead of trying to run its next job on a claim that is gone."""
+    yield from resume_session(claims.RELEASE_CLAIM, claim_id, peer, version)
+    yield Send(Writer(crypto=True).put_secret(claim_id).payload())

@@ -22,11 +22,9 @@ from __future__ import annotations
 import logging
 import selectors
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from collections.abc import Generator
 
 from condorpy.classad import ClassAd
 from condorpy.clock import Clock
@@ -40,7 +38,7 @@ from condorpy.pool import filetransfer as ft
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, client_policy
-from condorpy.pool.server import alive, claim_session_key, parse_claim_id
+from condorpy.pool.server import alive, claim_session_key, parse_claim_id, release_claim
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
@@ -283,7 +281,9 @@ class PoolLink:
         self._alives(now)
         pool_reconnect.tick(self)
         for cid in [c for c in self.pool_claims if not self.engine.has_claim(engine_id(c))]:
-            # the engine ended the claim (lease, preemption, vacate): forget its session
+            # the engine ended the claim (lease, preemption, vacate): tell its schedd,
+            # and forget its session
+            self._send_release(cid, self.pool_claims[cid])
             del self.pool_claims[cid]
             self.next_alive.pop(cid, None)
             self.next_refresh.pop(cid, None)
@@ -673,16 +673,6 @@ class PoolLink:
             self._send_alive(cid, req)
 
     def _send_alive(self, cid: str, req: claims.RequestClaim) -> None:
-        try:
-            addr = parse_address(req.scheduler_addr, source="the schedd's address")
-            peer = addr.hostport()
-            ex = AsyncExchange.connect(addr, alive(cid, peer, CONDOR_VERSION),
-                                       self.clock.monotonic() + EXCHANGE_TIMEOUT,
-                                       f"ALIVE for {engine_id(cid)}")
-        except CondorpyError as exc:
-            log.warning("pool: cannot send ALIVE for %s: %s", engine_id(cid), exc)
-            return
-
         def done(ex: AsyncExchange) -> None:
             eid = engine_id(cid)
             if ex.error is not None:
@@ -694,6 +684,30 @@ class PoolLink:
                     self.apply(self.engine.release(self.clock.time(), eid))
             elif self.engine.has_claim(eid):
                 self.apply(self.engine.alive(self.clock.time(), eid))
+        self._to_schedd(cid, req, alive, "ALIVE", done)
+
+    def _send_release(self, cid: str, req: claims.RequestClaim) -> None:
+        def done(ex: AsyncExchange) -> None:
+            if ex.error is not None:
+                log.warning("pool: RELEASE_CLAIM for %s: %s", engine_id(cid), ex.error)
+            else:
+                log.info("pool: claim %s ended here; its schedd %s was told",
+                         _short(cid), req.scheduler_addr)
+        self._to_schedd(cid, req, release_claim, "RELEASE_CLAIM", done)
+
+    def _to_schedd(self, cid: str, req: claims.RequestClaim,
+                   protocol: Callable[[str, str, str], Generator[Op, bytes | None, object]],
+                   label: str, done: Callable[[AsyncExchange], None]) -> None:
+        """Start ``protocol`` (ALIVE, RELEASE_CLAIM) on claim ``cid``'s session with the
+        schedd that holds it; ``done`` sees the exchange once it is over."""
+        try:
+            addr = parse_address(req.scheduler_addr, source="the schedd's address")
+            ex = AsyncExchange.connect(addr, protocol(cid, addr.hostport(), CONDOR_VERSION),
+                                       self.clock.monotonic() + EXCHANGE_TIMEOUT,
+                                       f"{label} for {engine_id(cid)}")
+        except CondorpyError as exc:
+            log.warning("pool: cannot send %s for %s: %s", label, engine_id(cid), exc)
+            return
         self.outbound[ex] = done
         self.sel.register(ex.sock, ex.interest(), ("pool", ex))
 
@@ -1012,6 +1026,18 @@ class PoolLink:
             if session.sid:
                 self.session = session
 
+    def _release_now(self, cid: str, req: claims.RequestClaim) -> None:
+        try:
+            addr = parse_address(req.scheduler_addr, source="the schedd's address")
+            with Connection.connect(addr, SHUTDOWN_TIMEOUT) as c:
+                c.run(release_claim(cid, addr.hostport(), CONDOR_VERSION))
+        except CondorpyError as exc:
+            log.warning("pool: stopping: cannot tell the schedd that %s ended: %s",
+                        engine_id(cid), exc)
+            return
+        log.info("pool: stopping: claim %s released; its schedd %s was told",
+                 _short(cid), req.scheduler_addr)
+
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
         """Leave the jobs run for shadows running for a shadow to reconnect to (those
@@ -1036,6 +1062,12 @@ class PoolLink:
                     ex.out.clear()
                 except OSError as exc:
                     log.warning("pool: could not tell the shadow of %s: %s", eid, exc)
+        # every claim but those kept for a reconnecting shadow ends with the daemon:
+        # its schedd hears so now, not when it next tries to run a job on it
+        kept = {eid for eid, job in self.jobs.items() if pool_reconnect.awaits_shadow(self, job)}
+        for cid, req in list(self.pool_claims.items()):
+            if engine_id(cid) not in kept:
+                self._release_now(cid, req)
         if self.current is not None:
             self.current.close()
             self.current = None

@@ -361,3 +361,25 @@ def test_alive_carries_the_claim_id_and_reads_the_schedds_answer(interval: int) 
 def test_a_damaged_alive_answer_is_a_wire_error(answer: bytes) -> None:
     with pytest.raises(WireError):
         pump(alive(CID, PEER, "v"), schedd_side(answer))
+
+
+# --- RELEASE_CLAIM, execution point to schedd ----------------------------------------
+
+from condorpy.pool.server import release_claim  # noqa: E402
+
+
+def schedd_hears_release() -> Generator[Op, bytes | None, str]:
+    """What a schedd does with the execution point's RELEASE_CLAIM: resume the claim's
+    session and read the claim id; nothing goes back."""
+    inbound = yield from claim_server("startd", "$CondorVersion: 23.9.6 $")
+    assert inbound.command == claims.RELEASE_CLAIM
+    r = Reader(inbound.payload, "startd", crypto=True)
+    cid = r.get_secret()
+    r.end()
+    return cid
+
+
+def test_release_claim_goes_on_the_claims_session_with_the_claim_id_and_waits_for_nothing(
+        ) -> None:
+    got, cid = pump(release_claim(CID, PEER, "v"), schedd_hears_release())
+    assert got is None and cid == CID
