@@ -111,6 +111,9 @@ queue 2
 
 def test_condor_rm_behind_shared_port(daemon: Daemon, shared_pool: RefPool,
                                       submitdir: Path) -> None:
+    wait_for(lambda: any(HOST in line for line in shared_pool.condor(
+        "condor_status", "-af", "Name", check=False).stdout.splitlines()), 60,
+        lambda: daemon.output()[-3000:])
     (submitdir / "job.sh").write_text("#!/bin/sh\ntouch started\nexec sleep 300\n")
     (submitdir / "job.sh").chmod(0o755)
     cluster = _submit(shared_pool, submitdir, """\
@@ -129,3 +132,33 @@ queue
     wait_for(lambda: not list(execute.glob("dir_pool_*")), 60,
              lambda: daemon.output()[-3000:])
     _chown_alice(shared_pool, submitdir)
+
+
+def test_a_claim_the_daemon_ends_is_released_to_its_schedd(
+        daemon: Daemon, shared_pool: RefPool, submitdir: Path) -> None:
+    # Two jobs, two claims: the second waits idle (JOB_START_DELAY) when the daemon
+    # stops. The running job's claim is kept for its shadow to reconnect to; the idle
+    # one ends with the daemon and its schedd hears so (RELEASE_CLAIM), as HTCondor's
+    # startd tells it, instead of later starting the second job on a claim that is gone.
+    wait_for(lambda: any(HOST in line for line in shared_pool.condor(
+        "condor_status", "-af", "Name", check=False).stdout.splitlines()), 60,
+        lambda: daemon.output()[-3000:])
+    (submitdir / "job.sh").write_text("#!/bin/sh\ntouch started.$1\nexec sleep 300\n")
+    (submitdir / "job.sh").chmod(0o755)
+    _submit(shared_pool, submitdir, """\
+executable = job.sh
+arguments = $(Process)
+log = job.log
+requirements = regexp("condorpy", TARGET.CondorVersion)
+queue 2
+""")
+    wait_for(lambda: daemon.output().count(" claimed by ") >= 2
+             and "activated by" in daemon.output(), 180, lambda: daemon.output()[-3000:])
+    heard = "Got RELEASE_CLAIM from"     # the schedd drops the match record then
+    before = shared_pool.log("SchedLog").count(heard)
+    daemon.stop()
+    out = daemon.output()
+    assert re.search(r"stopping: claim \S+ released; its schedd", out), out[-3000:]
+    assert re.search(r"stopping: job \S+ of \S+ runs on", out), out[-3000:]
+    wait_for(lambda: shared_pool.log("SchedLog").count(heard) > before, 30,
+             lambda: shared_pool.log("SchedLog")[-3000:])
