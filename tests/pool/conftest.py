@@ -15,7 +15,8 @@ environment (``CONDORPY_REFPOOL_RELEASE=forky`` runs the whole pool lane against
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Generator, Iterator
 
 import pytest
 
@@ -60,3 +61,32 @@ def refpool(request: pytest.FixtureRequest,
     release = (getattr(request.module, "REFPOOL_RELEASE", None)
                or os.environ.get("CONDORPY_REFPOOL_RELEASE") or SUITE)
     return refpools(str(release))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, None, None]:
+    # A pool test that fails attaches what the pool's daemons said meanwhile: the pool
+    # lives in a chroot that CI throws away, and a failure there cannot be rerun.
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    funcargs = getattr(item, "funcargs", {})
+    pools = {id(p): p for p in funcargs.values() if isinstance(p, RefPool)}
+    for pool in pools.values():
+        text, pool.last_diagnosis = pool.last_diagnosis, None
+        try:
+            text = text or pool.diagnose(call.start - 5)
+        except Exception as exc:       # a diagnosis must never hide the failure
+            text = f"no diagnosis: {exc}"
+        report.sections.append((f"reference pool ({pool.release})", text))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # bin/test runs a pool test that failed once more, alone, on fresh pools: it names
+    # the file (CONDORPY_FAILED_TESTS) that collects them
+    failed_file = os.environ.get("CONDORPY_FAILED_TESTS")
+    if failed_file and report.failed:
+        with open(failed_file, "a") as f:
+            f.write(report.nodeid + "\n")

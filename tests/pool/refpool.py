@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import time
+import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -62,6 +63,9 @@ CONDOR_HOST = 127.0.0.1
 COLLECTOR_HOST = 127.0.0.1:{port}
 NETWORK_INTERFACE = 127.0.0.1
 BIND_ALL_INTERFACES = False
+# IPv4 only: with IPv6 on, the daemons also listen on the host's IPv6 address and a
+# tool may pick it, which the host-based ALLOW lists (127.0.0.1) then refuse
+ENABLE_IPV6 = False
 {shared_port}
 {security}
 use FEATURE : PartitionableSlot
@@ -121,12 +125,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# log lines that explain a job that never ran or never came back
+_INTERESTING = re.compile(
+    r"shadow|reconnect|lease|match|claim|STARTING UP|SIGTERM|exited|restart|error|"
+    r"fail|refus|denied|EXPIRED|might still be alive", re.IGNORECASE)
+_NOISE = re.compile(r"ForkWork|CHILDALIVE|ChildAlive|Calling Handle|Return from Handle|"
+                   r"Number of Active|startCommand|WaitForSocket|init_local_hostname|"
+                   r"Daemon Log is logging|forward resolution|is watching|\*\* [/S]")
+
+
 class RefPool:
     def __init__(self, root: Path | None = None, release: str = SUITE) -> None:
         if release not in RELEASES:
             raise PoolUnavailable(f"unknown reference pool release {release!r} "
                                   f"(known: {', '.join(RELEASES)})")
         self.release = release
+        # what the pool said about a failed test, taken before the test replaced it
+        self.last_diagnosis: str | None = None
         self.package, self.version, self._script = RELEASES[release]
         # each release has its own chroot; the default one keeps its old place
         default = DEFAULT_ROOT if release == SUITE else HERE / ".cache" / release / "root"
@@ -317,6 +332,28 @@ class RefPool:
             return (self.root / "var/log/condor" / name).read_text()
         except OSError:
             return ""
+
+    def diagnose(self, since: float, per_log: int = 25) -> str:
+        """What the pool's daemons said since ``since`` (epoch seconds), cut to what
+        explains a job that never ran or never reconnected: the queue, and each log's
+        lines about shadows, matches, claims, reconnects, leases and errors. Short,
+        because CI shows only the end of a failing run."""
+        out = []
+        q = self.condor("condor_q", "-allusers", "-nobatch", "-af", "ClusterId", "ProcId",
+                        "JobStatus", "RemoteHost", "LastJobLeaseRenewal", check=False,
+                        timeout=20)
+        out.append("condor_q (cluster proc status host lease-renewal): "
+                   + (q.stdout.strip().replace("\n", "; ") or q.stderr.strip()[-300:]
+                      or "empty"))
+        stamp = time.strftime("%m/%d/%y %H:%M:%S", time.localtime(since))
+        for name in ("MasterLog", "SchedLog", "ShadowLog", "NegotiatorLog"):
+            lines = [line for line in self.log(name).splitlines()
+                     if line[:17] >= stamp and _INTERESTING.search(line)
+                     and not _NOISE.search(line)]
+            if lines:
+                out.append(f"--- {name} since {stamp} (last {per_log} of {len(lines)})")
+                out += [line[:240] for line in lines[-per_log:]]
+        return "\n".join(out)
 
 
 def _alive(pid: int) -> bool:
