@@ -635,7 +635,9 @@ class Startd:
         else:
             self.store.forget_starter(rj.job_id)
         exit_code = attrs.get("ExitCode")
-        log.info("job %s: ended in %s: %s%s", rj.job_id, rj.slot, status.name.lower(),
+        pool_name = self.pool.job_name(rj.claim_id) if self.pool is not None else None
+        log.info("job %s%s: ended in %s: %s%s", rj.job_id,
+                 f" (pool job {pool_name})" if pool_name else "", rj.slot, status.name.lower(),
                  f" ({reason})" if reason else "",
                  extra=fields(event="job_exit", job_id=rj.job_id, slot=rj.slot,
                               claim_id=rj.claim_id, job_status=status.name,

@@ -258,6 +258,11 @@ class PoolLink:
         """Whether the engine's claim ``engine_claim`` is one a pool's schedd holds."""
         return any(engine_id(c) == engine_claim for c in self.pool_claims)
 
+    def job_name(self, engine_claim: str) -> str | None:
+        """The pool's name (``cluster.proc``) of the job claim ``engine_claim`` runs."""
+        job = self.jobs.get(engine_claim)
+        return None if job is None else f"{job.ad.get('ClusterId')}.{job.ad.get('ProcId')}"
+
     # ------------------------------------------------------------------ the loop
     def timeout(self, now: float) -> float:
         """Seconds until the link has something to do."""
