@@ -152,8 +152,11 @@ log = job.log
 requirements = regexp("condorpy", TARGET.CondorVersion)
 queue 2
 """)
+    # the first job runs (its input is in, its claim stored); the second claim waits
+    execute: Path = daemon.execute      # type: ignore[attr-defined]
     wait_for(lambda: daemon.output().count(" claimed by ") >= 2
-             and "activated by" in daemon.output(), 180, lambda: daemon.output()[-3000:])
+             and any((p / "started.0").exists() for p in execute.glob("dir_pool_*")), 180,
+             lambda: daemon.output()[-3000:])
     heard = "Got RELEASE_CLAIM from"     # the schedd drops the match record then
     before = shared_pool.log("SchedLog").count(heard)
     daemon.stop()
