@@ -15,7 +15,6 @@ environment (``CONDORPY_REFPOOL_RELEASE=forky`` runs the whole pool lane against
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Generator, Iterator
 
 import pytest

@@ -25,13 +25,13 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
