@@ -70,6 +70,10 @@ class Daemon:
     def call(self, command: str, **args: Any) -> Any:
         return call(self.socket, command, args, timeout=30)
 
+    def cli_argv(self) -> list[str]:
+        """The command line of `condorpy` as this test's daemon's clients run it."""
+        return [sys.executable, "-m", "condorpy"]
+
     def cli(self, *argv: str, cwd: Path | None = None, user: int | None = None,
             check: bool = True) -> subprocess.CompletedProcess[str]:
         pre = (lambda: os.setuid(user)) if user is not None else None
