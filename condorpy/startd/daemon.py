@@ -57,7 +57,7 @@ from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.pool_link import PoolLink, pool_settings
 from condorpy.startd import pool_reconnect, pool_restart
-from condorpy.startd.paths import StatePaths, daemon_paths, make_dirs
+from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
 from condorpy.slots.manager import SlotManager
@@ -109,6 +109,8 @@ class Startd:
         pool_cfg = pool_settings(self.cfg)   # a bad pool knob stops the start here
         self.paths, notes = daemon_paths(self.cfg, self.env)
         make_dirs(self.paths)
+        if os.geteuid() == 0:
+            check_state_dirs(self.paths, os.geteuid())
         _setup_logging(self.paths, foreground, self.env)
         self.notify = Notifier.from_env(self.env)      # systemd: READY, STATUS, WATCHDOG
         self.placement = Placement(None, "the daemon's cgroup")

@@ -13,6 +13,7 @@ finds a system daemon and a personal one alike.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
@@ -102,3 +103,42 @@ def make_dirs(paths: StatePaths) -> None:
             d.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StartdError(f"cannot create {d}: {exc.strerror}") from None
+
+
+def _unsafe(path: Path, trusted: set[int], *, last: bool) -> str | None:
+    """Why another user could change ``path`` (one component), or None."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    if st.st_uid not in trusted:
+        return f"{path} belongs to uid {st.st_uid}"
+    if stat.S_ISLNK(st.st_mode):
+        return None         # its directory is checked; its target is checked resolved
+    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable and (last or not st.st_mode & stat.S_ISVTX):
+        # a sticky ancestor (/tmp) lets no one rename what root made in it; the state
+        # directory itself must be root's alone
+        return f"{path} is writable by {'others' if st.st_mode & stat.S_IWOTH else 'its group'} " \
+               f"(mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def check_state_dirs(paths: StatePaths, daemon_uid: int) -> None:
+    """As root, refuse state directories another user could change, or that sit
+    below a directory another user could change: the daemon makes sandboxes, keeps
+    the queue and listens there, and root never follows a path a user can write."""
+    trusted = {0, daemon_uid}
+    for name, where in (("SPOOL", paths.spool), ("LOG", paths.log), ("LOCK", paths.lock),
+                        ("EXECUTE", paths.execute),
+                        ("the control socket's directory", paths.socket.parent)):
+        for chain in (where.absolute(), Path(os.path.realpath(where))):
+            parts = [chain, *chain.parents]
+            for i, component in enumerate(parts):
+                why = _unsafe(component, trusted, last=i == 0)
+                if why is not None:
+                    raise StartdError(
+                        f"{name} {where}: {why}; the daemon runs as root and keeps its "
+                        f"state only where no other user can change it (make each "
+                        f"directory on the way owned by root and not writable by "
+                        f"others, or sticky like /tmp)")
