@@ -9,8 +9,12 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from condorpy.errors import CondorpyError
+import pytest
+
+from condorpy.classad import ClassAd
+from condorpy.errors import CondorpyError, QueueError
 from condorpy.startd.client import call
+from condorpy.startd.jobstore import JobStore
 from tests.attackers import User, attacker, fingerprint, open_base, victim  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, wait_for
 from tests.startd.test_hooks import Hooks
@@ -256,3 +260,19 @@ def test_a_fetched_job_ad_with_internal_attributes_is_refused(tmp_path: Path) ->
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def test_a_reservation_is_kept_across_a_restart_and_used_once(tmp_path: Path) -> None:
+    ad = ClassAd.parse_old('Cmd = "/bin/true"\nOwner = "v"')
+    with JobStore(tmp_path) as st:
+        cid = st.new_cluster_id(owner_uid=1001)
+    with JobStore(tmp_path) as st:
+        with pytest.raises(QueueError, match="reserved for another user"):
+            st.submit([ad], cid, owner_uid=1002)
+        assert st.submit([ad], cid, owner_uid=1001) == cid
+        with pytest.raises(QueueError, match="already has jobs"):
+            st.submit([ad], cid, owner_uid=1001)
+        unowned = st.new_cluster_id()
+        with pytest.raises(QueueError, match="reserved for no one"):
+            st.submit([ad], unowned, owner_uid=1001)
+        assert [r.job_id.cluster for r in st.jobs()] == [cid]
