@@ -15,10 +15,11 @@ import os
 from typing import TYPE_CHECKING, Any, Callable
 
 from condorpy.classad import ClassAd, Undefined
-from condorpy.errors import ClassAdError, RequestError
+from condorpy.errors import ClassAdError, QueueError, RequestError
 from condorpy.policy.records import DrainRefused, DrainStarted
 from condorpy.startd import control
 from condorpy.startd.jobstore import JobRecord, JobStatus
+from condorpy.starter import reserved
 
 if TYPE_CHECKING:
     from condorpy.startd.daemon import RunningJob, Startd
@@ -91,7 +92,8 @@ class Commands:
 
     # Jobs --------------------------------------------------------------------
     def new_cluster(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return self.d.store.new_cluster_id()
+        # reserved for this peer: only its uid may submit into it (see submit)
+        return self.d.store.new_cluster_id(owner_uid=peer.uid)
 
     def submit(self, args: dict[str, Any], peer: control.Peer) -> Any:
         texts = args.get("ads")
@@ -99,25 +101,43 @@ class Commands:
                 not all(isinstance(t, str) for t in texts):
             raise RequestError("'ads' must be a non-empty list of job ads")
         cluster = args.get("cluster")
+        if cluster is not None and (not isinstance(cluster, int) or isinstance(cluster, bool)):
+            raise RequestError(f"'cluster' must be a cluster id from new_cluster, not "
+                               f"{cluster!r}")
+        # The owner is whoever is on the other end of the socket, never the ad.
+        user = peer.user
+        full_user = f"{user}@{self.d.cfg.get('UID_DOMAIN') or self.d.engine.hostname}"
+        now = int(self.d.clock.time())
         ads = []
         for i, text in enumerate(texts):
+            source = f"submitted job ad {i}"
             try:
-                ad = ClassAd.parse_old(text, source=f"submitted job ad {i}")
+                ad = ClassAd.parse_old(text, source=source)
             except ClassAdError as exc:
                 raise RequestError(str(exc)) from None
             universe = ad.evaluate("JobUniverse")
             if universe not in (5, Undefined):
                 raise RequestError(f"job ad {i}: only the vanilla universe (5) runs here, "
                                    f"not {universe}")
-            # The owner is whoever is on the other end of the socket, never the file.
-            user = peer.user
-            ad["Owner"] = user
-            ad["User"] = f"{user}@{self.d.cfg.get('UID_DOMAIN') or self.d.engine.hostname}"
-            ad["JobStatus"] = 1
-            ads.append(ad)
+            refusal = reserved.submission_refusal(ad)
+            if refusal is not None:
+                attr, why = refusal
+                log.warning("submission by %s (uid %d) refused: %s sets %s",
+                            user, peer.uid, source, attr)
+                raise RequestError(f"{source} sets {attr}: {why}; nothing was submitted")
+            said = ad.evaluate("Owner")
+            if isinstance(said, str) and said != user:
+                # HTCondor refuses such an Owner (qmgmt.cpp SetAttribute); condorpy's
+                # client takes the name from the environment ($USER), so it is replaced.
+                log.warning("%s from %s (uid %d) names Owner %r: the job is %s's",
+                            source, user, peer.uid, said, user)
+            ads.append(reserved.admit_submitted(ad, owner=user, user=full_user, now=now))
         for ad in ads:
             ad["TotalSubmitProcs"] = len(ads)
-        cluster_id = self.d.store.submit(ads, cluster if isinstance(cluster, int) else None)
+        try:
+            cluster_id = self.d.store.submit(ads, cluster, owner_uid=peer.uid)
+        except QueueError as exc:
+            raise RequestError(f"submission by {user} refused: {exc.message}") from None
         log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
         for rec in self.d.store.jobs(f"ClusterId == {cluster_id}"):
             self.d._log_event(rec.ad, lambda ul: ul.submitted(self.d._schedd_name()))
@@ -127,20 +147,28 @@ class Commands:
         return {"cluster": cluster_id, "count": len(ads)}
 
     def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:
+        """The jobs a rm, hold or release acts on. Jobs named by id or owner must all be
+        the caller's (or the caller an admin); a constraint (``-all`` is ``true``) from
+        a non-admin means the caller's own jobs that match, as the schedd ANDs the
+        owner into it (schedd.cpp actOnJobs: a job that fails OwnerCheck is passed
+        over), so another user's job matching is not a reason to do nothing."""
         ids = {str(x) for x in args.get("ids", [])}
         owners = {str(x) for x in args.get("owners", [])}
         constraint = args.get("constraint")
+        named = bool(ids or owners)
         admin = self._admin(peer)
         chosen = []
         for rec in self.d.store.jobs(constraint if isinstance(constraint, str) else None):
             jid = rec.job_id
-            if ids or owners:
+            if named:
                 if str(jid) not in ids and str(jid.cluster) not in ids and \
                         rec.ad.evaluate("Owner") not in owners:
                     continue
             elif constraint is None:
                 continue
             if not admin and rec.ad.evaluate("Owner") != peer.user:
+                if not named:
+                    continue
                 raise RequestError(f"job {jid} belongs to {rec.ad.evaluate('Owner')}, not "
                                    f"{peer.user}: permission denied")
             chosen.append(rec)

@@ -129,6 +129,11 @@ CREATE TABLE IF NOT EXISTS pool_claims (claim TEXT PRIMARY KEY, record TEXT NOT 
 """
 
 
+# meta rows "reserved_by.<cluster>" = uid: who reserved a cluster id not yet submitted
+_RESERVED_BY = "reserved_by."
+_RESERVATIONS_KEPT = 10000
+
+
 def _ad_text(ad: ClassAd) -> str:
     return ad.to_new()
 
@@ -279,11 +284,22 @@ class JobStore:
 
     # --- clusters and submission --------------------------------------------------
 
-    def new_cluster_id(self) -> int:
+    def new_cluster_id(self, owner_uid: int | None = None) -> int:
         """Reserve a cluster id (persisted: never handed out twice, even after a
-        crash). A reserved id that is never submitted is simply skipped."""
+        crash). A reserved id that is never submitted is simply skipped. With
+        ``owner_uid`` only that uid may submit into it (:meth:`submit`)."""
         with self._transaction() as db:
-            return self._take_cluster(db)
+            cid = self._take_cluster(db)
+            if owner_uid is not None:
+                # kept in meta (no schema change); a reservation left unused this many
+                # ids back is dropped, so abandoned ones do not pile up
+                db.execute("DELETE FROM meta WHERE key LIKE ? AND "
+                           "CAST(substr(key, ?) AS INTEGER) < ?",
+                           (_RESERVED_BY + "%", len(_RESERVED_BY) + 1,
+                            cid - _RESERVATIONS_KEPT))
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                           (f"{_RESERVED_BY}{cid}", owner_uid))
+            return cid
 
     @staticmethod
     def _take_cluster(db: sqlite3.Connection) -> int:
@@ -297,12 +313,14 @@ class JobStore:
             "SELECT value FROM meta WHERE key='next_cluster'").fetchone()
         return int(cid)
 
-    def submit(self, ads: Sequence[ClassAd], cluster_id: int | None = None) -> int:
+    def submit(self, ads: Sequence[ClassAd], cluster_id: int | None = None, *,
+               owner_uid: int | None = None) -> int:
         """Store the jobs of one cluster in one transaction and return the cluster id.
 
         With ``cluster_id`` None a new id is taken in the same transaction and each
         ad gets ClusterId and ProcId (its index). Otherwise the id must come from
-        :meth:`new_cluster_id` and not hold jobs yet; ads keep their ProcId."""
+        :meth:`new_cluster_id` and not hold jobs yet; ads keep their ProcId. With
+        ``owner_uid`` the id must have been reserved by that uid."""
         if not ads:
             raise QueueError("nothing to submit: no job ads", path=self.path)
         now = self._now()
@@ -319,6 +337,14 @@ class JobStore:
                 if used:
                     raise QueueError(f"cluster {cluster_id} already has jobs",
                                      path=self.path)
+                if owner_uid is not None:
+                    row = db.execute("SELECT value FROM meta WHERE key=?",
+                                     (f"{_RESERVED_BY}{cluster_id}",)).fetchone()
+                    if row is None or int(row[0]) != owner_uid:
+                        whose = "no one" if row is None else "another user"
+                        raise QueueError(f"cluster {cluster_id} is reserved for {whose}, "
+                                         f"not for uid {owner_uid}", path=self.path)
+                db.execute("DELETE FROM meta WHERE key=?", (f"{_RESERVED_BY}{cluster_id}",))
             rows = []
             seen: set[int] = set()
             for index, src in enumerate(ads):

@@ -41,12 +41,24 @@ from condorpy.pool.security import Await, ClientPolicy, Op, Send, Session, clien
 from condorpy.pool.server import alive, claim_session_key, parse_claim_id, release_claim
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
+from condorpy.starter import reserved
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
 from condorpy.startd import pool_now, pool_reconnect, pool_transfer
 from condorpy.startd.jobstore import JobStore
 from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")
+
+
+def pool_job_ad(ad: ClassAd, eid: str, peer: str, what: str) -> ClassAd:
+    """A pool's job ad without the attributes only condorpy sets (condorpy/starter/
+    reserved.py): a schedd's user could otherwise steer this daemon's starter."""
+    clean, dropped = reserved.strip_internal(ad)
+    if dropped:
+        log.warning("pool: claim %s, job %s.%s: dropped %s from %s of %s (only condorpy "
+                    "sets them)", eid, ad.get("ClusterId"), ad.get("ProcId"),
+                    ", ".join(dropped), what, peer)
+    return clean
 
 
 class JobHost(Protocol):
@@ -634,8 +646,9 @@ class PoolLink:
         elif self.host is None:
             refusal = "this daemon cannot run jobs"
         else:
-            self.jobs[eid] = PoolJob(eid, cmd.ad)
-            out = self.engine.activate(now, eid, cmd.ad)
+            ad = pool_job_ad(cmd.ad, eid, peer, "ACTIVATE_CLAIM")
+            self.jobs[eid] = PoolJob(eid, ad)
+            out = self.engine.activate(now, eid, ad)
             self.apply(out)
             if self.jobs[eid].slot is None:
                 del self.jobs[eid]
@@ -739,7 +752,7 @@ class PoolLink:
 
     def _run_for_shadow(self, peer: str, job: "PoolJob") -> Generator[Op, bytes | None, None]:
         ad = yield from shadow.get_job_info(peer)
-        job.ad = ad
+        job.ad = pool_job_ad(ad, job.eid, peer, "the shadow's job ad")
         self._scratch_for(job)
         yield from shadow.register_starter_info(peer, self._starter_info(job))
         # the job's files (pool_transfer.py): its input before it runs

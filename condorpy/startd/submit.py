@@ -28,6 +28,7 @@ from condorpy.classad.functions.envargs import (
 from condorpy.classad.values import Error, Undefined
 from condorpy.config.typed import boolean_value
 from condorpy.errors import ClassAdError, SubmitError
+from condorpy.starter import reserved
 
 __all__ = ["SubmitFS", "LocalFS", "QueueItem", "parse_submit", "queue_items",
            "parse_size", "SubmitDescription", "read_description", "expand", "item_data"]
@@ -1014,6 +1015,10 @@ def parse_submit(text: str | bytes, source: str = "<submit>", *, cluster_id: int
                 if not _NAME.match(name):
                     raise SubmitError(f"bad attribute name {name!r}", file=source,
                                       line=stmt.line)
+                if reserved.is_internal(name):
+                    raise SubmitError(f"{key}: {name} is an attribute only condorpy sets; "
+                                      "a submit description cannot set it", file=source,
+                                      line=stmt.line)
                 attrs[name.lower()] = (name, stmt.value, stmt.line)
             else:
                 macros.table[key.lower()] = (stmt.value, stmt.line)
@@ -1033,11 +1038,18 @@ def parse_submit(text: str | bytes, source: str = "<submit>", *, cluster_id: int
             macros.live = live
             builder = _AdBuilder(macros, submit_dir=submit_dir, env=env, arch=arch,
                                  opsys=opsys, queue_line=stmt.line)
-            ads.append(_build_ad(builder, cluster_id=cluster_id, proc_id=proc,
-                                 owner=owner, user=f"{owner}@{uid_domain}",
-                                 qdate=qdate,
-                                 filesystem_domain=filesystem_domain or uid_domain,
-                                 attrs=list(attrs.values())))
+            ad = _build_ad(builder, cluster_id=cluster_id, proc_id=proc, owner=owner,
+                           user=f"{owner}@{uid_domain}", qdate=qdate,
+                           filesystem_domain=filesystem_domain or uid_domain,
+                           attrs=list(attrs.values()))
+            refusal = reserved.submission_refusal(ad)
+            if refusal is not None:
+                # the daemon would refuse the job: say so here, at the line that did it
+                attr, why = refusal
+                given = attrs.get(attr.lower())
+                raise SubmitError(f"{attr} cannot be set by a submit description: {why}",
+                                  file=source, line=given[2] if given else stmt.line)
+            ads.append(ad)
             proc += 1
     if not queued_any:
         raise SubmitError("no queue statement: nothing would be submitted", file=source)
