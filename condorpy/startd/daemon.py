@@ -57,6 +57,7 @@ from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.pool_link import PoolLink, pool_settings
 from condorpy.startd import pool_reconnect, pool_restart
+from condorpy.starter import reserved
 from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
 from condorpy.startd.starters import StarterLink, kill_quietly
@@ -465,7 +466,9 @@ class Startd:
             return          # launched once PREPARE_JOB has said go
         slot = self.engine.slots[slot_name]
         job_dir = self.paths.spool / "jobs" / str(job_id)
-        job_ad = rec.ad.copy()
+        # A queue written before submissions were checked may hold a submitter's
+        # internal attributes: the starter gets only those this daemon sets now.
+        job_ad, _ = reserved.strip_internal(rec.ad.copy())
         job_ad["CondorpyActivatedAt"] = self.clock.time()   # for latency measurements
         user_log = job_ad.evaluate("UserLog")
         if isinstance(user_log, str) and job_ad.lookup("StarterUserLog") is None:
