@@ -25,9 +25,9 @@ from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan, Launched, launch
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, adopt_sandbox, \
-    create_sandbox, disk_usage_kb, remove_sandbox
+    create_sandbox, remove_sandbox
 from condorpy.starter.settings import StarterSettings
-from condorpy.starter.usage import MIB, Usage
+from condorpy.starter.usage import MIB, TreeMeter, Usage, disk_limit_kb
 from condorpy.starter.userlog import UserLog
 from condorpy.starter.users import JobUser, choose_user
 
@@ -47,6 +47,16 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
 
 
+# HTCondor's hold subcode of JobOutOfResources for disk (condor_holdcodes.h)
+OUT_OF_RESOURCES_DISK = 104
+# The share of the starter's time the sandbox walk may take (HTCondor's
+# STARTER_UPDATE_INTERVAL_TIMESLICE default), and the entries read per slice.
+DISK_TIMESLICE = 0.1
+DISK_STEP_ENTRIES = 4096
+# How long the end of a job may take to freeze and kill its processes without cgroups.
+KILL_SWEEP_S = 10.0
+
+
 def _stderr_notice(text: str) -> None:
     print(f"condorpy starter: {text}", file=sys.stderr, flush=True)
 
@@ -56,7 +66,7 @@ class Starter:
                  settings: StarterSettings, *, job_ad_text: str = "",
                  machine_ad_text: str = "", tag: str | None = None,
                  notice: Callable[[str], None] = _stderr_notice,
-                 handle_signals: bool = False,
+                 handle_signals: bool = False, own_process: bool | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
         self.job_ad = job_ad
@@ -67,6 +77,9 @@ class Starter:
         self.tag = tag or str(os.getpid())
         self.notice = notice
         self.handle_signals = handle_signals
+        # One job per process (the daemon's starters, ``condorpy starter``): the starter
+        # may be the subreaper of its job and count every child as the job's.
+        self.own_process = handle_signals if own_process is None else own_process
         self.clock = clock
         self.wall = wall
         self.state = JobState.STARTING
@@ -85,6 +98,13 @@ class Starter:
         self.logged_image_kb = 0
         self.memory_limit: int | None = None
         self.reaped = False
+        self.family: proctrack.ProcessFamily | None = None
+        self.subreaper = False
+        self.disk: TreeMeter | None = None
+        self.disk_limit_kb: int | None = None
+        self.disk_hold: JobHold | None = None
+        self.next_disk = 0.0            # when the next walk (or slice of one) is due
+        self.disk_walk_started = 0.0
 
     @property
     def socket_path(self) -> str:
@@ -240,8 +260,21 @@ class Starter:
             self.cgroup.create(limits)
             self.memory_limit = limits.memory_max
         plan = self._plan(job, slot, user, self.sandbox, pid_ns)
+        if self.cgroup is None and self.own_process:
+            # Before the fork: orphans of the job come to the starter, not to init.
+            self.subreaper = proctrack.set_child_subreaper()
+            if not self.subreaper:
+                self._say("cannot become the child subreaper of the job (prctl); a "
+                          "process that leaves the job's session may escape")
+        if self.settings.enforce_disk:
+            self.disk_limit_kb = disk_limit_kb(self.slot_ad, self.job_ad)
+        self.disk = TreeMeter(self.sandbox.path)
         start = self.clock()
         self.proc = launch(plan, job_id=job.job_id)
+        if self.cgroup is None:
+            self.family = proctrack.ProcessFamily(
+                self.settings.proc_root, self.proc.pid, self.proc.session,
+                adopter=os.getpid() if self.subreaper else None)
         self.state = JobState.RUNNING
         if self.userlog is not None:
             self.userlog.execute(self.settings.hostname, slot.name)
@@ -256,7 +289,21 @@ class Starter:
                 "state": self.state.value,
                 "sandbox": self.sandbox.path if self.sandbox else None,
                 "cgroup": self.cgroup.slice if self.cgroup else None,
-                "usage": self.usage.attributes()}
+                "containment": self.containment(),
+                "usage": self.usage_attributes()}
+
+    def containment(self) -> str:
+        """How the job is held together: ``cgroup``, ``subreaper`` (its orphans come to
+        the starter) or ``session`` (parentage, session and process group only)."""
+        if self.cgroup is not None:
+            return "cgroup"
+        return "subreaper" if self.subreaper else "session"
+
+    def usage_attributes(self) -> dict[str, object]:
+        attrs = self.usage.attributes()
+        if self.cgroup is not None:
+            attrs["CgroupEnforced"] = True      # as HTCondor's starter publishes it
+        return attrs
 
     def _watch(self, job: JobSpec) -> tuple[int, Any]:
         assert self.proc is not None and self.server is not None
@@ -280,6 +327,8 @@ class Starter:
                 deadlines = [next_sample]
                 if self.kill_deadline is not None:
                     deadlines.append(self.kill_deadline)
+                if self.disk is not None and self.disk_hold is None:
+                    deadlines.append(self.next_disk)
                 timeout = max(0.0, min(deadlines) - now)
                 for key, _ in sel.select(timeout):
                     if key.data == "exit":
@@ -305,11 +354,15 @@ class Starter:
                     self._say(f"job {job.job_id} did not exit within its kill timeout; "
                               "killing it")
                     self._apply(Command.HARD_KILL, job)
+                if self.disk is not None and self.disk_hold is None \
+                        and now >= self.next_disk:
+                    self._measure_disk(now, job)
+                now = self.clock()
                 if now >= next_sample:
                     self._sample()
                     self._maybe_log_image_size()
                     self.server.broadcast({"event": "usage", "state": self.state.value,
-                                           "usage": self.usage.attributes()})
+                                           "usage": self.usage_attributes()})
                     next_sample = now + self.settings.update_interval_s
         finally:
             sel.close()
@@ -400,26 +453,32 @@ class Starter:
             if not self.cgroup.freeze():
                 self._say("the job's cgroup did not report frozen within 5 s")
             return npids
-        return proctrack.kill_session(self.settings.proc_root, self.proc.session,
-                                      signal.SIGSTOP)
+        assert self.family is not None
+        return self.family.signal(signal.SIGSTOP)
 
     def _unsuspend(self) -> None:
         assert self.proc is not None
         if self.cgroup is not None:
             self.cgroup.thaw()
         else:
-            proctrack.kill_session(self.settings.proc_root, self.proc.session, signal.SIGCONT)
+            assert self.family is not None
+            self.family.signal(signal.SIGCONT)
 
     def _kill_all(self) -> None:
         assert self.proc is not None
         if self.cgroup is not None:
             self.cgroup.kill()
-        else:
-            proctrack.kill_session(self.settings.proc_root, self.proc.session, signal.SIGKILL)
+            return
+        if not self.reaped:
             try:
                 os.kill(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        assert self.family is not None
+        left = self.family.kill_all(timeout_s=KILL_SWEEP_S)
+        if left:
+            self._say(f"{left} process(es) of the job still alive after "
+                      f"{KILL_SWEEP_S:g} s of SIGKILL sweeps")
 
     # --- accounting -----------------------------------------------------------------
 
@@ -429,9 +488,42 @@ class Starter:
             sample = self.cgroup.sample()
             self.usage.add_cgroup(sample)
             return sample
-        self.usage.add_session(*proctrack.session_usage(self.settings.proc_root,
-                                                        self.proc.session))
+        assert self.family is not None
+        fam = self.family.usage()
+        self.usage.add_session(fam.user_s, fam.system_s, fam.rss_bytes, fam.count)
         return None
+
+    def _measure_disk(self, now: float, job: JobSpec) -> None:
+        """One slice of the sandbox walk; a finished walk is the new DiskUsage. Slices
+        are spaced so the walk takes at most DISK_TIMESLICE of the starter's time."""
+        assert self.disk is not None
+        if not self.disk.walking:
+            self.disk_walk_started = now
+            if not self.disk.begin():
+                self.next_disk = now + self.settings.update_interval_s
+                return
+        done = self.disk.step(DISK_STEP_ENTRIES)
+        spent = max(0.0, self.clock() - now)
+        pause = spent * (1 - DISK_TIMESLICE) / DISK_TIMESLICE
+        if done is not None:
+            self.usage.add_disk(done, self.disk.files)
+            self.next_disk = max(self.disk_walk_started + self.settings.update_interval_s,
+                                 now + pause)
+        else:
+            self.next_disk = now + pause
+        # A partial walk is a lower bound: already over is over.
+        seen = done if done is not None else self.disk.partial_kb
+        limit = self.disk_limit_kb
+        if limit is not None and seen > limit and self.disk_hold is None:
+            self.usage.add_disk(seen, self.disk.files)
+            self.disk.close()
+            self.disk_hold = JobHold(
+                f"Job has exceeded allocated disk ({limit} KiB): its scratch directory "
+                f"holds at least {seen} KiB. Consider increasing the value of "
+                "request_disk.", HoldCode.JOB_OUT_OF_RESOURCES, OUT_OF_RESOURCES_DISK,
+                job=job.job_id)
+            self._say(self.disk_hold.reason)
+            self._apply(Command.HARD_KILL, job)
 
     def _maybe_log_image_size(self) -> None:
         image_kb = math.ceil(max(self.usage.image_bytes, self.usage.memory_bytes) / 1024)
@@ -446,16 +538,23 @@ class Starter:
         # gone from /proc and wait4's rusage below is the final word.
         sample = self._sample() if self.cgroup is not None else None
         u = self.usage
-        u.add_rusage(rusage.ru_utime, rusage.ru_stime)
         self.state = JobState.EXITED
         self._kill_all()     # the job is over when its first process is: no stragglers
         if self.cgroup is not None:
             self.cgroup.wait_empty()
+        # wait4 covers the job and what it waited for; the orphans the starter reaped
+        # (during the run and in the kill just above) are added to it.
+        orphans = self.family
+        u.add_rusage(rusage.ru_utime + (orphans.reaped_user_s if orphans else 0.0),
+                     rusage.ru_stime + (orphans.reaped_system_s if orphans else 0.0))
         if self.suspended_since is not None:
             self.suspended_total += self.clock() - self.suspended_since
+        if self.disk is not None:
+            self.disk.close()
+            u.add_disk(self.disk.measure(), self.disk.files)
+            self.disk.close()
         attrs: dict[str, object] = {"JobDuration": round(duration, 3)}
-        attrs.update(u.attributes())
-        attrs["DiskUsage"] = disk_usage_kb(self.sandbox.path)
+        attrs.update(self.usage_attributes())
         attrs["CumulativeSuspensionTime"] = round(self.suspended_total, 3)
         signalled = os.WIFSIGNALED(status)
         sig = os.WTERMSIG(status) if signalled else None
@@ -466,9 +565,11 @@ class Starter:
         else:
             attrs["ExitBySignal"] = False
             attrs["ExitCode"] = code
-        hold: JobHold | None = None
+        hold: JobHold | None = self.disk_hold
+        if hold is not None:
+            attrs.update(hold_attributes(hold))
         oom = sample.oom_kills if sample is not None else 0
-        if oom > 0 and sig == signal.SIGKILL:
+        if oom > 0 and sig == signal.SIGKILL and hold is None:
             used = max(u.memory_bytes, u.image_bytes)
             limit = self.memory_limit
             limit_text = f"{limit // MIB} MB" if limit is not None else "the machine's memory"
@@ -506,6 +607,8 @@ class Starter:
             except ChildProcessError:
                 pass
             self.reaped = True
+        if self.disk is not None:
+            self.disk.close()            # a walk cut short holds descriptors
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()
