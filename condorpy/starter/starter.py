@@ -119,14 +119,15 @@ class Starter:
     def _cgroup_tree(self) -> CgroupTree | None:
         if not self.settings.use_cgroups:
             self._say("cgroups are turned off by configuration: memory, CPU and process "
-                      "limits are NOT enforced; the job is tracked by its session")
+                      "limits are NOT enforced; the job's processes are tracked through "
+                      "/proc")
             return None
         try:
             return open_tree(self.settings.cgroup_mount, self.settings.cgroup_base,
                              proc_root=self.settings.proc_root)
         except CgroupUnavailable as exc:
             self._say(f"memory, CPU and process limits are NOT enforced: {exc}; "
-                      "the job is tracked by its session and process group")
+                      "the job's processes are tracked through /proc")
             return None
 
     def _open_userlog(self, job: JobSpec, user: JobUser, iwd: str) -> None:
