@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -255,7 +256,8 @@ def test_a_job_over_its_disk_is_held(settings: StarterSettings, work: Path) -> N
            "Arguments": f"-c '{WRITER.replace('MARKER', marked_sleep(work, marker))}'"}
     out = run(job, {"Name": "slot1_1@h", "Disk": 1024}, settings)
     assert out.hold is not None
-    assert out.attributes["HoldReasonCode"] == HoldCode.JOB_OUT_OF_RESOURCES == 34
+    assert out.attributes["HoldReasonCode"] == HoldCode.JOB_OUT_OF_RESOURCES
+    assert int(HoldCode.JOB_OUT_OF_RESOURCES) == 34
     assert out.attributes["HoldReasonSubCode"] == 104
     assert "exceeded allocated disk" in str(out.attributes["HoldReason"])
     assert int(str(out.attributes["DiskUsage"])) >= 2900
@@ -264,7 +266,6 @@ def test_a_job_over_its_disk_is_held(settings: StarterSettings, work: Path) -> N
 
 
 def test_disk_is_measured_but_not_enforced_when_turned_off(settings: StarterSettings) -> None:
-    from dataclasses import replace
     job = {"Cmd": "/bin/sh", "Arguments": "-c 'head -c 2000000 /dev/zero > "
            "$_CONDOR_SCRATCH_DIR/f; sleep 0.3'", "ClusterId": 9, "ProcId": 1}
     out = run(job, {"Name": "slot1@h", "Disk": 100}, replace(settings, enforce_disk=False))
