@@ -22,8 +22,7 @@ import time
 
 from condorpy.starter import proctrack
 from condorpy.starter.sandbox import disk_usage_kb
-from condorpy.starter.starter import DISK_STEP_ENTRIES
-from condorpy.starter.usage import TreeMeter
+from condorpy.starter.usage import DISK_STEP_ENTRIES, TreeMeter
 
 
 def disk(files: int) -> None:

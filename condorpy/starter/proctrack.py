@@ -26,6 +26,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from condorpy.starter.cgroup import CgroupSample, JobCgroup
+from condorpy.starter.usage import Usage
+
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 # states of a process that cannot run: stopped, traced, zombie, dead
@@ -275,3 +278,74 @@ def signal_name(sig: int) -> str:
         return signal.Signals(sig).name
     except ValueError:
         return str(sig)
+
+
+class JobProcesses:
+    """The job's processes as one thing to stop, continue, kill and sample: its cgroup
+    where it has one (the kernel's view), else its family (the starter's view)."""
+
+    def __init__(self, root: int, *, cgroup: JobCgroup | None = None,
+                 family: ProcessFamily | None = None,
+                 say: Callable[[str], None] = lambda _text: None) -> None:
+        assert (cgroup is None) != (family is None)
+        self.root = root
+        self.cgroup = cgroup
+        self.family = family
+        self.say = say
+
+    @property
+    def kind(self) -> str:
+        """``cgroup``, ``subreaper`` (orphans come to the starter) or ``session``
+        (parentage, session and process group only)."""
+        if self.family is None:
+            return "cgroup"
+        return "subreaper" if self.family.adopter is not None else "session"
+
+    def stop(self) -> int:
+        """Suspend; how many processes were stopped."""
+        if self.cgroup is not None:
+            npids = len(self.cgroup.pids())
+            if not self.cgroup.freeze():
+                self.say("the job's cgroup did not report frozen within 5 s")
+            return npids
+        assert self.family is not None
+        return self.family.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.thaw()
+        else:
+            assert self.family is not None
+            self.family.signal(signal.SIGCONT)
+
+    def kill(self, *, root_alive: bool, timeout_s: float) -> None:
+        """Kill every process of the job. ``root_alive``: the job's first process has
+        not been reaped yet, so its pid is still its own to signal."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            return
+        if root_alive:
+            _send(self.root, signal.SIGKILL)
+        assert self.family is not None
+        left = self.family.kill_all(timeout_s=timeout_s)
+        if left:
+            self.say(f"{left} process(es) of the job still alive after {timeout_s:g} s "
+                     "of SIGKILL sweeps")
+
+    def sample(self, usage: Usage) -> CgroupSample | None:
+        if self.cgroup is not None:
+            sample = self.cgroup.sample()
+            usage.add_cgroup(sample)
+            return sample
+        assert self.family is not None
+        fam = self.family.usage()
+        usage.add_session(fam.user_s, fam.system_s, fam.rss_bytes, fam.count)
+        return None
+
+    @property
+    def reaped_user_s(self) -> float:
+        return self.family.reaped_user_s if self.family is not None else 0.0
+
+    @property
+    def reaped_system_s(self) -> float:
+        return self.family.reaped_system_s if self.family is not None else 0.0

@@ -27,7 +27,7 @@ from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, Con
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, adopt_sandbox, \
     create_sandbox, remove_sandbox
 from condorpy.starter.settings import StarterSettings
-from condorpy.starter.usage import MIB, TreeMeter, Usage, disk_limit_kb
+from condorpy.starter.usage import MIB, DiskWatch, Usage, disk_limit_kb
 from condorpy.starter.userlog import UserLog
 from condorpy.starter.users import JobUser, choose_user
 
@@ -47,12 +47,6 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
 
 
-# HTCondor's hold subcode of JobOutOfResources for disk (condor_holdcodes.h)
-OUT_OF_RESOURCES_DISK = 104
-# The share of the starter's time the sandbox walk may take (HTCondor's
-# STARTER_UPDATE_INTERVAL_TIMESLICE default), and the entries read per slice.
-DISK_TIMESLICE = 0.1
-DISK_STEP_ENTRIES = 4096
 # How long the end of a job may take to freeze and kill its processes without cgroups.
 KILL_SWEEP_S = 10.0
 
@@ -98,13 +92,9 @@ class Starter:
         self.logged_image_kb = 0
         self.memory_limit: int | None = None
         self.reaped = False
-        self.family: proctrack.ProcessFamily | None = None
-        self.subreaper = False
-        self.disk: TreeMeter | None = None
-        self.disk_limit_kb: int | None = None
+        self.processes: proctrack.JobProcesses | None = None
+        self.disk: DiskWatch | None = None
         self.disk_hold: JobHold | None = None
-        self.next_disk = 0.0            # when the next walk (or slice of one) is due
-        self.disk_walk_started = 0.0
 
     @property
     def socket_path(self) -> str:
@@ -261,21 +251,24 @@ class Starter:
             self.cgroup.create(limits)
             self.memory_limit = limits.memory_max
         plan = self._plan(job, slot, user, self.sandbox, pid_ns)
+        subreaper = False
         if self.cgroup is None and self.own_process:
             # Before the fork: orphans of the job come to the starter, not to init.
-            self.subreaper = proctrack.set_child_subreaper()
-            if not self.subreaper:
+            subreaper = proctrack.set_child_subreaper()
+            if not subreaper:
                 self._say("cannot become the child subreaper of the job (prctl); a "
                           "process that leaves the job's session may escape")
-        if self.settings.enforce_disk:
-            self.disk_limit_kb = disk_limit_kb(self.slot_ad, self.job_ad)
-        self.disk = TreeMeter(self.sandbox.path)
+        self.disk = DiskWatch(self.sandbox.path,
+                              disk_limit_kb(self.slot_ad, self.job_ad)
+                              if self.settings.enforce_disk else None,
+                              self.settings.update_interval_s, self.clock)
         start = self.clock()
         self.proc = launch(plan, job_id=job.job_id)
-        if self.cgroup is None:
-            self.family = proctrack.ProcessFamily(
-                self.settings.proc_root, self.proc.pid, self.proc.session,
-                adopter=os.getpid() if self.subreaper else None)
+        family = None if self.cgroup is not None else proctrack.ProcessFamily(
+            self.settings.proc_root, self.proc.pid, self.proc.session,
+            adopter=os.getpid() if subreaper else None)
+        self.processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
+                                                family=family, say=self._say)
         self.state = JobState.RUNNING
         if self.userlog is not None:
             self.userlog.execute(self.settings.hostname, slot.name)
@@ -290,15 +283,8 @@ class Starter:
                 "state": self.state.value,
                 "sandbox": self.sandbox.path if self.sandbox else None,
                 "cgroup": self.cgroup.slice if self.cgroup else None,
-                "containment": self.containment(),
+                "containment": self.processes.kind if self.processes else None,
                 "usage": self.usage_attributes()}
-
-    def containment(self) -> str:
-        """How the job is held together: ``cgroup``, ``subreaper`` (its orphans come to
-        the starter) or ``session`` (parentage, session and process group only)."""
-        if self.cgroup is not None:
-            return "cgroup"
-        return "subreaper" if self.subreaper else "session"
 
     def usage_attributes(self) -> dict[str, object]:
         attrs = self.usage.attributes()
@@ -329,7 +315,7 @@ class Starter:
                 if self.kill_deadline is not None:
                     deadlines.append(self.kill_deadline)
                 if self.disk is not None and self.disk_hold is None:
-                    deadlines.append(self.next_disk)
+                    deadlines.append(self.disk.due)
                 timeout = max(0.0, min(deadlines) - now)
                 for key, _ in sel.select(timeout):
                     if key.data == "exit":
@@ -356,8 +342,8 @@ class Starter:
                               "killing it")
                     self._apply(Command.HARD_KILL, job)
                 if self.disk is not None and self.disk_hold is None \
-                        and now >= self.next_disk:
-                    self._measure_disk(now, job)
+                        and now >= self.disk.due:
+                    self._measure_disk(job)
                 now = self.clock()
                 if now >= next_sample:
                     self._sample()
@@ -448,81 +434,33 @@ class Starter:
         self.server.broadcast({"event": "state", "state": self.state.value})
 
     def _suspend(self) -> int:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            npids = len(self.cgroup.pids())
-            if not self.cgroup.freeze():
-                self._say("the job's cgroup did not report frozen within 5 s")
-            return npids
-        assert self.family is not None
-        return self.family.signal(signal.SIGSTOP)
+        assert self.processes is not None
+        return self.processes.stop()
 
     def _unsuspend(self) -> None:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            self.cgroup.thaw()
-        else:
-            assert self.family is not None
-            self.family.signal(signal.SIGCONT)
+        assert self.processes is not None
+        self.processes.resume()
 
     def _kill_all(self) -> None:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            self.cgroup.kill()
-            return
-        if not self.reaped:
-            try:
-                os.kill(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        assert self.family is not None
-        left = self.family.kill_all(timeout_s=KILL_SWEEP_S)
-        if left:
-            self._say(f"{left} process(es) of the job still alive after "
-                      f"{KILL_SWEEP_S:g} s of SIGKILL sweeps")
+        assert self.processes is not None
+        self.processes.kill(root_alive=not self.reaped, timeout_s=KILL_SWEEP_S)
 
     # --- accounting -----------------------------------------------------------------
 
     def _sample(self) -> CgroupSample | None:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            sample = self.cgroup.sample()
-            self.usage.add_cgroup(sample)
-            return sample
-        assert self.family is not None
-        fam = self.family.usage()
-        self.usage.add_session(fam.user_s, fam.system_s, fam.rss_bytes, fam.count)
-        return None
+        assert self.processes is not None
+        return self.processes.sample(self.usage)
 
-    def _measure_disk(self, now: float, job: JobSpec) -> None:
-        """One slice of the sandbox walk; a finished walk is the new DiskUsage. Slices
-        are spaced so the walk takes at most DISK_TIMESLICE of the starter's time."""
+    def _measure_disk(self, job: JobSpec) -> None:
+        """One slice of the sandbox walk; a job over its disk is held and killed."""
         assert self.disk is not None
-        if not self.disk.walking:
-            self.disk_walk_started = now
-            if not self.disk.begin():
-                self.next_disk = now + self.settings.update_interval_s
-                return
-        done = self.disk.step(DISK_STEP_ENTRIES)
-        spent = max(0.0, self.clock() - now)
-        pause = spent * (1 - DISK_TIMESLICE) / DISK_TIMESLICE
-        if done is not None:
-            self.usage.add_disk(done, self.disk.files)
-            self.next_disk = max(self.disk_walk_started + self.settings.update_interval_s,
-                                 now + pause)
-        else:
-            self.next_disk = now + pause
-        # A partial walk is a lower bound: already over is over.
-        seen = done if done is not None else self.disk.partial_kb
-        limit = self.disk_limit_kb
-        if limit is not None and seen > limit and self.disk_hold is None:
-            self.usage.add_disk(seen, self.disk.files)
+        reading = self.disk.tick()
+        if reading is None:
+            return
+        self.usage.add_disk(reading.kb, reading.files)
+        if self.disk.over(reading.kb):
             self.disk.close()
-            self.disk_hold = JobHold(
-                f"Job has exceeded allocated disk ({limit} KiB): its scratch directory "
-                f"holds at least {seen} KiB. Consider increasing the value of "
-                "request_disk.", HoldCode.JOB_OUT_OF_RESOURCES, OUT_OF_RESOURCES_DISK,
-                job=job.job_id)
+            self.disk_hold = self.disk.hold(reading, job.job_id)
             self._say(self.disk_hold.reason)
             self._apply(Command.HARD_KILL, job)
 
@@ -545,14 +483,14 @@ class Starter:
             self.cgroup.wait_empty()
         # wait4 covers the job and what it waited for; the orphans the starter reaped
         # (during the run and in the kill just above) are added to it.
-        orphans = self.family
-        u.add_rusage(rusage.ru_utime + (orphans.reaped_user_s if orphans else 0.0),
-                     rusage.ru_stime + (orphans.reaped_system_s if orphans else 0.0))
+        assert self.processes is not None
+        u.add_rusage(rusage.ru_utime + self.processes.reaped_user_s,
+                     rusage.ru_stime + self.processes.reaped_system_s)
         if self.suspended_since is not None:
             self.suspended_total += self.clock() - self.suspended_since
         if self.disk is not None:
-            self.disk.close()
-            u.add_disk(self.disk.measure(), self.disk.files)
+            last = self.disk.final()
+            u.add_disk(last.kb, last.files)
             self.disk.close()
         attrs: dict[str, object] = {"JobDuration": round(duration, 3)}
         attrs.update(self.usage_attributes())

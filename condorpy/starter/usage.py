@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from condorpy.starter.cgroup import CgroupSample
+from condorpy.starter.holds import HoldCode, JobHold
 
 MIB = 1024 * 1024
 
@@ -180,6 +181,73 @@ class TreeMeter:
             done = self.step(1 << 30)
             if done is not None:
                 return done
+
+
+# HTCondor's hold subcode of JobOutOfResources for disk (condor_holdcodes.h)
+OUT_OF_RESOURCES_DISK = 104
+# The share of the starter's time the sandbox walk may take (HTCondor's
+# STARTER_UPDATE_INTERVAL_TIMESLICE default), and the entries read per slice.
+DISK_TIMESLICE = 0.1
+DISK_STEP_ENTRIES = 4096
+
+
+@dataclass(frozen=True)
+class DiskReading:
+    kb: int
+    files: int
+    complete: bool          # False: a walk cut short, a lower bound
+
+
+class DiskWatch:
+    """The sandbox measured every ``interval_s``, one slice per call of ``tick``, the
+    slices spaced so that walking takes at most DISK_TIMESLICE of the starter's time."""
+
+    def __init__(self, path: str, limit_kb: int | None, interval_s: float,
+                 clock: Callable[[], float]) -> None:
+        self.meter = TreeMeter(path)
+        self.limit_kb = limit_kb
+        self.interval_s = interval_s
+        self.clock = clock
+        self.due = 0.0
+        self.walk_started = 0.0
+
+    def tick(self) -> DiskReading | None:
+        """One slice. A reading when a walk completes, or when the part walked so far
+        is already over the limit (over is over); else None."""
+        now = self.clock()
+        if not self.meter.walking:
+            self.walk_started = now
+            if not self.meter.begin():
+                self.due = now + self.interval_s
+                return None
+        done = self.meter.step(DISK_STEP_ENTRIES)
+        pause = max(0.0, self.clock() - now) * (1 - DISK_TIMESLICE) / DISK_TIMESLICE
+        if done is not None:
+            self.due = max(self.walk_started + self.interval_s, now + pause)
+            return DiskReading(done, self.meter.files, True)
+        self.due = now + pause
+        if self.over(self.meter.partial_kb):
+            return DiskReading(self.meter.partial_kb, self.meter.files, False)
+        return None
+
+    def over(self, kb: int) -> bool:
+        return self.limit_kb is not None and kb > self.limit_kb
+
+    def hold(self, reading: DiskReading, job_id: str) -> JobHold:
+        """HTCondor's hold for a job over its disk: JobOutOfResources, subcode Disk."""
+        return JobHold(f"Job has exceeded allocated disk ({self.limit_kb} KiB): its "
+                       f"scratch directory holds at least {reading.kb} KiB. Consider "
+                       "increasing the value of request_disk.",
+                       HoldCode.JOB_OUT_OF_RESOURCES, OUT_OF_RESOURCES_DISK, job=job_id)
+
+    def final(self) -> DiskReading:
+        """A whole walk now (the end of the job)."""
+        self.meter.close()
+        kb = self.meter.measure()
+        return DiskReading(kb, self.meter.files, True)
+
+    def close(self) -> None:
+        self.meter.close()
 
 
 def disk_limit_kb(slot_ad: Mapping[str, object], job_ad: Mapping[str, object]) -> int | None:
