@@ -7,7 +7,7 @@ this execution point enforces."""
 from __future__ import annotations
 
 import os
-import time
+import signal
 from pathlib import Path
 
 from condorpy.classad import ClassAd
@@ -165,6 +165,30 @@ def test_a_job_over_its_request_disk_is_held_and_the_slot_says_what_is_enforced(
                  lambda: f"attacker processes left: {procs(attacker.uid, hog)}")
         assert not [p for p in (open_base / "d" / "state" / "execute").iterdir()
                     if p.name.startswith("dir_")]
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_containment_outlives_a_daemon_killed_and_restarted(open_base: Path,
+                                                            attacker: User) -> None:
+    """The subreaper is the starter, not the daemon: a daemon SIGKILLed and started
+    again re-adopts the job, and removing it still ends the escaped process."""
+    d = Daemon(open_base / "d")
+    d.start()
+    try:
+        job = submit(attacker, d, job_file(attacker, "restart", 600))
+        wait_for(lambda: bool(procs(attacker.uid, "esc-restart")), 60, d.output)
+        d.restart(signal.SIGKILL)
+        for pid in procs(attacker.uid, "esc-restart"):
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = int(fh.read().rpartition(")")[2].split()[1])
+            assert ppid != 1 and os.stat(f"/proc/{ppid}").st_uid == 0   # its starter
+        wait_for(lambda: d.statuses().get(job) == 2, 30, d.output)
+        assert attacker.cli(["rm", job], env=d.env()).rc == 0
+        mine = str(open_base)
+        wait_for(lambda: not procs(attacker.uid, mine), 30,
+                 lambda: f"attacker processes left: {procs(attacker.uid, mine)}")
     finally:
         d.stop()
         d.kill_leftovers()
