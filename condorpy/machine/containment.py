@@ -18,7 +18,11 @@ from condorpy.machine.roots import HostRoots
 
 CONTAINMENT_ATTR = "CondorpyJobContainment"
 CONTROLLERS_ATTR = "CondorpyCgroupControllers"
-DISK_ATTR = "IsEnforcingDiskUsage"      # HTCondor's name
+# Not HTCondor's IsEnforcingDiskUsage: that one means a filesystem of the request's
+# size for each job (STARTD_ENFORCE_DISK_LIMITS, LVM), a hard cap, and
+# condor_status -lvm lists the startds that have it. Here the job is held once
+# measured over its Disk: "hold", or "none".
+DISK_ATTR = "CondorpyDiskEnforcement"
 # the controllers the starter needs (condorpy/starter/cgroup.py, which sits above this
 # layer; a test keeps the two the same)
 NEEDED_CONTROLLERS = ("cpu", "memory", "pids")
@@ -57,5 +61,5 @@ def containment_facts(cfg: KnobReader, roots: HostRoots,
         facts[CONTROLLERS_ATTR] = " ".join(NEEDED_CONTROLLERS)
     else:
         facts[CONTAINMENT_ATTR] = "subreaper"
-    facts[DISK_ATTR] = cfg.get_bool("CONDORPY_ENFORCE_DISK_USAGE", True)
+    facts[DISK_ATTR] = "hold" if cfg.get_bool("CONDORPY_ENFORCE_DISK_USAGE", True) else "none"
     return facts

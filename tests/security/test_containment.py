@@ -133,7 +133,8 @@ def test_a_job_over_its_request_disk_is_held_and_the_slot_says_what_is_enforced(
         slot = ClassAd.parse_old(res.stdout.strip().split("\n\n")[0])
         expected = "cgroup" if cgroup_v2_usable(HostRoots(), 0) else "subreaper"
         assert slot["CondorpyJobContainment"] == expected
-        assert slot["IsEnforcingDiskUsage"] is True
+        assert slot["CondorpyDiskEnforcement"] == "hold"
+        assert slot.lookup("IsEnforcingDiskUsage") is None    # HTCondor's: an LVM per job
         # 3 MB, a pause to be seen, then 30 MB more: request_disk is 10 MB
         bin = sleeper(attacker, "hog")
         script = ("#!/bin/sh\nhead -c 3000000 /dev/zero > $_CONDOR_SCRATCH_DIR/a\n"

@@ -283,7 +283,7 @@ def test_containment_facts_from_the_cgroup_tree(tmp_path: Path) -> None:
     (tmp_path / "cg").mkdir()
     roots = HostRoots(cgroup=tmp_path / "cg", proc=tmp_path / "proc")
     assert containment.containment_facts(cfg(), roots, euid=0) == {
-        "CondorpyJobContainment": "subreaper", "IsEnforcingDiskUsage": True}
+        "CondorpyJobContainment": "subreaper", "CondorpyDiskEnforcement": "hold"}
     (tmp_path / "cg" / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
     facts = containment.containment_facts(cfg(), roots, euid=0)
     assert facts["CondorpyJobContainment"] == "cgroup"
@@ -291,7 +291,7 @@ def test_containment_facts_from_the_cgroup_tree(tmp_path: Path) -> None:
     off = containment.containment_facts(cfg(CONDORPY_USE_CGROUPS="false",
                                             CONDORPY_ENFORCE_DISK_USAGE="false"),
                                         roots, euid=0)
-    assert off == {"CondorpyJobContainment": "subreaper", "IsEnforcingDiskUsage": False}
+    assert off == {"CondorpyJobContainment": "subreaper", "CondorpyDiskEnforcement": "none"}
     # an ordinary user needs its own cgroup delegated
     (tmp_path / "proc" / "self").mkdir(parents=True)
     (tmp_path / "proc" / "self" / "cgroup").write_text("0::/user/me\n")
