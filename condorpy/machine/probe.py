@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from condorpy.config import KnobReader
+from condorpy.machine.containment import containment_facts
 from condorpy.machine.cpus import count_cpus
 from condorpy.machine.disk import free_kb
 from condorpy.machine.idle import measure_idle
@@ -152,6 +153,7 @@ def probe_machine(cfg: KnobReader, roots: HostRoots = HostRoots()) -> MachineInv
         facts["CpuFamily"] = cpus.family
     if cpus.cache_kb is not None:
         facts["CpuCacheSize"] = cpus.cache_kb
+    facts.update(containment_facts(cfg, roots))
 
     activity = measure_activity(cfg, roots)
     return MachineInventory(

@@ -46,4 +46,5 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
         use_cgroups=cfg.get_bool("CONDORPY_USE_CGROUPS", True),
         kill_timeout_s=cfg.get_float("KILLING_TIMEOUT", 30.0),
         update_interval_s=cfg.get_float("STARTER_UPDATE_INTERVAL", 5.0),
+        enforce_disk=cfg.get_bool("CONDORPY_ENFORCE_DISK_USAGE", True),
         hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn())

@@ -35,6 +35,7 @@ class StarterSettings:
     proc_root: str = "/proc"
     kill_timeout_s: float = 30.0               # KILLING_TIMEOUT when the job has no KillSigTimeout
     update_interval_s: float = 5.0             # usage sampling and updates to the startd
+    enforce_disk: bool = True                  # CONDORPY_ENFORCE_DISK_USAGE: hold over Disk
     hostname: str = "localhost"
     num_threads_env: tuple[str, ...] = (
         "CUBACORES", "GOMAXPROCS", "JULIA_NUM_THREADS", "MKL_NUM_THREADS",

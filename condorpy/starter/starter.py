@@ -25,9 +25,9 @@ from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan, Launched, launch
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, adopt_sandbox, \
-    create_sandbox, disk_usage_kb, remove_sandbox
+    create_sandbox, remove_sandbox
 from condorpy.starter.settings import StarterSettings
-from condorpy.starter.usage import MIB, Usage
+from condorpy.starter.usage import MIB, DiskWatch, Usage, disk_limit_kb
 from condorpy.starter.userlog import UserLog
 from condorpy.starter.users import JobUser, choose_user
 
@@ -47,6 +47,10 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
 
 
+# How long the end of a job may take to freeze and kill its processes without cgroups.
+KILL_SWEEP_S = 10.0
+
+
 def _stderr_notice(text: str) -> None:
     print(f"condorpy starter: {text}", file=sys.stderr, flush=True)
 
@@ -56,7 +60,7 @@ class Starter:
                  settings: StarterSettings, *, job_ad_text: str = "",
                  machine_ad_text: str = "", tag: str | None = None,
                  notice: Callable[[str], None] = _stderr_notice,
-                 handle_signals: bool = False,
+                 handle_signals: bool = False, own_process: bool | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
         self.job_ad = job_ad
@@ -67,6 +71,9 @@ class Starter:
         self.tag = tag or str(os.getpid())
         self.notice = notice
         self.handle_signals = handle_signals
+        # One job per process (the daemon's starters, ``condorpy starter``): the starter
+        # may be the subreaper of its job and count every child as the job's.
+        self.own_process = handle_signals if own_process is None else own_process
         self.clock = clock
         self.wall = wall
         self.state = JobState.STARTING
@@ -85,6 +92,9 @@ class Starter:
         self.logged_image_kb = 0
         self.memory_limit: int | None = None
         self.reaped = False
+        self.processes: proctrack.JobProcesses | None = None
+        self.disk: DiskWatch | None = None
+        self.disk_hold: JobHold | None = None
 
     @property
     def socket_path(self) -> str:
@@ -99,14 +109,15 @@ class Starter:
     def _cgroup_tree(self) -> CgroupTree | None:
         if not self.settings.use_cgroups:
             self._say("cgroups are turned off by configuration: memory, CPU and process "
-                      "limits are NOT enforced; the job is tracked by its session")
+                      "limits are NOT enforced; the job's processes are tracked through "
+                      "/proc")
             return None
         try:
             return open_tree(self.settings.cgroup_mount, self.settings.cgroup_base,
                              proc_root=self.settings.proc_root)
         except CgroupUnavailable as exc:
             self._say(f"memory, CPU and process limits are NOT enforced: {exc}; "
-                      "the job is tracked by its session and process group")
+                      "the job's processes are tracked through /proc")
             return None
 
     def _open_userlog(self, job: JobSpec, user: JobUser, iwd: str) -> None:
@@ -240,8 +251,24 @@ class Starter:
             self.cgroup.create(limits)
             self.memory_limit = limits.memory_max
         plan = self._plan(job, slot, user, self.sandbox, pid_ns)
+        subreaper = False
+        if self.cgroup is None and self.own_process:
+            # Before the fork: orphans of the job come to the starter, not to init.
+            subreaper = proctrack.set_child_subreaper()
+            if not subreaper:
+                self._say("cannot become the child subreaper of the job (prctl); a "
+                          "process that leaves the job's session may escape")
+        self.disk = DiskWatch(self.sandbox.path,
+                              disk_limit_kb(self.slot_ad, self.job_ad)
+                              if self.settings.enforce_disk else None,
+                              self.settings.update_interval_s, self.clock)
         start = self.clock()
         self.proc = launch(plan, job_id=job.job_id)
+        family = None if self.cgroup is not None else proctrack.ProcessFamily(
+            self.settings.proc_root, self.proc.pid, self.proc.session,
+            adopter=os.getpid() if subreaper else None)
+        self.processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
+                                                family=family, say=self._say)
         self.state = JobState.RUNNING
         if self.userlog is not None:
             self.userlog.execute(self.settings.hostname, slot.name)
@@ -256,7 +283,14 @@ class Starter:
                 "state": self.state.value,
                 "sandbox": self.sandbox.path if self.sandbox else None,
                 "cgroup": self.cgroup.slice if self.cgroup else None,
-                "usage": self.usage.attributes()}
+                "containment": self.processes.kind if self.processes else None,
+                "usage": self.usage_attributes()}
+
+    def usage_attributes(self) -> dict[str, object]:
+        attrs = self.usage.attributes()
+        if self.cgroup is not None:
+            attrs["CgroupEnforced"] = True      # as HTCondor's starter publishes it
+        return attrs
 
     def _watch(self, job: JobSpec) -> tuple[int, Any]:
         assert self.proc is not None and self.server is not None
@@ -280,6 +314,8 @@ class Starter:
                 deadlines = [next_sample]
                 if self.kill_deadline is not None:
                     deadlines.append(self.kill_deadline)
+                if self.disk is not None and self.disk_hold is None:
+                    deadlines.append(self.disk.due)
                 timeout = max(0.0, min(deadlines) - now)
                 for key, _ in sel.select(timeout):
                     if key.data == "exit":
@@ -305,11 +341,15 @@ class Starter:
                     self._say(f"job {job.job_id} did not exit within its kill timeout; "
                               "killing it")
                     self._apply(Command.HARD_KILL, job)
+                if self.disk is not None and self.disk_hold is None \
+                        and now >= self.disk.due:
+                    self._measure_disk(job)
+                now = self.clock()
                 if now >= next_sample:
                     self._sample()
                     self._maybe_log_image_size()
                     self.server.broadcast({"event": "usage", "state": self.state.value,
-                                           "usage": self.usage.attributes()})
+                                           "usage": self.usage_attributes()})
                     next_sample = now + self.settings.update_interval_s
         finally:
             sel.close()
@@ -394,44 +434,35 @@ class Starter:
         self.server.broadcast({"event": "state", "state": self.state.value})
 
     def _suspend(self) -> int:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            npids = len(self.cgroup.pids())
-            if not self.cgroup.freeze():
-                self._say("the job's cgroup did not report frozen within 5 s")
-            return npids
-        return proctrack.kill_session(self.settings.proc_root, self.proc.session,
-                                      signal.SIGSTOP)
+        assert self.processes is not None
+        return self.processes.stop()
 
     def _unsuspend(self) -> None:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            self.cgroup.thaw()
-        else:
-            proctrack.kill_session(self.settings.proc_root, self.proc.session, signal.SIGCONT)
+        assert self.processes is not None
+        self.processes.resume()
 
     def _kill_all(self) -> None:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            self.cgroup.kill()
-        else:
-            proctrack.kill_session(self.settings.proc_root, self.proc.session, signal.SIGKILL)
-            try:
-                os.kill(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        assert self.processes is not None
+        self.processes.kill(root_alive=not self.reaped, timeout_s=KILL_SWEEP_S)
 
     # --- accounting -----------------------------------------------------------------
 
     def _sample(self) -> CgroupSample | None:
-        assert self.proc is not None
-        if self.cgroup is not None:
-            sample = self.cgroup.sample()
-            self.usage.add_cgroup(sample)
-            return sample
-        self.usage.add_session(*proctrack.session_usage(self.settings.proc_root,
-                                                        self.proc.session))
-        return None
+        assert self.processes is not None
+        return self.processes.sample(self.usage)
+
+    def _measure_disk(self, job: JobSpec) -> None:
+        """One slice of the sandbox walk; a job over its disk is held and killed."""
+        assert self.disk is not None
+        reading = self.disk.tick()
+        if reading is None:
+            return
+        self.usage.add_disk(reading.kb, reading.files)
+        if self.disk.over(reading.kb):
+            self.disk.close()
+            self.disk_hold = self.disk.hold(reading, job.job_id)
+            self._say(self.disk_hold.reason)
+            self._apply(Command.HARD_KILL, job)
 
     def _maybe_log_image_size(self) -> None:
         image_kb = math.ceil(max(self.usage.image_bytes, self.usage.memory_bytes) / 1024)
@@ -446,16 +477,23 @@ class Starter:
         # gone from /proc and wait4's rusage below is the final word.
         sample = self._sample() if self.cgroup is not None else None
         u = self.usage
-        u.add_rusage(rusage.ru_utime, rusage.ru_stime)
         self.state = JobState.EXITED
         self._kill_all()     # the job is over when its first process is: no stragglers
         if self.cgroup is not None:
             self.cgroup.wait_empty()
+        # wait4 covers the job and what it waited for; the orphans the starter reaped
+        # (during the run and in the kill just above) are added to it.
+        assert self.processes is not None
+        u.add_rusage(rusage.ru_utime + self.processes.reaped_user_s,
+                     rusage.ru_stime + self.processes.reaped_system_s)
         if self.suspended_since is not None:
             self.suspended_total += self.clock() - self.suspended_since
+        if self.disk is not None:
+            last = self.disk.final()
+            u.add_disk(last.kb, last.files)
+            self.disk.close()
         attrs: dict[str, object] = {"JobDuration": round(duration, 3)}
-        attrs.update(u.attributes())
-        attrs["DiskUsage"] = disk_usage_kb(self.sandbox.path)
+        attrs.update(self.usage_attributes())
         attrs["CumulativeSuspensionTime"] = round(self.suspended_total, 3)
         signalled = os.WIFSIGNALED(status)
         sig = os.WTERMSIG(status) if signalled else None
@@ -466,9 +504,11 @@ class Starter:
         else:
             attrs["ExitBySignal"] = False
             attrs["ExitCode"] = code
-        hold: JobHold | None = None
+        hold: JobHold | None = self.disk_hold
+        if hold is not None:
+            attrs.update(hold_attributes(hold))
         oom = sample.oom_kills if sample is not None else 0
-        if oom > 0 and sig == signal.SIGKILL:
+        if oom > 0 and sig == signal.SIGKILL and hold is None:
             used = max(u.memory_bytes, u.image_bytes)
             limit = self.memory_limit
             limit_text = f"{limit // MIB} MB" if limit is not None else "the machine's memory"
@@ -506,6 +546,8 @@ class Starter:
             except ChildProcessError:
                 pass
             self.reaped = True
+        if self.disk is not None:
+            self.disk.close()            # a walk cut short holds descriptors
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()

@@ -1,0 +1,65 @@
+"""What this execution point can enforce on a job, for every slot's ad.
+
+Decided from the host as the daemon finds it at start, without touching the cgroup
+tree (the starter makes the cgroups; the daemon places starters): a cgroup v2
+hierarchy offering the ``cpu``, ``memory`` and ``pids`` controllers to a daemon that
+may use it (root, or a cgroup delegated to the daemon's user) means per-job cgroups;
+anything else means the starter contains the job as the child subreaper of its
+processes. Each job's own ad then says what actually held it (``CgroupEnforced``, as
+HTCondor's starter publishes it).
+"""
+
+from __future__ import annotations
+
+import os
+
+from condorpy.config import KnobReader
+from condorpy.machine.roots import HostRoots
+
+CONTAINMENT_ATTR = "CondorpyJobContainment"
+CONTROLLERS_ATTR = "CondorpyCgroupControllers"
+# Not HTCondor's IsEnforcingDiskUsage: that one means a filesystem of the request's
+# size for each job (STARTD_ENFORCE_DISK_LIMITS, LVM), a hard cap, and
+# condor_status -lvm lists the startds that have it. Here the job is held once
+# measured over its Disk: "hold", or "none".
+DISK_ATTR = "CondorpyDiskEnforcement"
+# the controllers the starter needs (condorpy/starter/cgroup.py, which sits above this
+# layer; a test keeps the two the same)
+NEEDED_CONTROLLERS = ("cpu", "memory", "pids")
+
+
+def _read(path: os.PathLike[str] | str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def cgroup_v2_usable(roots: HostRoots, euid: int) -> bool:
+    controllers = _read(roots.cgroup / "cgroup.controllers")
+    if controllers is None or not set(NEEDED_CONTROLLERS) <= set(controllers.split()):
+        return False
+    if euid == 0:
+        return True
+    own = None
+    for line in (_read(roots.proc / "self" / "cgroup") or "").splitlines():
+        if line.startswith("0::"):
+            own = line[3:].strip()
+    if not own:
+        return False
+    directory = roots.cgroup / own.lstrip("/")
+    return os.access(directory, os.W_OK) and os.access(directory / "cgroup.procs", os.W_OK)
+
+
+def containment_facts(cfg: KnobReader, roots: HostRoots,
+                      euid: int | None = None) -> dict[str, object]:
+    uid = os.geteuid() if euid is None else euid
+    facts: dict[str, object] = {}
+    if cfg.get_bool("CONDORPY_USE_CGROUPS", True) and cgroup_v2_usable(roots, uid):
+        facts[CONTAINMENT_ATTR] = "cgroup"
+        facts[CONTROLLERS_ATTR] = " ".join(NEEDED_CONTROLLERS)
+    else:
+        facts[CONTAINMENT_ATTR] = "subreaper"
+    facts[DISK_ATTR] = "hold" if cfg.get_bool("CONDORPY_ENFORCE_DISK_USAGE", True) else "none"
+    return facts
