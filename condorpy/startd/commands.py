@@ -10,6 +10,7 @@ the per-job ownership check of :meth:`Commands._select`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from typing import TYPE_CHECKING, Any, Callable
@@ -45,16 +46,23 @@ class Commands:
                 "slots": len(self.d.engine.slots), "running": len(self.d.running),
                 "cycle_seconds": list(self.d.cycle_times), "metrics": self.d.metrics.bound}
 
+    # q, history and status stream their ads (control.Streamed): each ad is turned into
+    # text only as the reply is written, and the loop serves others in between.
     def q(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"schedd": self.d._schedd_name(), "address": str(self.d.paths.socket),
-                "now": self.d.clock.time(),
-                "ads": [r.ad.to_old() for r in self.d.store.jobs(args.get("constraint"))]}
+        constraint, limit = args.get("constraint"), args.get("limit")
+        return control.Streamed(
+            {"schedd": self.d._schedd_name(), "address": str(self.d.paths.socket),
+             "now": self.d.clock.time()}, "ads",
+            (r.ad.to_old() for r in itertools.islice(self.d.store.jobs(constraint), limit)))
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"ads": [r.ad.to_old() for r in self.d.store.history(args.get("constraint"))]}
+        constraint, limit = args.get("constraint"), args.get("limit")
+        return control.Streamed({}, "ads", (r.ad.to_old() for r in
+                                            self.d.store.history(constraint, limit)))
 
     def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"now": self.d.clock.time(), "ads": [ad.to_old() for ad in self.d.engine.ads()]}
+        return control.Streamed({"now": self.d.clock.time()}, "ads",
+                                (ad.to_old() for ad in self.d.engine.ads()))
 
     def who(self, args: dict[str, Any], peer: control.Peer) -> Any:
         ads = []
