@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("condorpy.startd")
 
-# Parsed job records a queue reply keeps while it is written; past them, only ids.
-_KEPT_RECORDS = 500
+# Characters of ad text a queue reply keeps while it is written; past them, only ids.
+_KEPT_TEXT = 1 << 20
 
 
 class Commands:
@@ -62,20 +62,25 @@ class Commands:
     def _queue_ads(self, records: list[JobRecord], expr: Expr | None,
                    limit: int | None) -> Iterator[str]:
         """The queue's ads for a reply that a client may read slowly or never: past the
-        first few, only the job ids are held, and each ad is read again as it is
-        sent, so a stalled reader pins a few bytes a job, not the parsed queue."""
+        first megabyte of text, only the job ids are held, and each ad is read again
+        as it is sent, so a stalled reader pins a few bytes a job, not the queue."""
         if limit is not None:
             del records[limit:]
-        kept = records[:_KEPT_RECORDS]
+        kept: list[str] = []
+        size = 0
+        for rec in records:
+            if size >= _KEPT_TEXT:
+                break
+            kept.append(rec.ad.to_old())
+            size += len(kept[-1])
         later = array("q", itertools.chain.from_iterable(
-            (r.job_id.cluster, r.job_id.proc) for r in records[_KEPT_RECORDS:]))
+            (r.job_id.cluster, r.job_id.proc) for r in records[len(kept):]))
         records.clear()
         return self._reread(kept, later, expr)
 
-    def _reread(self, kept: list[JobRecord], later: "array[int]",
+    def _reread(self, kept: list[str], later: "array[int]",
                 expr: Expr | None) -> Iterator[str]:
-        for rec in kept:
-            yield rec.ad.to_old()
+        yield from kept
         kept.clear()
         for i in range(0, len(later), 2):
             now = self.d.store.job(JobId(later[i], later[i + 1]))
