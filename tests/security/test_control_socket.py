@@ -152,6 +152,7 @@ def test_pipelined_requests_never_read_do_not_grow_the_daemon(
             assert status_as(victim, d) >= 1          # served meanwhile
             grown = rss(pid) - before
             sent = held.release()
+        print(f"pipelined: {sent} bytes taken, daemon grew {grown / MB:.1f} MB")
         assert grown < 16 * MB, f"the daemon grew by {grown // MB} MB"
         # the daemon stopped reading: most of the requests were never taken
         assert sent < len(b'{"command": "status", "args": {}}\n') * n
@@ -199,6 +200,7 @@ def test_unfinished_requests_are_capped_across_connections(
             assert got.kind == "ok", got
             assert status_as(victim, d) >= 1
             said = held.release()
+        print(f"unfinished: daemon grew {grown / MB:.1f} MB")
         assert grown < 64 * MB, f"the daemon grew by {grown // MB} MB"
         refused = [s for s in said if s is not None]
         assert len(refused) >= conns - 3, said
@@ -275,6 +277,7 @@ def test_out_of_descriptors_backs_off_and_serves_again(open_base: Path, attacker
             time.sleep(3)
             during = log_of(d)[len(log_before):]
             made = held.release()
+        print(f"EMFILE: {made} connections, {len(during)} bytes of log")
         assert made >= 30
         assert len(during) < 4000 and during.count("\n") < 20, during[-2000:]
         assert "out of descriptors" in during
@@ -319,7 +322,7 @@ def test_connect_disconnect_loops_do_not_fail_others(open_base: Path, attacker: 
         try:
             def statuses() -> list[str]:
                 errors = []
-                for _ in range(40):
+                for _ in range(20):
                     try:
                         call(path, "status", timeout=30)
                     except Exception as exc:        # noqa: BLE001 - what the user sees
@@ -340,13 +343,13 @@ def test_connect_disconnect_loops_do_not_fail_others(open_base: Path, attacker: 
 
 def test_big_replies_to_stalled_readers_are_streamed(open_base: Path, attacker: User,
                                                       victim: User) -> None:
-    # A queue of ~12 MB of ads; ten connections ask for it and never read. Before,
-    # each connection held the whole reply (~120 MB); now each holds a bounded piece.
+    # A queue of ~6 MB of ads; ten connections ask for it and never read. Before,
+    # each connection held the whole reply (~60 MB in all); now each holds a bounded piece.
     d = Daemon(open_base / "d")
     d.start()
     try:
         pid, path = pid_of(d), d.socket
-        pad = "y" * 300_000
+        pad = "y" * 150_000
         attacker.write(attacker.home / "big.sub",
                        f"executable = /bin/true\nrequirements = False\n+Pad = \"{pad}\"\n"
                        f"queue 40\n")
@@ -373,7 +376,8 @@ def test_big_replies_to_stalled_readers_are_streamed(open_base: Path, attacker: 
             got = victim.call(lambda: len(call(path, "q", timeout=60)["ads"]))
             assert got.kind == "ok" and got.value == 40, got
             held.release()
-        assert grown < 40 * MB, f"the daemon grew by {grown // MB} MB"
+        print(f"stalled readers: daemon grew {grown / MB:.1f} MB")
+        assert grown < 30 * MB, f"the daemon grew by {grown // MB} MB"
         assert "Traceback" not in log_of(d)
     finally:
         d.stop()
