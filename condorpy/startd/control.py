@@ -51,6 +51,8 @@ MAX_UNSENT = 256 * 1024
 STREAM_PIECE = 64 * 1024             # bytes of items per line of a stream (about)
 MAX_CONNECTIONS_PER_USER_KNOB = "CONDORPY_CONTROL_MAX_CONNECTIONS_PER_USER"
 DEFAULT_MAX_CONNECTIONS_PER_USER = 64   # administrators are not limited
+# Knobs one config_val request may name: its reply is one line, built whole.
+MAX_NAMES = 1000
 
 
 class Access(Enum):
@@ -79,6 +81,7 @@ class ArgType(Enum):
     COUNT = "a non-negative integer"
     BOOL = "true or false"
     STRS = "a list of strings"
+    NAMES = f"a list of at most {MAX_NAMES} strings"
     IDS = "a list of job ids (strings or integers)"
     ID = "a string, an integer or null"
 
@@ -88,7 +91,7 @@ _SELECTION = {"ids": ArgType.IDS, "owners": ArgType.STRS, "constraint": ArgType.
 ARGS: dict[str, dict[str, ArgType]] = {
     "q": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT},
     "history": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT},
-    "config_val": {"names": ArgType.STRS},
+    "config_val": {"names": ArgType.NAMES},
     "submit": {"cluster": ArgType.OPT_INT, "ads": ArgType.STRS},
     "rm": _SELECTION, "hold": _SELECTION, "release": _SELECTION,
     "vacate": {"slots": ArgType.STRS, "fast": ArgType.BOOL},
@@ -98,6 +101,10 @@ ARGS: dict[str, dict[str, ArgType]] = {
     "off": {"how": ArgType.STR},
 }
 _INT_RANGE = range(-(1 << 63), 1 << 63)      # what SQLite and the ClassAd engine hold
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
 def _is_int(value: Any) -> bool:
@@ -111,7 +118,8 @@ _ARG_CHECKS: dict[ArgType, Callable[[Any], bool]] = {
     ArgType.OPT_INT: lambda v: v is None or _is_int(v),
     ArgType.COUNT: lambda v: _is_int(v) and v >= 0,
     ArgType.BOOL: lambda v: isinstance(v, bool),
-    ArgType.STRS: lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    ArgType.STRS: lambda v: _strings(v),
+    ArgType.NAMES: lambda v: _strings(v) and len(v) <= MAX_NAMES,
     ArgType.IDS: lambda v: isinstance(v, list) and all(
         isinstance(x, str) or _is_int(x) for x in v),
     ArgType.ID: lambda v: v is None or isinstance(v, str) or _is_int(v),

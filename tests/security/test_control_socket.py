@@ -277,7 +277,7 @@ def test_out_of_descriptors_backs_off_and_serves_again(open_base: Path, attacker
             time.sleep(3)
             during = log_of(d)[len(log_before):]
             made = held.release()
-        print(f"EMFILE: {made} connections, {len(during)} bytes of log")
+        print(f"EMFILE: {made} connections, {len(during)} bytes of log:\n{during}")
         assert made >= 30
         assert len(during) < 4000 and during.count("\n") < 20, during[-2000:]
         assert "out of descriptors" in during

@@ -71,6 +71,8 @@ def test_a_whole_line_over_the_limit_in_one_piece_is_refused() -> None:
     (b'{"command": "rm", "args": {"ids": [1.5]}}', "'ids' must be a list of job ids"),
     (b'{"command": "rm", "args": {"owners": "bob"}}', "'owners' must be a list"),
     (b'{"command": "config_val", "args": {"names": [{}]}}', "'names'"),
+    (b'{"command": "config_val", "args": {"names": [' + b'"A", ' * 1000 + b'"B"]}}',
+     "at most 1000 strings"),
     (b'{"command": "vacate", "args": {"fast": "yes"}}', "'fast' must be true or false"),
 ])
 def test_malformed_requests_name_what_is_wrong(line: bytes, why: str) -> None:
