@@ -44,7 +44,7 @@ log = logging.getLogger("condorpy.startd")
 Dispatch = Callable[[str, dict[str, Any], control.Peer], Any]
 
 RECV_SIZE = 1 << 16
-ACCEPTS_PER_EVENT = 64       # drain a burst of connections without starving the rest
+ACCEPTS_PER_EVENT = 8        # HTCondor's MAX_ACCEPTS_PER_CYCLE: a burst waits its turn
 PAUSE_FIRST = 0.05           # seconds the listener rests after accept() ran out of fds
 PAUSE_MAX = 2.0
 LOG_EVERY = 10.0             # seconds between log lines about one user's one misdeed
