@@ -44,6 +44,9 @@ log = logging.getLogger("condorpy.startd")
 Dispatch = Callable[[str, dict[str, Any], control.Peer], Any]
 
 RECV_SIZE = 1 << 16
+# Requests of one connection answered per turn of the loop: a pipeline of costly
+# requests with small answers takes turns with everyone else.
+REQUESTS_PER_EVENT = 8
 ACCEPTS_PER_EVENT = 8        # HTCondor's MAX_ACCEPTS_PER_CYCLE: a burst waits its turn
 PAUSE_FIRST = 0.05           # seconds the listener rests after accept() ran out of fds
 PAUSE_MAX = 2.0
@@ -61,6 +64,7 @@ class ControlConn:
     out: bytearray = field(default_factory=bytearray)
     reply: control.ReplyProducer | None = None
     eof: bool = False             # the peer will send nothing more
+    backlog: bool = False         # requests received and not yet answered
     closed: bool = False
     events: int = selectors.EVENT_READ
 
@@ -238,7 +242,8 @@ class ControlSocket:
             self._close(conn)
             return
         events = (selectors.EVENT_READ if self._reads(conn) else 0) | \
-            (selectors.EVENT_WRITE if conn.out or conn.reply is not None else 0)
+            (selectors.EVENT_WRITE if conn.out or conn.reply is not None or conn.backlog
+             else 0)
         if events == 0:
             self._close(conn)
         elif events != conn.events:
@@ -249,11 +254,14 @@ class ControlSocket:
     def _reads(conn: ControlConn) -> bool:
         # Not while a reply is on its way or waits unsent: the client's next requests
         # stay in the kernel's buffers (and then its own), not in the daemon.
-        return not conn.eof and conn.reply is None and len(conn.out) < control.MAX_UNSENT
+        return not (conn.eof or conn.backlog or conn.reply is not None
+                    or len(conn.out) >= control.MAX_UNSENT)
 
     def _work(self, conn: ControlConn) -> bool:
-        """Answer requests and produce replies until MAX_UNSENT bytes wait; True when
-        every request received is answered."""
+        """Answer requests and produce replies until MAX_UNSENT bytes wait or this
+        turn's requests are answered; True when every request received is answered."""
+        budget = REQUESTS_PER_EVENT
+        conn.backlog = False
         while len(conn.out) < control.MAX_UNSENT:
             if conn.reply is not None:
                 try:
@@ -273,10 +281,15 @@ class ControlSocket:
                 else:
                     conn.out += piece
                 continue
+            if budget == 0:
+                conn.backlog = True     # the rest on the loop's next turn
+                return False
             req = conn.reader.pop()
             if req is None:
                 return True
+            budget -= 1
             conn.reply = self._answer(req, conn.peer)
+        conn.backlog = True
         return False
 
     def _answer(self, req: control.Request | control.BadRequest,
