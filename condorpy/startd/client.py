@@ -1,15 +1,23 @@
-"""Talking to the running daemon: one request over the control socket, one answer."""
+"""Talking to the running daemon: one request over the control socket, one answer.
+
+The client asks for a streamed reply (see :mod:`condorpy.startd.control`): a long
+list comes in lines of bounded size, so a queue or history of any length can be read,
+while each line, and a plain one-line reply, stays under :data:`MAX_REPLY_LINE`.
+"""
 
 from __future__ import annotations
 
 import json
 import socket
+import struct
 from pathlib import Path
 from typing import Any
 
 from condorpy.errors import StartdError
 from condorpy.inputs import loads_json
 from condorpy.startd.control import MAX_REQUEST, encode_request
+
+MAX_REPLY_LINE = 4 * MAX_REQUEST
 
 
 class DaemonUnreachable(StartdError):
@@ -23,41 +31,118 @@ class RequestRefused(StartdError):
 def call(path: Path, command: str, args: dict[str, Any] | None = None,
          timeout: float = 60.0) -> Any:
     """Send one request and return its result; errors are one clear line."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
+        _connect(sock, path, timeout)
+        sock.settimeout(timeout)
         try:
-            sock.connect(str(path))
-        except FileNotFoundError:
-            raise DaemonUnreachable(f"condorpy startd is not running (no control socket "
-                                    f"at {path})") from None
-        except ConnectionRefusedError:
-            raise DaemonUnreachable(f"condorpy startd is not running (nothing listens on "
-                                    f"{path})") from None
-        except PermissionError:
-            raise DaemonUnreachable(f"cannot reach condorpy startd at {path}: permission "
-                                    f"denied") from None
-        sock.sendall(encode_request(command, args or {}))
-        data = bytearray()
-        while not data.endswith(b"\n"):
-            try:
-                chunk = sock.recv(1 << 16)
-            except socket.timeout:
-                raise DaemonUnreachable(f"condorpy startd at {path} did not answer within "
-                                        f"{timeout:g} s") from None
-            if not chunk:
-                raise DaemonUnreachable(f"condorpy startd at {path} closed the connection")
-            data += chunk
-            if len(data) > 4 * MAX_REQUEST:
-                raise DaemonUnreachable(f"condorpy startd at {path} sent an oversized reply")
+            sock.sendall(encode_request(command, args or {}, stream=True))
+        except socket.timeout:
+            raise DaemonUnreachable(f"condorpy startd at {path} did not take the request "
+                                    f"within {timeout:g} s") from None
+        except OSError:
+            pass    # it may have answered (a refusal) and closed: its answer says why
+        lines = _Lines(sock, path, timeout)
+        first = lines.reply()
+        key = first.get("stream")
+        if key is None:
+            return _result(first)
+        _result(first)
+        head = first.get("result")
+        if not isinstance(key, str) or not isinstance(head, dict):
+            raise lines.malformed()
+        items: list[Any] = []
+        while True:
+            line = lines.next()
+            if isinstance(line, list):
+                items.extend(line)
+                continue
+            if not isinstance(line, dict) or "ok" not in line:
+                raise lines.malformed()
+            _result(line)
+            if line.get("end") != len(items):
+                raise lines.malformed()
+            head[key] = items
+            return head
     finally:
         sock.close()
+
+
+def _connect(sock: socket.socket, path: Path, timeout: float) -> None:
+    # A blocking connect waits while the daemon's backlog is full (a non-blocking one
+    # fails at once with EAGAIN); SO_SNDTIMEO bounds the wait.
+    secs = int(timeout)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                    struct.pack("ll", secs, int((timeout - secs) * 1e6)))
     try:
-        reply = loads_json(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise DaemonUnreachable(f"condorpy startd at {path} sent a malformed reply") from None
-    if not isinstance(reply, dict) or "ok" not in reply:
-        raise DaemonUnreachable(f"condorpy startd at {path} sent a malformed reply")
+        sock.connect(str(path))
+    except FileNotFoundError:
+        raise DaemonUnreachable(f"condorpy startd is not running (no control socket "
+                                f"at {path})") from None
+    except ConnectionRefusedError:
+        raise DaemonUnreachable(f"condorpy startd is not running (nothing listens on "
+                                f"{path})") from None
+    except PermissionError:
+        raise DaemonUnreachable(f"cannot reach condorpy startd at {path}: permission "
+                                f"denied") from None
+    except (BlockingIOError, socket.timeout):
+        raise DaemonUnreachable(f"condorpy startd at {path} did not accept the connection "
+                                f"within {timeout:g} s (it is busy or out of "
+                                f"descriptors)") from None
+    except OSError as exc:
+        raise DaemonUnreachable(f"cannot reach condorpy startd at {path}: "
+                                f"{exc.strerror or exc}") from None
+
+
+def _result(reply: dict[str, Any]) -> Any:
     if not reply["ok"]:
         raise RequestRefused(str(reply.get("error", "request failed")))
     return reply.get("result")
+
+
+class _Lines:
+    """The reply's JSON lines, each bounded."""
+
+    def __init__(self, sock: socket.socket, path: Path, timeout: float) -> None:
+        self.sock = sock
+        self.path = path
+        self.timeout = timeout
+        self.buf = bytearray()
+        self.scan = 0
+
+    def malformed(self) -> DaemonUnreachable:
+        return DaemonUnreachable(f"condorpy startd at {self.path} sent a malformed reply")
+
+    def reply(self) -> dict[str, Any]:
+        obj = self.next()
+        if not isinstance(obj, dict) or "ok" not in obj:
+            raise self.malformed()
+        return obj
+
+    def next(self) -> Any:
+        while True:
+            nl = self.buf.find(b"\n", self.scan)
+            if nl >= 0:
+                break
+            self.scan = len(self.buf)
+            if self.scan > MAX_REPLY_LINE:
+                raise DaemonUnreachable(f"condorpy startd at {self.path} sent an oversized "
+                                        f"reply")
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except socket.timeout:
+                raise DaemonUnreachable(f"condorpy startd at {self.path} did not answer "
+                                        f"within {self.timeout:g} s") from None
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise DaemonUnreachable(f"condorpy startd at {self.path} closed the "
+                                        f"connection")
+            self.buf += chunk
+        line = bytes(self.buf[:nl])
+        del self.buf[:nl + 1]
+        self.scan = 0
+        try:
+            return loads_json(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise self.malformed() from None

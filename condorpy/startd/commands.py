@@ -10,21 +10,26 @@ the per-job ownership check of :meth:`Commands._select`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from array import array
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from condorpy.classad import ClassAd, Undefined
+from condorpy.classad import ClassAd, Expr, Undefined, parse_expr
 from condorpy.errors import ClassAdError, QueueError, RequestError
 from condorpy.policy.records import DrainRefused, DrainStarted
 from condorpy.startd import control
-from condorpy.startd.jobstore import JobRecord, JobStatus
+from condorpy.startd.jobstore import JobId, JobRecord, JobStatus
 from condorpy.starter import reserved
 
 if TYPE_CHECKING:
     from condorpy.startd.daemon import RunningJob, Startd
 
 log = logging.getLogger("condorpy.startd")
+
+# Characters of ad text a queue reply keeps while it is written; past them, only ids.
+_KEPT_TEXT = 1 << 20
 
 
 class Commands:
@@ -46,16 +51,54 @@ class Commands:
                 "slots": len(self.d.engine.slots), "running": len(self.d.running),
                 "cycle_seconds": list(self.d.cycle_times), "metrics": self.d.metrics.bound}
 
+    # q, history and status stream their ads (control.Streamed): each ad is turned into
+    # text only as the reply is written, and the loop serves others in between.
     def q(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"schedd": self.d._schedd_name(), "address": str(self.d.paths.socket),
-                "now": self.d.clock.time(),
-                "ads": [r.ad.to_old() for r in self.d.store.jobs(args.get("constraint"))]}
+        expr = _constraint(args.get("constraint"))
+        return control.Streamed(
+            {"schedd": self.d._schedd_name(), "address": str(self.d.paths.socket),
+             "now": self.d.clock.time()}, "ads",
+            self._queue_ads(self.d.store.jobs(expr), expr, args.get("limit")))
+
+    def _queue_ads(self, records: list[JobRecord], expr: Expr | None,
+                   limit: int | None) -> Iterator[str]:
+        """The queue's ads for a reply that a client may read slowly or never: past the
+        first megabyte of text, only the job ids are held, and each ad is read again
+        as it is sent, so a stalled reader pins a few bytes a job, not the queue."""
+        if limit is not None:
+            del records[limit:]
+        kept: list[str] = []
+        size = 0
+        for rec in records:
+            if size >= _KEPT_TEXT:
+                break
+            kept.append(rec.ad.to_old())
+            size += len(kept[-1])
+        later = array("q", itertools.chain.from_iterable(
+            (r.job_id.cluster, r.job_id.proc) for r in records[len(kept):]))
+        records.clear()
+        return self._reread(kept, later, expr)
+
+    def _reread(self, kept: list[str], later: "array[int]",
+                expr: Expr | None) -> Iterator[str]:
+        yield from kept
+        kept.clear()
+        for i in range(0, len(later), 2):
+            now = self.d.store.job(JobId(later[i], later[i + 1]))
+            # gone since, or changed so that it no longer matches: as if asked now
+            if now is not None and (expr is None or now.ad.eval_expr(expr) is True):
+                yield now.ad.to_old()
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"ads": [r.ad.to_old() for r in self.d.store.history(args.get("constraint"))]}
+        # History has no look-up by id: its text (a tenth of a parsed ad) is what waits.
+        records = self.d.store.history(_constraint(args.get("constraint")), args.get("limit"))
+        texts = [r.ad.to_old() for r in records]
+        records.clear()
+        return control.Streamed({}, "ads", texts)
 
     def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"now": self.d.clock.time(), "ads": [ad.to_old() for ad in self.d.engine.ads()]}
+        return control.Streamed({"now": self.d.clock.time()}, "ads",
+                                (ad.to_old() for ad in self.d.engine.ads()))
 
     def who(self, args: dict[str, Any], peer: control.Peer) -> Any:
         ads = []
@@ -257,3 +300,14 @@ def _job_dir(rj: "RunningJob") -> str | None:
     if rj.launched is not None:
         return os.path.dirname(rj.launched.socket_path)
     return None
+
+
+def _constraint(text: str | None) -> Expr | None:
+    """A query's -constraint, parsed once for the look-up and for every re-read."""
+    if text is None:
+        return None
+    try:
+        return parse_expr(text)
+    except ClassAdError as exc:
+        shown = text if len(text) <= 200 else text[:200] + "..."
+        raise RequestError(f"bad constraint {shown!r}: {exc}") from None

@@ -181,8 +181,11 @@ class Startd:
                             self.engine.slots.values() if not s.deleted), len(self.running))
 
     def _open_control(self) -> None:
+        per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
+                                    control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.sel, self.commands.dispatch,
-                                     self.uid, lambda: self.cfg.get("CONDORPY_ADMIN_GROUP"))
+                                     self.uid, lambda: self.cfg.get("CONDORPY_ADMIN_GROUP"),
+                                     monotonic=self.clock.monotonic, per_user=per_user)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._pending_signals.append(signum)
@@ -209,6 +212,8 @@ class Startd:
                 due = min(due, extra)
         if self.pool is not None:
             due = min(due, now + self.pool.timeout(now))
+        if self.control is not None:
+            due = min(due, self.control.next_due() or due)
         if self.need_match:
             due = now
         due = min(due, self.notify.next_due() or due)
@@ -222,6 +227,8 @@ class Startd:
             self._guard(kind, lambda: self._event(kind, obj, mask))
         self._guard("signals", self._handle_signals)
         now = self.clock.monotonic()
+        if self.control is not None:
+            self._guard("listen", lambda: self.control.tick(now) if self.control else None)
         self._guard("starters", lambda: self._connect_starters(now))
         self._guard("kills", lambda: self._hard_kills(now))
         if now >= self.next_probe:
