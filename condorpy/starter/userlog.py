@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
+from condorpy.starter import safefs
+
 
 class Event(IntEnum):
     SUBMIT = 0
@@ -51,17 +53,29 @@ class UserLog:
 
     @classmethod
     def open(cls, path: str, cluster: int, proc: int, *, uid: int | None = None,
-             gid: int | None = None, wall: Callable[[], float] = time.time) -> UserLog:
+             gid: int | None = None, groups: tuple[int, ...] | None = None,
+             wall: Callable[[], float] = time.time) -> UserLog:
+        """Open (create) the log as the job's user when the caller is root: its effective
+        ids and its supplementary groups (``groups``, else the user's primary group
+        alone), so that the open reaches only what the user could. The log must be a
+        regular file, not a link: a FIFO would block the opener, a device is no log.
+        Raises OSError (:class:`~condorpy.starter.safefs.NotRegularFile` for those)."""
         saved = (os.getegid(), os.geteuid())
+        saved_groups: list[int] | None = None
         try:
             if uid is not None and gid is not None and saved[1] == 0:
+                saved_groups = os.getgroups()
+                os.setgroups(list(groups) if groups is not None else [gid])
                 os.setegid(gid)
                 os.seteuid(uid)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = safefs.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         finally:
             if os.geteuid() != saved[1]:
                 os.seteuid(saved[1])
+            if os.getegid() != saved[0]:
                 os.setegid(saved[0])
+            if saved_groups is not None:
+                os.setgroups(saved_groups)
         return cls(fd, cluster, proc, wall)
 
     def close(self) -> None:
