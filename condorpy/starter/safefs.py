@@ -223,6 +223,8 @@ class _Walk:
                 self.empty(sub, sub_path, depth + 1)
             finally:
                 os.close(sub)
+            if len(self.problems) > count:
+                return False      # something below is left, and said so
             if self._unlink(fd, name, sub_path, rmdir=True):
                 return len(self.problems) == count
         self.problems.append(f"{sub_path}: kept changing kind; left")
