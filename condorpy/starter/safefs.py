@@ -88,6 +88,31 @@ def open_regular(path: str, flags: int, mode: int = 0o644, *, follow: bool = Fal
     return fd
 
 
+def open_below(root: str, path: str, flags: int = os.O_RDONLY) -> int:
+    """Open ``path``, a file below the directory ``root``, one component at a time
+    through descriptors (no link followed anywhere on the way), as a regular file
+    owned by root's owner: what root reads from a job's directory is the job's own
+    (a hard link to another's file, or a link out of the tree, is refused)."""
+    rel = os.path.relpath(path, root)
+    parts = rel.split(os.sep)
+    if os.path.isabs(rel) or ".." in parts or parts == ["."]:
+        raise OSError(errno.EXDEV, f"not below {root}", path)
+    dfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        owner = os.fstat(dfd).st_uid
+        for part in parts[:-1]:
+            nfd = open_dir_at(dfd, part)
+            os.close(dfd)
+            dfd = nfd
+        fd = open_regular(parts[-1], flags, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    if os.fstat(fd).st_uid != owner:
+        os.close(fd)
+        raise OSError(errno.EPERM, f"not owned by the owner of {root}", path)
+    return fd
+
+
 def open_dir_at(parent_fd: int, name: str) -> int:
     """A directory below parent_fd, never through a link."""
     return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)

@@ -144,6 +144,33 @@ def test_user_log_opened_as_root_reaches_only_what_the_user_can(
     assert fingerprint(target) == before
 
 
+@pytest.mark.skipif(not ROOT, reason="needs root: the reader is root, the files a user's")
+def test_root_reads_only_the_jobs_own_regular_files_below_its_directory(
+        tmp_path: Path, roots: dict[str, Path], attacker: User) -> None:
+    """A pool job's outputs are read by root (startd/pool_transfer.py) and sent to the
+    submitter: a directory of the output swapped for a link to root's directory, a
+    hard link to root's file, a FIFO, are refused; the job's own file is read."""
+    box = tmp_path / "dir_pool_1"
+    (box / "sub").mkdir(parents=True)
+    (box / "sub" / "out").write_text("mine")
+    (box / "linkdir").symlink_to(roots["dir"])
+    os.link(roots["file"], box / "hard")
+    os.mkfifo(box / "fifo")
+    for dirpath, dirs, files in os.walk(box):
+        for n in dirs + files + [""]:
+            os.chown(os.path.join(dirpath, n), attacker.uid, attacker.gid,
+                     follow_symlinks=False)
+    os.chown(roots["file"], 0, 0)
+    fd = safefs.open_below(str(box), str(box / "sub" / "out"))
+    assert os.read(fd, 10) == b"mine"
+    os.close(fd)
+    for name, why in (("linkdir/inside", "Too many levels|Not a directory"),
+                      ("hard", "not owned by the owner"),
+                      ("fifo", "it is a FIFO"), ("../x", "not below")):
+        with pytest.raises(OSError, match=why):
+            safefs.open_below(str(box), str(box / name))
+
+
 # --- safefs.empty_tree / remove_dir_at ----------------------------------------------
 
 @pytest.mark.skipif(not ROOT, reason="needs root: the walk is root's")
