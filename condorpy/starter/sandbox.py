@@ -165,6 +165,9 @@ def adopt_sandbox(path: str, execute: str, user: JobUser, *, job_ad_text: str,
             if user.switch:
                 _chown_tree(fd, user, path)
             os.fchmod(fd, 0o700)
+        except RecursionError:
+            raise SandboxRefused(f"scratch directory {path} is too deep to hand over",
+                                 path) from None
         except OSError as exc:
             raise SandboxRefused(f"scratch directory {path}: {exc.strerror}", path,
                                  exc.errno or 0) from None
@@ -186,8 +189,8 @@ def disk_usage_kb(path: str) -> int:
                 except OSError:
                     continue
                 total += st.st_blocks * 512
-    except OSError:
-        pass
+    except (OSError, RecursionError):
+        pass            # a tree too deep to walk counts for what was seen of it
     return (total + 1023) // 1024
 
 

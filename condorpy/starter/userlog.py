@@ -7,7 +7,10 @@ local, as HTCondor writes them.
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +45,48 @@ def _usage_line(user: float, system: float, label: str) -> str:
     return f"\t\tUsr {usage_text(user)}, Sys {usage_text(system)}  -  {label}\n"
 
 
+def _open_log(path: str) -> int:
+    return safefs.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+def _open_in_child(path: str, ids: tuple[int, int, tuple[int, ...]]) -> int:
+    """The log opened by a forked child that has become the user, its descriptor
+    passed back over a socket pair; the child's errno comes back if it failed."""
+    uid, gid, groups = ids
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            ours.close()
+            try:
+                os.setgroups(list(groups))
+                os.setgid(gid)
+                os.setuid(uid)
+                fd = _open_log(path)
+                socket.send_fds(theirs, [b"ok"], [fd])
+            except safefs.NotRegularFile as exc:
+                theirs.sendall(f"kind {exc.kind}".encode())
+            except OSError as exc:
+                theirs.sendall(f"errno {exc.errno or errno.EIO}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    theirs.close()
+    try:
+        msg, fds, _flags, _addr = socket.recv_fds(ours, 256, 1)
+    finally:
+        ours.close()
+        os.waitpid(pid, 0)
+    if fds:
+        return fds[0]
+    word, _, value = msg.decode(errors="replace").partition(" ")
+    if word == "kind":
+        raise safefs.NotRegularFile(path, value)
+    code = int(value) if word == "errno" and value.isdigit() else errno.EIO
+    raise OSError(code, os.strerror(code), path)
+
+
 @dataclass
 class UserLog:
     """Writes to an already opened descriptor: the starter opens the log with the job
@@ -55,27 +100,30 @@ class UserLog:
     def open(cls, path: str, cluster: int, proc: int, *, uid: int | None = None,
              gid: int | None = None, groups: tuple[int, ...] | None = None,
              wall: Callable[[], float] = time.time) -> UserLog:
-        """Open (create) the log as the job's user when the caller is root: its effective
-        ids and its supplementary groups (``groups``, else the user's primary group
-        alone), so that the open reaches only what the user could. The log must be a
-        regular file, not a link: a FIFO would block the opener, a device is no log.
-        Raises OSError (:class:`~condorpy.starter.safefs.NotRegularFile` for those)."""
-        saved = (os.getegid(), os.geteuid())
-        saved_groups: list[int] | None = None
+        """Open (create) the log as the job's user when the caller is root: its ids and
+        its supplementary groups (``groups``, else its primary group alone), so that the
+        open reaches only what the user could. The log must be a regular file, not a
+        link: a FIFO would block the opener, a device is no log. Raises OSError
+        (:class:`~condorpy.starter.safefs.NotRegularFile` for those)."""
+        as_user = uid is not None and gid is not None and os.geteuid() == 0
+        if not as_user:
+            return cls(_open_log(path), cluster, proc, wall)
+        assert uid is not None and gid is not None
+        ids = (uid, gid, tuple(groups) if groups is not None else (gid,))
+        if threading.active_count() > 1:
+            # Changing ids is process-wide: another thread (a pool file transfer)
+            # must not run as the user meanwhile. A child opens it and hands it over.
+            return cls(_open_in_child(path, ids), cluster, proc, wall)
+        saved = (os.getegid(), os.geteuid(), os.getgroups())
         try:
-            if uid is not None and gid is not None and saved[1] == 0:
-                saved_groups = os.getgroups()
-                os.setgroups(list(groups) if groups is not None else [gid])
-                os.setegid(gid)
-                os.seteuid(uid)
-            fd = safefs.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.setgroups(list(ids[2]))
+            os.setegid(gid)
+            os.seteuid(uid)
+            fd = _open_log(path)
         finally:
-            if os.geteuid() != saved[1]:
-                os.seteuid(saved[1])
-            if os.getegid() != saved[0]:
-                os.setegid(saved[0])
-            if saved_groups is not None:
-                os.setgroups(saved_groups)
+            os.seteuid(saved[1])
+            os.setegid(saved[0])
+            os.setgroups(saved[2])
         return cls(fd, cluster, proc, wall)
 
     def close(self) -> None:

@@ -144,6 +144,43 @@ def test_user_log_opened_as_root_reaches_only_what_the_user_can(
     assert fingerprint(target) == before
 
 
+@pytest.mark.skipif(not ROOT, reason="needs root: the log is opened as another user")
+def test_user_log_opened_while_other_threads_run_changes_no_ids_of_theirs(
+        open_base: Path, attacker: User) -> None:
+    """With another thread running (a pool transfer in the daemon), the log is opened
+    by a child that became the user: this process's ids never change."""
+    import threading
+    stop = threading.Event()
+    seen: set[int] = set()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.add(os.geteuid())
+            time.sleep(0.0005)
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    try:
+        path = attacker.home / "threads.log"
+        log = UserLog.open(str(path), 3, 0, uid=attacker.uid, gid=attacker.gid,
+                           groups=(attacker.gid,))
+        log.submitted("host")
+        log.close()
+        assert path.stat().st_uid == attacker.uid and "Job submitted" in path.read_text()
+        os.mkfifo(attacker.home / "t.fifo", 0o666)
+        os.chown(attacker.home / "t.fifo", attacker.uid, attacker.gid)
+        with pytest.raises(safefs.NotRegularFile, match="FIFO"):
+            UserLog.open(str(attacker.home / "t.fifo"), 3, 0, uid=attacker.uid,
+                         gid=attacker.gid)
+        with pytest.raises(PermissionError):
+            UserLog.open("/etc/condorpy-test-never.log", 3, 0, uid=attacker.uid,
+                         gid=attacker.gid)
+    finally:
+        stop.set()
+        thread.join()
+    assert seen == {0} and not os.path.exists("/etc/condorpy-test-never.log")
+
+
 @pytest.mark.skipif(not ROOT, reason="needs root: the reader is root, the files a user's")
 def test_root_reads_only_the_jobs_own_regular_files_below_its_directory(
         tmp_path: Path, roots: dict[str, Path], attacker: User) -> None:
