@@ -11,6 +11,7 @@ relative to its descriptor of EXECUTE, whose own mode is never changed.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import stat
@@ -94,6 +95,8 @@ def create_sandbox(execute: str, user: JobUser, *, job_ad_text: str,
         try:
             fd = safefs.open_dir_at(exec_fd, name)
             try:
+                if os.fstat(fd).st_uid != os.geteuid():
+                    raise OSError(errno.EPERM, "not the directory just made")
                 _write_ads(fd, ((JOB_AD_FILE, job_ad_text),
                                 (MACHINE_AD_FILE, machine_ad_text)), exclusive=True, user=user)
                 if user.switch:
@@ -198,7 +201,10 @@ def _empty_as(user: JobUser, fd: int, where: str) -> list[str]:
     """Empty the directory open as fd in a child that has become the job's user:
     whatever it removes, the job could have removed. What it could not remove is
     root's descriptor walk's to try next; only what that leaves is reported."""
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        return []           # root's descriptor walk does it all
     if pid == 0:
         code = 1
         try:

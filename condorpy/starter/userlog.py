@@ -7,12 +7,15 @@ local, as HTCondor writes them.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import platform
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -47,6 +50,48 @@ def _usage_line(user: float, system: float, label: str) -> str:
 
 def _open_log(path: str) -> int:
     return safefs.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+# setgroups, setresuid, setresgid: the raw system calls, which change the calling
+# thread's credentials only (glibc's wrappers change every thread's)
+_THREAD_CALLS = {"x86_64": (116, 117, 119), "aarch64": (159, 147, 149)}
+_KEEP = 0xFFFFFFFF          # (uid_t) -1: leave this id as it is
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _syscall(number: int, *args: object) -> None:
+    if _LIBC.syscall(ctypes.c_long(number), *args) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+@contextmanager
+def _thread_ids(uid: int, gid: int, groups: tuple[int, ...]) -> Iterator[None]:
+    """This thread alone takes the user's effective ids and groups, then root's back."""
+    setgroups, setresuid, setresgid = _THREAD_CALLS[platform.machine()]
+    saved, saved_gid = os.getgroups(), os.getegid()
+
+    def groups_of(ids: list[int] | tuple[int, ...]) -> tuple[ctypes.c_size_t, object]:
+        return ctypes.c_size_t(len(ids)), (ctypes.c_uint * max(1, len(ids)))(*ids)
+
+    _syscall(setgroups, *groups_of(groups))
+    try:
+        _syscall(setresgid, ctypes.c_uint(_KEEP), ctypes.c_uint(gid), ctypes.c_uint(_KEEP))
+        try:
+            _syscall(setresuid, ctypes.c_uint(_KEEP), ctypes.c_uint(uid),
+                     ctypes.c_uint(_KEEP))
+            try:
+                yield
+            finally:
+                _syscall(setresuid, ctypes.c_uint(_KEEP), ctypes.c_uint(0),
+                         ctypes.c_uint(_KEEP))
+        finally:
+            _syscall(setresgid, ctypes.c_uint(_KEEP), ctypes.c_uint(saved_gid),
+                     ctypes.c_uint(_KEEP))
+    finally:
+        _syscall(setgroups, *groups_of(saved))
 
 
 def _open_in_child(path: str, ids: tuple[int, int, tuple[int, ...]]) -> int:
@@ -111,9 +156,14 @@ class UserLog:
         assert uid is not None and gid is not None
         ids = (uid, gid, tuple(groups) if groups is not None else (gid,))
         if threading.active_count() > 1:
-            # Changing ids is process-wide: another thread (a pool file transfer)
-            # must not run as the user meanwhile. A child opens it and hands it over.
-            return cls(_open_in_child(path, ids), cluster, proc, wall)
+            # glibc changes ids in every thread: another thread (a pool file transfer,
+            # the metrics server) must not run as the user meanwhile. The kernel's
+            # ids are per thread, so switch this thread's alone; where the system
+            # call numbers are unknown, a child opens the log and hands it over.
+            if _THREAD_CALLS.get(platform.machine()) is None:
+                return cls(_open_in_child(path, ids), cluster, proc, wall)
+            with _thread_ids(*ids):
+                return cls(_open_log(path), cluster, proc, wall)
         saved = (os.getegid(), os.geteuid(), os.getgroups())
         try:
             os.setgroups(list(ids[2]))
