@@ -642,7 +642,7 @@ class Startd:
             if status is JobStatus.IDLE:
                 self._idle()[rj.job_id] = new
                 self.need_match = True
-            if rj.after is not None:
+            if rj.after is not None or (final is None and status is JobStatus.HELD):
                 self._log_stop(rec.ad, status, reason, code, subcode)
         else:
             self.store.forget_starter(rj.job_id)
@@ -678,6 +678,9 @@ class Startd:
             sub = attrs.get("HoldReasonSubCode")
             return (JobStatus.HELD, str(attrs.get("HoldReason", "held by the starter")),
                     int(attrs["HoldReasonCode"]), sub if isinstance(sub, int) else 0)
+        if not ended and not rj.evicted and rec is not None and \
+                not (self.pool is not None and self.pool.owns(rj.claim_id)):
+            return self._starter_failed(rec, attrs)
         if rj.evicted or not ended:
             return JobStatus.IDLE, "", 0, 0
         if rec is not None:
@@ -689,6 +692,21 @@ class Startd:
             if got is not None:
                 return _DECIDED[got.action], got.reason, got.code, got.subcode
         return JobStatus.COMPLETED, "", 0, 0
+
+    def _starter_failed(self, rec: JobRecord, attrs: dict[str, Any]) -> \
+            tuple[JobStatus, str, int, int]:
+        """A starter that ended without a final ad (it could not start, or died) puts
+        its job back in the queue, but not forever: a job whose starter fails at once
+        would otherwise be restarted in a tight loop. The failures count in
+        NumShadowExceptions, as HTCondor counts a shadow's; at the limit the job is held."""
+        failures = int(_number(rec.ad.evaluate("NumShadowExceptions"), 0.0)) + 1
+        attrs["NumShadowExceptions"] = failures
+        limit = max(1, self.cfg.get_int("CONDORPY_MAX_STARTER_FAILURES", 5))
+        if failures < limit:
+            return JobStatus.IDLE, "", 0, 0
+        return (JobStatus.HELD, f"the job's starter failed {failures} times without "
+                f"reporting how the job ended (CONDORPY_MAX_STARTER_FAILURES is {limit}); "
+                "the startd's log says why", 6, 0)
 
     # ------------------------------------------------------------ job policy
     def _system_policy(self) -> job_policy.SystemPolicy:
@@ -858,22 +876,29 @@ class Startd:
             self._log_event(ad, lambda ul: ul.held(reason, code, subcode))
 
     def _log_event(self, ad: ClassAd, write: Callable[[UserLog], None]) -> None:
-        """Write one event to the job's user log as its owner (never as root)."""
+        """Write one event to the job's user log as its owner (never as root). A log
+        that cannot be written (not a regular file: a FIFO would block this loop)
+        loses the event, with one warning naming the file and the job."""
         path = ad.evaluate("UserLog")
         cluster, proc = ad.evaluate("ClusterId"), ad.evaluate("ProcId")
         if not isinstance(path, str) or not isinstance(cluster, int) or \
                 not isinstance(proc, int):
             return
         uid = gid = None
+        groups: tuple[int, ...] | None = None
         owner = ad.evaluate("Owner")
-        if self.uid == 0 and isinstance(owner, str):
+        if self.uid == 0:
+            if not isinstance(owner, str):
+                return          # root writes no log on nobody's behalf
             try:
                 pw = pwd.getpwnam(owner)
                 uid, gid = pw.pw_uid, pw.pw_gid
-            except KeyError:
+                groups = tuple(os.getgrouplist(owner, pw.pw_gid))
+            except (KeyError, OSError):
                 return
         try:
-            ul = UserLog.open(path, cluster, proc, uid=uid, gid=gid, wall=self.clock.time)
+            ul = UserLog.open(path, cluster, proc, uid=uid, gid=gid, groups=groups,
+                              wall=self.clock.time)
         except OSError as exc:
             log.warning("job %d.%d: cannot write its log %s: %s", cluster, proc, path,
                         exc.strerror)

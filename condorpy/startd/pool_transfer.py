@@ -38,6 +38,7 @@ from condorpy.pool.security import Op, resume
 from condorpy.pool.shadow import SessionInfo
 from condorpy.pool.sharedport import CCB_REFUSAL
 from condorpy.pool.sinful import parse_address
+from condorpy.starter import safefs
 from condorpy.starter.sandbox import JOB_AD_FILE, MACHINE_AD_FILE, PREPARED_SCRATCH_ATTR, \
     Sandbox, remove_sandbox
 
@@ -190,9 +191,15 @@ class DirSink:
 
 
 class Files:
+    """The job's outputs, read by root from a directory the job's user wrote: through
+    descriptors below the scratch directory, regular files of the user's only (no
+    link out of it, no FIFO to hang the transfer on, no hard link to root's files)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
     def open(self, path: str) -> BinaryIO:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        return os.fdopen(fd, "rb")
+        return os.fdopen(safefs.open_below(str(self.root), path), "rb")
 
 
 def _expand(scratch: Path, name: str, items: list[ft.Item]) -> None:
@@ -360,5 +367,5 @@ def output_transfer(ad: ClassAd, session: SessionInfo, box: Scratch, final: bool
                     version: str) -> Transfer:
     items, failure = output_items(ad, box, final)
     return Transfer("output transfer", ad, session, ft.FILETRANS_DOWNLOAD,
-                    lambda peer: ft.send(peer, items, Files(), final=final,
+                    lambda peer: ft.send(peer, items, Files(box.path), final=final,
                                          failure=failure), version)

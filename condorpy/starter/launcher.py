@@ -16,6 +16,7 @@ import os
 import signal
 from dataclasses import dataclass
 
+from condorpy.starter import safefs
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.inherited import reset_for_job
 from condorpy.starter.users import JobUser
@@ -70,6 +71,7 @@ def _check(result: int) -> None:
 def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
     """Runs in the forked child; never returns."""
     stage = "cgroup"
+    kind = "-"
     try:
         for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT,
                     signal.SIGCHLD, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
@@ -96,27 +98,34 @@ def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
             os.setuid(plan.user.uid)
         stage = "iwd"
         os.chdir(plan.cwd)
+        # Opened as the job's user, never blocking, and only regular files or
+        # /dev/null: a FIFO would hang the job's start (and its starter) and a
+        # device is no place for output. Outputs are not followed through a link.
         stage = "stdin"
-        fin = os.open(plan.stdin, os.O_RDONLY)
+        fin = safefs.open_regular(plan.stdin, os.O_RDONLY, follow=True, allow_devnull=True)
         stage = "stdout"
-        fout = os.open(plan.stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        out_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        fout = safefs.open_regular(plan.stdout, out_flags, 0o644, allow_devnull=True)
         stage = "stderr"
         if plan.stderr == plan.stdout:
             ferr = os.dup(fout)
         else:
-            ferr = os.open(plan.stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            ferr = safefs.open_regular(plan.stderr, out_flags, 0o644, allow_devnull=True)
         for fd, target in ((fin, 0), (fout, 1), (ferr, 2)):
             os.dup2(fd, target)
         os.closerange(3, wfd)
         os.closerange(wfd + 1, 65536)
         stage = "exec"
         os.execve(plan.executable, list(plan.argv), env)
+    except safefs.NotRegularFile as exc:
+        code = exc.errno or errno.EINVAL
+        kind = exc.kind.replace(" ", "_")
     except OSError as exc:
         code = exc.errno or errno.EINVAL
     except BaseException:
         code = errno.EINVAL
     try:
-        os.write(wfd, f"{stage} {code}\n".encode())
+        os.write(wfd, f"{stage} {code} {kind}\n".encode())
     finally:
         os._exit(127)
 
@@ -164,17 +173,17 @@ def launch(plan: LaunchPlan, *, job_id: str) -> Launched:
             chunks.append(data)
     finally:
         os.close(rfd)
-    failure: tuple[str, int] | None = None
+    failure: tuple[str, int, str] | None = None
     for line in b"".join(chunks).decode().splitlines():
-        word, _, value = line.partition(" ")
-        failure = (word, int(value))
+        word, value, kind = (line.split(" ") + ["-", "-"])[:3]
+        failure = (word, int(value), kind.replace("_", " "))
     if failure is not None:
         os.waitpid(pid, 0)
-        stage, code = failure
+        stage, code, kind = failure
         hold, what = _STAGE_HOLDS.get(stage, (HoldCode.FAILED_TO_CREATE_PROCESS, stage))
         detail = {"exec": plan.executable, "iwd": plan.cwd, "stdin": plan.stdin,
                   "stdout": plan.stdout, "stderr": plan.stderr}.get(stage, "")
         where = f" {detail}" if detail else ""
-        raise JobHold(f"{what}{where}: {os.strerror(code)} (errno {code})", hold, code,
-                      job=job_id)
+        why = f"it is {kind}, not a regular file" if kind != "-" else os.strerror(code)
+        raise JobHold(f"{what}{where}: {why} (errno {code})", hold, code, job=job_id)
     return Launched(pid=pid, session=pid)

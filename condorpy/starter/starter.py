@@ -24,8 +24,8 @@ from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan, Launched, launch
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
-from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, adopt_sandbox, \
-    create_sandbox, remove_sandbox
+from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, SandboxRefused, \
+    adopt_sandbox, create_sandbox, remove_sandbox
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.usage import MIB, DiskWatch, Usage, disk_limit_kb
 from condorpy.starter.userlog import UserLog
@@ -83,6 +83,7 @@ class Starter:
         self.server: ControlServer | None = None
         self.userlog: UserLog | None = None
         self.sandbox: Sandbox | None = None
+        self.user: JobUser | None = None      # whose sandbox it is, for its removal
         self.notices: list[str] = []
         self.kill_deadline: float | None = None
         self.vacating = False
@@ -127,7 +128,8 @@ class Starter:
         try:
             self.userlog = UserLog.open(path, job.cluster, job.proc,
                                         uid=user.uid if user.switch else None,
-                                        gid=user.gid if user.switch else None, wall=self.wall)
+                                        gid=user.gid if user.switch else None,
+                                        groups=user.groups, wall=self.wall)
         except OSError as exc:
             raise JobHold(f"cannot open the job event log {path}: {exc.strerror}",
                           HoldCode.UNABLE_TO_INIT_USER_LOG, exc.errno or 0,
@@ -202,7 +204,7 @@ class Starter:
             self.userlog = UserLog.open(path, ident.cluster, ident.proc,
                                         uid=user.uid if user.switch else None,
                                         gid=user.gid if user.switch else None,
-                                        wall=self.wall)
+                                        groups=user.groups, wall=self.wall)
         except OSError as exc:
             self._say(f"job {ident.job_id}: held event not written to {path}: "
                       f"{exc.strerror}")
@@ -224,17 +226,8 @@ class Starter:
                       "PID namespace")
             pid_ns = False
         tree = self._cgroup_tree()
-        prepared = self.job_ad.get(PREPARED_SCRATCH_ATTR)
-        if isinstance(prepared, str) and prepared:
-            # a pool job whose files were transferred in (condorpy/startd/pool_transfer.py)
-            self.sandbox = adopt_sandbox(prepared, self.settings.execute, user,
-                                         job_ad_text=self.job_ad_text,
-                                         machine_ad_text=self.machine_ad_text)
-        else:
-            self.sandbox = create_sandbox(self.settings.execute, user,
-                                          job_ad_text=self.job_ad_text,
-                                          machine_ad_text=self.machine_ad_text,
-                                          tag=self.tag)
+        self._make_sandbox(job, user)
+        assert self.sandbox is not None
         self._open_userlog(job, user, job.iwd or self.sandbox.path)
         self.server = ControlServer(self.socket_path)
         if tree is not None:
@@ -276,6 +269,26 @@ class Starter:
         status, rusage = self._watch(job)
         duration = self.clock() - start
         return self._finish(job, status, rusage, duration)
+
+    def _make_sandbox(self, job: JobSpec, user: JobUser) -> None:
+        """A scratch directory the job's ad names and the starter refuses holds the job:
+        it would meet the same refusal on every restart. A machine that cannot make
+        sandboxes at all is the machine's failure (StarterError), not the job's."""
+        prepared = self.job_ad.get(PREPARED_SCRATCH_ATTR)
+        if not (isinstance(prepared, str) and prepared):
+            self.user = user
+            self.sandbox = create_sandbox(self.settings.execute, user,
+                                          job_ad_text=self.job_ad_text,
+                                          machine_ad_text=self.machine_ad_text, tag=self.tag)
+            return
+        # a pool job whose files were transferred in (startd/pool_transfer.py)
+        try:
+            self.sandbox = adopt_sandbox(prepared, self.settings.execute, user,
+                                         job_ad_text=self.job_ad_text,
+                                         machine_ad_text=self.machine_ad_text)
+        except SandboxRefused as exc:
+            raise JobHold(f"the job's scratch directory was refused: {exc}",
+                          HoldCode.IWD_ERROR, exc.errno, job=job.job_id) from None
 
     def _hello(self) -> dict[str, Any]:
         return {"event": "hello", "version": PROTOCOL_VERSION, "starter_pid": os.getpid(),
@@ -561,9 +574,12 @@ class Starter:
             self.userlog.close()
         if self.sandbox is not None and not self.sandbox.prepared:
             try:
-                remove_sandbox(self.sandbox)
+                left = remove_sandbox(self.sandbox, self.user)
             except OSError as exc:
-                problems.append(f"sandbox {self.sandbox.path}: {exc}")
+                left = [f"{exc.strerror or exc}"]
+            problems.extend(f"sandbox {self.sandbox.path}: {text}" for text in left[:20])
+            if len(left) > 20:
+                problems.append(f"sandbox {self.sandbox.path}: {len(left) - 20} more")
         for text in problems:
             self._say(f"clean-up of job {job_id} incomplete: {text}")
 

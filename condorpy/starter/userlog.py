@@ -7,11 +7,19 @@ local, as HTCondor writes them.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import platform
+import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
+
+from condorpy.starter import safefs
 
 
 class Event(IntEnum):
@@ -40,6 +48,90 @@ def _usage_line(user: float, system: float, label: str) -> str:
     return f"\t\tUsr {usage_text(user)}, Sys {usage_text(system)}  -  {label}\n"
 
 
+def _open_log(path: str) -> int:
+    return safefs.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+# setgroups, setresuid, setresgid: the raw system calls, which change the calling
+# thread's credentials only (glibc's wrappers change every thread's)
+_THREAD_CALLS = {"x86_64": (116, 117, 119), "aarch64": (159, 147, 149)}
+_KEEP = 0xFFFFFFFF          # (uid_t) -1: leave this id as it is
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _syscall(number: int, *args: object) -> None:
+    if _LIBC.syscall(ctypes.c_long(number), *args) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+@contextmanager
+def _thread_ids(uid: int, gid: int, groups: tuple[int, ...]) -> Iterator[None]:
+    """This thread alone takes the user's effective ids and groups, then root's back."""
+    setgroups, setresuid, setresgid = _THREAD_CALLS[platform.machine()]
+    saved, saved_gid = os.getgroups(), os.getegid()
+
+    def groups_of(ids: list[int] | tuple[int, ...]) -> tuple[ctypes.c_size_t, object]:
+        return ctypes.c_size_t(len(ids)), (ctypes.c_uint * max(1, len(ids)))(*ids)
+
+    _syscall(setgroups, *groups_of(groups))
+    try:
+        _syscall(setresgid, ctypes.c_uint(_KEEP), ctypes.c_uint(gid), ctypes.c_uint(_KEEP))
+        try:
+            _syscall(setresuid, ctypes.c_uint(_KEEP), ctypes.c_uint(uid),
+                     ctypes.c_uint(_KEEP))
+            try:
+                yield
+            finally:
+                _syscall(setresuid, ctypes.c_uint(_KEEP), ctypes.c_uint(0),
+                         ctypes.c_uint(_KEEP))
+        finally:
+            _syscall(setresgid, ctypes.c_uint(_KEEP), ctypes.c_uint(saved_gid),
+                     ctypes.c_uint(_KEEP))
+    finally:
+        _syscall(setgroups, *groups_of(saved))
+
+
+def _open_in_child(path: str, ids: tuple[int, int, tuple[int, ...]]) -> int:
+    """The log opened by a forked child that has become the user, its descriptor
+    passed back over a socket pair; the child's errno comes back if it failed."""
+    uid, gid, groups = ids
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            ours.close()
+            try:
+                os.setgroups(list(groups))
+                os.setgid(gid)
+                os.setuid(uid)
+                fd = _open_log(path)
+                socket.send_fds(theirs, [b"ok"], [fd])
+            except safefs.NotRegularFile as exc:
+                theirs.sendall(f"kind {exc.kind}".encode())
+            except OSError as exc:
+                theirs.sendall(f"errno {exc.errno or errno.EIO}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    theirs.close()
+    try:
+        msg, fds, _flags, _addr = socket.recv_fds(ours, 256, 1)
+    finally:
+        ours.close()
+        os.waitpid(pid, 0)
+    if fds:
+        return fds[0]
+    word, _, value = msg.decode(errors="replace").partition(" ")
+    if word == "kind":
+        raise safefs.NotRegularFile(path, value)
+    code = int(value) if word == "errno" and value.isdigit() else errno.EIO
+    raise OSError(code, os.strerror(code), path)
+
+
 @dataclass
 class UserLog:
     """Writes to an already opened descriptor: the starter opens the log with the job
@@ -51,17 +143,37 @@ class UserLog:
 
     @classmethod
     def open(cls, path: str, cluster: int, proc: int, *, uid: int | None = None,
-             gid: int | None = None, wall: Callable[[], float] = time.time) -> UserLog:
-        saved = (os.getegid(), os.geteuid())
+             gid: int | None = None, groups: tuple[int, ...] | None = None,
+             wall: Callable[[], float] = time.time) -> UserLog:
+        """Open (create) the log as the job's user when the caller is root: its ids and
+        its supplementary groups (``groups``, else its primary group alone), so that the
+        open reaches only what the user could. The log must be a regular file, not a
+        link: a FIFO would block the opener, a device is no log. Raises OSError
+        (:class:`~condorpy.starter.safefs.NotRegularFile` for those)."""
+        as_user = uid is not None and gid is not None and os.geteuid() == 0
+        if not as_user:
+            return cls(_open_log(path), cluster, proc, wall)
+        assert uid is not None and gid is not None
+        ids = (uid, gid, tuple(groups) if groups is not None else (gid,))
+        if threading.active_count() > 1:
+            # glibc changes ids in every thread: another thread (a pool file transfer,
+            # the metrics server) must not run as the user meanwhile. The kernel's
+            # ids are per thread, so switch this thread's alone; where the system
+            # call numbers are unknown, a child opens the log and hands it over.
+            if _THREAD_CALLS.get(platform.machine()) is None:
+                return cls(_open_in_child(path, ids), cluster, proc, wall)
+            with _thread_ids(*ids):
+                return cls(_open_log(path), cluster, proc, wall)
+        saved = (os.getegid(), os.geteuid(), os.getgroups())
         try:
-            if uid is not None and gid is not None and saved[1] == 0:
-                os.setegid(gid)
-                os.seteuid(uid)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            os.setgroups(list(ids[2]))
+            os.setegid(gid)
+            os.seteuid(uid)
+            fd = _open_log(path)
         finally:
-            if os.geteuid() != saved[1]:
-                os.seteuid(saved[1])
-                os.setegid(saved[0])
+            os.seteuid(saved[1])
+            os.setegid(saved[0])
+            os.setgroups(saved[2])
         return cls(fd, cluster, proc, wall)
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from condorpy.starter.holds import HoldCode
 from condorpy.starter.protocol import Command
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.starter import Starter
+from tests.attackers import fingerprint
 
 from .helpers import pids_with_marker, run, start
 
@@ -380,7 +381,8 @@ def test_a_prepared_scratch_directory_is_used_and_left_for_its_maker(
     the starter runs it in that directory, hands it to the job's user and leaves it
     (the daemon sends the outputs, then removes it)."""
     scratch = execute / "dir_pool_1"
-    (scratch / "data").mkdir(parents=True)
+    scratch.mkdir(mode=0o700)               # as the daemon makes it
+    (scratch / "data").mkdir()
     (scratch / "data" / "in.txt").write_text("transferred\n")
     job = sh("cat data/in.txt > result.txt; echo $PWD; echo $_CONDOR_SCRATCH_DIR; "
              "test -s .job.ad && echo ad; id -un",
@@ -400,7 +402,33 @@ def test_a_prepared_scratch_directory_is_used_and_left_for_its_maker(
 
 def test_a_prepared_scratch_outside_execute_is_refused(settings: StarterSettings,
                                                        tmp_path: Path) -> None:
+    """Held, naming the directory: the same job would meet the same refusal on every
+    restart (issue #30: /etc was restarted 3,052 times in 53 s)."""
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    with pytest.raises(Exception, match="is not a directory in"):
-        run(sh("true", CondorpyPreparedScratch=str(elsewhere)), None, settings)
+    elsewhere.mkdir(mode=0o700)
+    before = fingerprint(str(elsewhere))
+    out = run(sh("true", CondorpyPreparedScratch=str(elsewhere)), None, settings)
+    assert out.hold is not None and out.attributes["HoldReasonCode"] == 14
+    assert str(elsewhere) in str(out.attributes["HoldReason"])
+    assert "not a dir_pool_<n> directory made by the daemon" in \
+        str(out.attributes["HoldReason"])
+    assert fingerprint(str(elsewhere)) == before
+
+
+def test_another_jobs_sandbox_or_a_used_scratch_is_not_adopted(
+        settings: StarterSettings, execute: Path) -> None:
+    """Issue #30 case 1, in the starter alone: a dir_<pid> (another starter's sandbox)
+    and a dir_pool_<n> already given to a job's user (mode or owner changed) are
+    refused, the job held, the directory untouched."""
+    other = execute / "dir_4242"
+    other.mkdir(mode=0o700)
+    (other / "secret").write_text("theirs\n")
+    used = execute / "dir_pool_7"
+    used.mkdir(mode=0o755)
+    for target in (other, used):
+        before = fingerprint(str(target))
+        out = run(sh("cat secret", CondorpyPreparedScratch=str(target)), None, settings)
+        assert out.hold is not None and out.attributes["HoldReasonCode"] == 14, target
+        assert str(target) in str(out.attributes["HoldReason"])
+        assert fingerprint(str(target)) == before
+    assert (other / "secret").read_text() == "theirs\n"
