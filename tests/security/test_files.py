@@ -13,6 +13,7 @@ import errno
 import fcntl
 import os
 import re
+import sqlite3
 import stat
 import time
 from collections.abc import Iterator
@@ -549,24 +550,38 @@ def test_a_fifo_as_log_or_output_blocks_nothing(open_base: Path, attacker: User)
 
 
 @pytest.mark.skipif(not ROOT, reason="needs a root daemon")
-def test_a_scratch_directory_that_is_not_the_jobs_holds_it_once(
+def test_a_scratch_directory_left_in_an_old_queue_is_not_obeyed(
         open_base: Path, attacker: User) -> None:
-    """Issue #30 case 1's /etc variant: the job used to be restarted 3,052 times in
-    53 s. Whether the daemon strips the internal attribute from the submit (then the
-    job simply runs) or the starter refuses it (then the job is held, naming /etc),
-    it starts once, and /etc is untouched."""
+    """Issue #30 case 1's /etc variant, from a queue written before submissions were
+    checked (a submission naming it is refused now: test_submit_boundary). The job
+    used to be restarted 3,052 times in 53 s; now the daemon hands its starter the ad
+    without the attribute, so the job runs once in a sandbox of its own and /etc is
+    untouched. (The starter's own refusal, code 14: test_starter_host.)"""
     d = Daemon(open_base / "d")
     d.start()
     try:
         etc_before = fingerprint(Path("/etc"))
-        c1 = _submit(attacker, d, "executable = /bin/true\n"
-                     '+CondorpyPreparedScratch = "/etc"\nqueue\n')
+        c1 = _submit(attacker, d, "executable = /usr/bin/env\noutput = where\nhold = true\n"
+                     "queue\n")
+        wait_for(lambda: _status(d, c1) == 5, 30, d.output)
+        d.stop()
+        with sqlite3.connect(d.state / "spool" / "condorpy_queue.sqlite3") as db:
+            (ad,) = db.execute("SELECT ad FROM jobs WHERE cluster=?", (c1,)).fetchone()
+            assert ad.lstrip().startswith("[")
+            ad = ad.replace("[", '[ CondorpyPreparedScratch = "/etc"; ', 1)
+            db.execute("UPDATE jobs SET ad=? WHERE cluster=?", (ad, c1))
+        d.start()
+        assert "/etc" in (_attr(_job_ad(d, c1), "CondorpyPreparedScratch") or "")
+        res = attacker.cli(["release", str(c1)], env=d.env())
+        assert res.rc == 0, res
         wait_for(lambda: _status(d, c1) in (4, 5), 60, d.output)
         ad = _job_ad(d, c1)
-        if _status(d, c1) == 5:
-            assert _attr(ad, "HoldReasonCode") == "14", ad
-            assert "/etc" in (_attr(ad, "HoldReason") or "")
+        assert _status(d, c1) == 4, ad
         assert _attr(ad, "NumJobStarts") == "1", ad
+        env = dict(line.split("=", 1) for line in
+                   (attacker.home / "where").read_text().splitlines() if "=" in line)
+        where = env["_CONDOR_SCRATCH_DIR"]
+        assert where.startswith(str(d.state / "execute" / "dir_")), where
         assert fingerprint(Path("/etc")) == etc_before
         assert _sandboxes(d) == []
         d.call("status")
