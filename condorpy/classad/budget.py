@@ -9,8 +9,9 @@ against the job's ad) on its one loop, so every evaluation runs under a :class:`
 
 * a number of steps: one per attribute expression evaluated, and for functions one per
   64 characters (or list items) they are given or return;
-* a number of seconds, measured on a monotonic clock the caller passes in, checked every
-  few hundred steps and handed to each regular-expression match as its timeout.
+* a number of seconds spent inside the evaluations, measured on a monotonic clock the
+  caller passes in, checked every few hundred steps and handed to each
+  regular-expression match as its timeout.
 
 When either runs out the budget is ``exceeded`` and stays so: every further attribute or
 charged call gives ``error``, so the evaluation unwinds at once. A caller that must tell
@@ -28,15 +29,18 @@ import time as _time
 from typing import Callable
 
 __all__ = ["Budget", "DEFAULT_SECONDS", "DEFAULT_STEPS", "USER_SECONDS", "USER_STEPS",
-           "CHARS_PER_STEP_SHIFT"]
+           "USER_SECONDS_EACH", "CHARS_PER_STEP_SHIFT"]
 
 # A single evaluation with no budget of its own. Generous: no policy or job expression
 # met in practice comes near a thousand steps; this stops only the pathological.
-DEFAULT_STEPS = 1_000_000
-DEFAULT_SECONDS = 0.5
-# A user's request (a constraint over the whole queue; one job's matching in a cycle).
+DEFAULT_STEPS = 250_000
+DEFAULT_SECONDS = 0.1
+# A user's request (a constraint over the whole queue): in all, and in any one of its
+# evaluations (so that one costly ad is refused at once, while a cheap constraint over
+# a long queue has room).
 USER_STEPS = 1_000_000
-USER_SECONDS = 0.25
+USER_SECONDS = 1.0
+USER_SECONDS_EACH = 0.1
 # Sized charges: one step per 2**6 characters or list items.
 CHARS_PER_STEP_SHIFT = 6
 # Steps between two looks at the clock.
@@ -47,17 +51,25 @@ class Budget:
     """Steps and seconds left to the evaluations that share it. Not thread-safe (an
     evaluation runs on one thread)."""
 
-    __slots__ = ("ticks", "steps", "seconds", "clock", "deadline", "exceeded", "_used",
-                 "_chunk")
+    __slots__ = ("ticks", "steps", "seconds", "each", "clock", "spent", "exceeded", "_used",
+                 "_chunk", "_since", "_spent_here")
 
     def __init__(self, steps: int = DEFAULT_STEPS, seconds: float = DEFAULT_SECONDS,
-                 clock: Callable[[], float] = _time.monotonic) -> None:
+                 clock: Callable[[], float] = _time.monotonic, *,
+                 each: float | None = None) -> None:
+        """``steps`` and ``seconds`` for all the evaluations together; ``each``: seconds
+        for any one of them (default: ``seconds``)."""
         self.steps = steps
         self.seconds = seconds
+        self.each = seconds if each is None else min(each, seconds)
         self.clock = clock
-        # Set at the first look at the clock, not here: most evaluations never take
-        # _TICK steps and so never read the clock at all.
-        self.deadline: float | None = None
+        # Seconds spent inside evaluations. Only time between two looks at the clock in
+        # one evaluation counts: what a caller does between evaluations (reading the
+        # next ad of a long queue) is not the expression's cost. Most evaluations never
+        # take _TICK steps and so never read the clock at all.
+        self.spent = 0.0
+        self._spent_here = 0.0   # by the evaluation under way
+        self._since: float | None = None
         self.exceeded = False
         self._used = 0
         # charges left before the next look at the clock (the evaluator decrements it
@@ -69,17 +81,32 @@ class Budget:
         """Steps spent so far."""
         return self._used + self._chunk - self.ticks
 
+    def begin(self) -> None:
+        """An evaluation starts spending this budget (the evaluator calls this)."""
+        self._since = None
+        self._spent_here = 0.0
+
+    def settle(self) -> bool:
+        """Count the time since the last look at the clock in this evaluation; True when
+        the budget is spent."""
+        now = self.clock()
+        if self._since is not None:
+            d = now - self._since
+            self.spent += d
+            self._spent_here += d
+        self._since = now
+        if self.spent >= self.seconds or self._spent_here >= self.each:
+            return self.exhaust()
+        return self.exceeded
+
     def tick(self) -> bool:
         """Settle the steps charged since the last call; True when the budget is spent."""
         if self.exceeded:
             self.ticks = 0
             return True
         self._used += self._chunk - self.ticks
-        now = self.clock()
-        if self.deadline is None:
-            self.deadline = now + self.seconds
         left = self.steps - self._used
-        if left <= 0 or now >= self.deadline:
+        if left <= 0 or self.settle():
             return self.exhaust()
         self._chunk = self.ticks = min(_TICK, left)
         return False
@@ -96,18 +123,11 @@ class Budget:
         return n > 0 and self.charge(n)
 
     def timeout(self) -> float | None:
-        """Seconds left for one uninterruptible operation (a regular-expression match);
-        None when the budget is spent."""
-        if self.exceeded:
+        """Seconds left for one uninterruptible operation (a regular-expression match;
+        call :meth:`settle` after it); None when the budget is spent."""
+        if self.exceeded or self.settle():
             return None
-        now = self.clock()
-        if self.deadline is None:
-            self.deadline = now + self.seconds
-        left = self.deadline - now
-        if left <= 0:
-            self.exhaust()
-            return None
-        return left
+        return min(self.seconds - self.spent, self.each - self._spent_here)
 
     def exhaust(self) -> bool:
         """Mark the budget spent (an operation ran out of time); returns True."""
@@ -120,4 +140,5 @@ class Budget:
 
     def __repr__(self) -> str:
         state = "exceeded" if self.exceeded else "ok"
-        return f"Budget({self.used}/{self.steps} steps, {self.seconds}s, {state})"
+        return (f"Budget({self.used}/{self.steps} steps, {self.spent:.3f}/{self.seconds}s "
+                f"({self.each}s each), {state})")

@@ -88,6 +88,8 @@ def open_budget(st: EvalState) -> Budget:
     b = None if ctx is None else ctx.budget
     if b is None:
         b = Budget()
+    else:
+        b.begin()
     st[2] = b
     return b
 

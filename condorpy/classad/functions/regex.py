@@ -119,10 +119,13 @@ def search(budget: Budget, rx: Any, subject: bytes) -> bool:
     if left is None:
         raise OutOfTime
     try:
-        return rx.search(subject, timeout=left) is not None
+        found = rx.search(subject, timeout=left) is not None
     except TimeoutError:
         budget.exhaust()
         raise OutOfTime from None
+    if budget.settle():
+        raise OutOfTime
+    return found
 
 
 def _finditer(budget: Budget, rx: Any, subject: bytes) -> Iterator[Any]:
@@ -135,6 +138,8 @@ def _finditer(budget: Budget, rx: Any, subject: bytes) -> Iterator[Any]:
     except TimeoutError:
         budget.exhaust()
         raise OutOfTime from None
+    if budget.settle():
+        raise OutOfTime
 
 
 def _args(*args: Value) -> Value | None:
