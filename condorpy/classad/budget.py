@@ -67,14 +67,13 @@ class Budget:
         # one evaluation counts: what a caller does between evaluations (reading the
         # next ad of a long queue) is not the expression's cost. Most evaluations never
         # take _TICK steps and so never read the clock at all.
-        self.spent = 0.0
-        self._spent_here = 0.0   # by the evaluation under way
+        self.spent = self._spent_here = 0.0   # (_spent_here: by the evaluation under way)
         self._since: float | None = None
         self.exceeded = False
         self._used = 0
         # charges left before the next look at the clock (the evaluator decrements it
         # inline; tick() settles the account when it reaches zero)
-        self._chunk = self.ticks = min(_TICK, steps)
+        self._chunk = self.ticks = _TICK if steps >= _TICK else steps
 
     @property
     def used(self) -> int:
