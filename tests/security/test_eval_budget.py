@@ -20,6 +20,7 @@ from condorpy.classad import ClassAd
 from condorpy.errors import QueueError
 from condorpy.startd.client import call
 from condorpy.startd.jobstore import JobStore
+from condorpy.startd.query import QueryArgumentError, parse_query
 from tests.attackers import User, attacker, fingerprint, open_base, victim  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, wait_for
 
@@ -163,3 +164,14 @@ def test_the_store_refuses_a_constraint_over_its_budget_naming_it(tmp_path: Path
         with pytest.raises(QueueError, match=r"constraint 'isError\(A40\)': evaluation "
                                              r"exceeded its budget"):
             store.jobs("isError(A40)")     # the error inside is no escape
+
+
+def test_the_command_lines_own_selection_refuses_it_too() -> None:
+    # condorpy q and history select among the ads they fetched, in the user's process
+    ads = [ClassAd.parse_old(f'Owner = "a"\nClusterId = {i}\nProcId = 0\nJobStatus = 1')
+           for i in range(1, 4)]
+    query = parse_query(["-constraint", _catastrophic(7)], "q")
+    with pytest.raises(QueryArgumentError, match=r"-constraint 'regexp\(.*: evaluation "
+                                                  r"exceeded its budget"):
+        query.select(ads)
+    assert len(parse_query(["-constraint", "ClusterId > 1"], "q").select(ads)) == 2
