@@ -8,10 +8,11 @@
 from __future__ import annotations
 
 from condorpy.classad.ad import ClassAd, match, rank
+from condorpy.classad.budget import Budget
 from condorpy.classad.expr import Expr, LazyCall, parse_expr
 from condorpy.classad.formats import format_value
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
 
 __all__ = ["ClassAd", "Expr", "LazyCall", "parse_expr", "Undefined", "Error", "AbsTime",
-           "RelTime", "format_value", "match", "rank", "CallContext"]
+           "RelTime", "format_value", "match", "rank", "CallContext", "Budget"]

@@ -237,7 +237,7 @@ class ClassAd(Scope):
             # The attribute itself is not marked as under evaluation, as in HTCondor's
             # library: with a = isUndefined(a), the inner reference evaluates a once more
             # and meets the cycle there, so a is false (the reference's ad.eval gives that)
-            return e._fn(self, target, [ctx, None])
+            return e._fn(self, target, [ctx, None, None])
         except RecursionError:
             return Error
 

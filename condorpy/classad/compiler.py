@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 from condorpy.classad import ops
 from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
                                   Node, Paren, RecordExpr, Select, Subscript, Unary)
+from condorpy.classad.budget import CHARS_PER_STEP_SHIFT, Budget
 from condorpy.classad.functions.registry import CallContext, FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
@@ -53,13 +54,11 @@ MAX_ATTR_DEPTH = 399
 _TEXTS_MAX = 1024  # (Compiler.compile_text)
 
 
-# Per-evaluation bookkeeping, a two-slot list because it is created on every
+# Per-evaluation bookkeeping, a three-slot list because it is created on every
 # evaluation and a list is the cheapest object Python makes:
 #   [0] the CallContext (None until a function needs it: making one costs microseconds)
 #   [1] the set of (scope id, attribute) under evaluation (None until the first one)
-#   [2], [3] (optional) the scope and attribute whose evaluation this state began with:
-#       ClassAd.evaluate names them here instead of making the set up front, since many
-#       evaluations never reach another attribute's expression
+#   [2] the Budget being spent (None until the first charge: see open_budget)
 EvalState: TypeAlias = "list[Any]"
 
 
@@ -72,7 +71,7 @@ def literal_value(v: Any) -> Any:
 
 
 def new_state(ctx: CallContext | None = None) -> "EvalState":
-    return [ctx, None]
+    return [ctx, None, None]
 
 
 def state_ctx(st: "EvalState") -> CallContext:
@@ -82,24 +81,56 @@ def state_ctx(st: "EvalState") -> CallContext:
     return ctx  # type: ignore[no-any-return]
 
 
+def open_budget(st: EvalState) -> Budget:
+    """The budget the evaluation ``st`` spends: its context's (shared by a request's
+    evaluations), else a default one of its own."""
+    ctx = st[0]
+    b = None if ctx is None else ctx.budget
+    if b is None:
+        b = Budget()
+    else:
+        b.begin()
+    st[2] = b
+    return b
+
+
+def state_budget(st: EvalState) -> Budget:
+    b = st[2]
+    return open_budget(st) if b is None else b  # type: ignore[no-any-return]
+
+
+def charge_size(st: EvalState, size: int) -> bool:
+    """Charge ``size`` characters of work to the evaluation; True when its budget is
+    spent."""
+    b = st[2]
+    if b is None:
+        b = open_budget(st)
+    return b.charge_size(size)  # type: ignore[no-any-return]
+
+
+def budget_exceeded(st: EvalState) -> bool:
+    b = st[2]
+    return b is not None and b.exceeded  # type: ignore[no-any-return]
+
+
 # --- attribute resolution ------------------------------------------------------------
-
-def _open_active(st: EvalState) -> "set[tuple[int, str]]":
-    active: set[tuple[int, str]] = set()
-    if len(st) > 2:
-        active.add((id(st[2]), st[3]))
-    st[1] = active
-    return active
-
 
 def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
     key = (s._ident, lc)
     active = st[1]
     if active is None:
-        active = _open_active(st)
+        active = st[1] = set()
     if key in active:
         return Undefined  # a circular reference
     if len(active) >= MAX_ATTR_DEPTH:
+        return Error
+    # one step of the budget per attribute expression evaluated (inline: Budget.charge)
+    b = st[2]
+    if b is None:
+        b = open_budget(st)
+    t = b.ticks - 1
+    b.ticks = t
+    if t <= 0 and b.tick():
         return Error
     active.add(key)
     try:
@@ -233,7 +264,11 @@ class Compiler:
         meth = getattr(self, "_c_" + t.__name__)
         fn, foldable = meth(node)
         if foldable:
-            v = fn(None, None, new_state())
+            st = new_state()
+            v = fn(None, None, st)
+            if budget_exceeded(st):
+                # too costly to fold: left to each evaluation, under its own budget
+                return fn, NOCONST
             return (lambda s, tg, st: v), v
         return fn, NOCONST
 
@@ -267,13 +302,17 @@ class Compiler:
                     key = (s._ident, lc)
                     active = st[1]
                     if active is None:
-                        # _open_active inline
                         active = st[1] = set()
-                        if len(st) > 2:
-                            active.add((id(st[2]), st[3]))
                     if key in active:
                         return Undefined  # a circular reference
                     if len(active) >= depth:
+                        return Error
+                    b = st[2]
+                    if b is None:
+                        b = open_budget(st)
+                    t = b.ticks - 1
+                    b.ticks = t
+                    if t <= 0 and b.tick():
                         return Error
                     active.add(key)
                     try:
@@ -531,6 +570,11 @@ class Compiler:
                     return Error
             return lazy, False
         const = all(c is not NOCONST for _, c in compiled)
+        # Every strict call is charged for the characters (list items) it is given and
+        # returns, 2**CHARS_PER_STEP_SHIFT to a step: what keeps strcat's doubling and
+        # a long list walked over and over inside the budget. Short ones cost nothing.
+        unit = 1 << CHARS_PER_STEP_SHIFT
+        foldable = const and spec.pure and not spec.needs_budget
         if spec.makes_records:
             new_record = self.new_record
             needs_ctx = spec.needs_ctx
@@ -539,33 +583,78 @@ class Compiler:
                 args = [f(s, tg, st) for f in fns]
                 try:
                     if needs_ctx:
-                        return impl(new_record, state_ctx(st), *args)
-                    return impl(new_record, *args)
+                        r = impl(new_record, state_ctx(st), *args)
+                    else:
+                        r = impl(new_record, *args)
                 except RecursionError:
                     return Error
                 except Exception:
                     return Error
-            return call_records, const and spec.pure
+                n = _size(args, r)
+                return Error if n >= unit and charge_size(st, n) else r
+            return call_records, foldable
+        if spec.needs_budget:
+            needs_ctx = spec.needs_ctx
+
+            def call_budget(s: Any, tg: Any, st: EvalState) -> Any:
+                args = [f(s, tg, st) for f in fns]
+                b = st[2]
+                if b is None:
+                    b = open_budget(st)
+                if b.exceeded:
+                    return Error
+                try:
+                    if needs_ctx:
+                        r = impl(b, state_ctx(st), *args)
+                    else:
+                        r = impl(b, *args)
+                except RecursionError:
+                    return Error
+                except Exception:
+                    return Error
+                n = _size(args, r)
+                return Error if n >= unit and b.charge_size(n) else r
+            return call_budget, foldable
         if spec.needs_ctx:
             def call_ctx(s: Any, tg: Any, st: EvalState) -> Any:
                 args = [f(s, tg, st) for f in fns]
                 try:
-                    return impl(state_ctx(st), *args)
+                    r = impl(state_ctx(st), *args)
                 except RecursionError:
                     return Error
                 except Exception:
                     return Error
-            return call_ctx, const and spec.pure
+                n = _size(args, r)
+                return Error if n >= unit and charge_size(st, n) else r
+            return call_ctx, foldable
 
         def call(s: Any, tg: Any, st: EvalState) -> Any:
             args = [f(s, tg, st) for f in fns]
             try:
-                return impl(*args)
+                r: Any = impl(*args)
             except RecursionError:
                 return Error
             except Exception:
                 return Error
-        return call, const and spec.pure
+            # _size inline: most calls take and give short values
+            tr = type(r)
+            n = len(r) if tr is str or tr is list else 0
+            for a in args:
+                ta = type(a)
+                if ta is str or ta is list:
+                    n += len(a)
+            return Error if n >= unit and charge_size(st, n) else r
+        return call, foldable
+
+
+def _size(args: list[Any], r: Any) -> int:
+    """Characters and list items a call was given and returned (its sized charge)."""
+    n = len(r) if type(r) is str or type(r) is list else 0
+    for a in args:
+        ta = type(a)
+        if ta is str or ta is list:
+            n += len(a)
+    return n
 
 
 # --- inline fast paths ----------------------------------------------------------------
@@ -1143,6 +1232,15 @@ class LazyCall:
     def ctx(self) -> CallContext:
         return state_ctx(self.state)
 
+    @property
+    def budget(self) -> Budget:
+        return state_budget(self.state)
+
+    def charge(self, size: int) -> bool:
+        """Charge ``size`` items of the function's own work (a list it walks); True when
+        the budget is spent and the function should give ``error``."""
+        return charge_size(self.state, size)
+
     def evaluate(self, expr: "Expr", scope: Any = None, target: Any = None) -> Any:
         return expr.eval_in(scope, target, self.state)
 
@@ -1152,6 +1250,8 @@ class LazyCall:
     def evaluate_text(self, text: str) -> Any:
         """The expression ``text`` evaluated where the call is (eval()); error where it
         does not parse."""
+        if len(text) >= 1 << CHARS_PER_STEP_SHIFT and charge_size(self.state, len(text)):
+            return Error  # parsing a long text is work of its own
         done = self.compiler.compile_text(text)
         if done is None:
             return Error

@@ -88,7 +88,7 @@ class Expr:
         if c is not NOCONST:
             return c
         try:
-            return self._fn(my, target, [ctx, None])
+            return self._fn(my, target, [ctx, None, None])
         except RecursionError:
             return Error
 

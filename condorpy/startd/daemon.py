@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from condorpy.classad import CallContext, ClassAd, Error, Undefined
+from condorpy.classad import Budget, CallContext, ClassAd, Error, Undefined
+from condorpy.classad.budget import DEFAULT_SECONDS, DEFAULT_STEPS
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
 from condorpy.errors import ClassAdError, CondorpyError, StartdError
@@ -424,9 +425,15 @@ class Startd:
     def _try_start(self, rec: JobRecord) -> bool:
         now = self.clock.time()
         candidates = []
+        # The job's Requirements and Rank are the user's: against every free slot
+        # together they get one evaluation's default budget, not one per slot.
+        ctx = self._job_ctx()
+        ctx.budget = budget = Budget(DEFAULT_STEPS, DEFAULT_SECONDS, self.clock.monotonic)
         for name in self._free_slots():
             slot = self.engine.slots[name]
-            req = rec.ad.evaluate("Requirements", slot.ad)
+            req = rec.ad.evaluate("Requirements", slot.ad, ctx)
+            if budget.exceeded:
+                break
             if req is not True:
                 continue
             # A partitionable slot that cannot carve this job is not asked: no claim,
@@ -434,8 +441,18 @@ class Startd:
             if slot.kind == "partitionable" and \
                     isinstance(self.engine.layout.sized(slot.layer, rec.ad, slot.ad), Refusal):
                 continue
-            rank = _number(rec.ad.evaluate("Rank", slot.ad), 0.0)
+            rank = _number(rec.ad.evaluate("Rank", slot.ad, ctx), 0.0)
+            if budget.exceeded:
+                break
             candidates.append((-rank, slot.slot_id, name))
+        if budget.exceeded:
+            # Held rather than left idle: an idle job would cost this again on every
+            # match cycle, and its owner would never learn why it does not run.
+            reason = ("the job's Requirements and Rank exceeded their evaluation budget "
+                      f"({budget.steps} steps, {budget.seconds:g} s) when matched")
+            log.warning("job %s: %s: held", rec.job_id, reason)
+            self._stop_job(rec, JobStatus.HELD, reason, job_policy.HOLD_SYSTEM_POLICY)
+            return False
         for _, _, name in sorted(candidates):
             claim_id = f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
             out = self.engine.request_claim(now, claim_id, rec.ad, name)

@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from condorpy.classad import CallContext, ClassAd, Expr, parse_expr
+from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
+from condorpy.classad.budget import USER_SECONDS, USER_SECONDS_EACH, USER_STEPS
 from condorpy.errors import ClassAdError, QueueError
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "JobStore",
@@ -402,11 +403,24 @@ class JobStore:
                 expr = parse_expr(constraint)
             except ClassAdError as exc:
                 raise QueueError(f"bad constraint {constraint!r}: {exc}") from None
+        # A constraint is a user's: all the ads it is tried on share one budget, on the
+        # store's clock; running out is an error naming it, not "no job matched".
+        budget = Budget(USER_STEPS, USER_SECONDS, self._clock, each=USER_SECONDS_EACH)
+        ctx = CallContext(now=self._clock, budget=budget)
         out: list[JobRecord] = []
         for row in rows:
             rec = self._record(row)
-            if expr is not None and rec.ad.eval_expr(expr) is not True:
-                continue
+            if expr is not None:
+                ok = rec.ad.eval_expr(expr, None, ctx) is True
+                if budget.exceeded:
+                    text = str(expr)
+                    if len(text) > 200:
+                        text = text[:200] + "..."
+                    raise QueueError(f"constraint {text!r}: evaluation exceeded its "
+                                     f"budget ({budget.steps} steps, {budget.seconds:g} s, "
+                                     f"{budget.each:g} s on one job)")
+                if not ok:
+                    continue
             out.append(rec)
             if limit is not None and len(out) >= limit:
                 break

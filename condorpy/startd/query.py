@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from condorpy.classad import ClassAd, Expr, parse_expr
+from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
+from condorpy.classad.budget import USER_SECONDS, USER_SECONDS_EACH, USER_STEPS
 from condorpy.errors import CondorpyError
 
 Command = Literal["q", "history", "rm", "hold", "release"]
@@ -76,7 +77,9 @@ class Query:
     all_jobs: bool = False             # rm/hold/release -all
     reason: str | None = None          # condor_hold -reason
 
-    def matches(self, ad: ClassAd) -> bool:
+    def matches(self, ad: ClassAd, ctx: CallContext | None = None) -> bool:
+        """Whether ``ad`` is selected; the constraints are evaluated in ``ctx`` (with its
+        budget: QueryArgumentError naming the constraint when it runs out)."""
         if self.ids or self.owners:
             cluster, proc = _int(ad, "ClusterId"), _int(ad, "ProcId")
             owner = ad.evaluate("Owner")
@@ -87,17 +90,35 @@ class Query:
             return False
         if self.status is not None and _int(ad, "JobStatus") != self.status:
             return False
-        return all(c.evaluate(my=ad) is True for c in self.constraints)
+        for c in self.constraints:
+            ok = c.evaluate(my=ad, ctx=ctx) is True
+            if ctx is not None and ctx.budget is not None and ctx.budget.exceeded:
+                raise QueryArgumentError(
+                    f"evaluation exceeded its budget ({ctx.budget.steps} steps, "
+                    f"{ctx.budget.seconds:g} s, {ctx.budget.each:g} s on one job)",
+                    argument=f"-constraint {_short(str(c))!r}")
+            if not ok:
+                return False
+        return True
 
-    def select(self, ads: Sequence[ClassAd]) -> list[ClassAd]:
-        """The matching ads in the given order, at most ``limit`` of them."""
+    def select(self, ads: Sequence[ClassAd], budget: Budget | None = None
+               ) -> list[ClassAd]:
+        """The matching ads in the given order, at most ``limit`` of them. The
+        constraints' evaluations over all the ads share ``budget`` (by default a
+        user's)."""
+        ctx = CallContext(budget=budget or Budget(USER_STEPS, USER_SECONDS,
+                                                  each=USER_SECONDS_EACH))
         out: list[ClassAd] = []
         for ad in ads:
             if self.limit is not None and len(out) >= self.limit:
                 break
-            if self.matches(ad):
+            if self.matches(ad, ctx):
                 out.append(ad)
         return out
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 RUN_STATES = (2, 6, 7)   # running, transferring output, suspended

@@ -1,7 +1,14 @@
 """Regular-expression functions: regexp, regexpMember, regexps, replace, replaceAll.
 
-HTCondor uses PCRE2; patterns are translated to Python's ``re`` where the dialects
-differ (POSIX classes, ``\\z``/``\\Z``, ``(?<name>``, ``\\h``). Option letters (lower
+HTCondor uses PCRE2; patterns are translated to the ``regex`` module's dialect (that of
+Python's ``re``) where they differ (POSIX classes, ``\\z``/``\\Z``, ``(?<name>``,
+``\\h``). ``regex`` rather than ``re`` because a match can be given a timeout: a
+backtracking pattern (``(a|aa)+$``) takes time exponential in its subject, and a match in
+``re`` cannot be interrupted. Each match gets what is left of the evaluation's
+:class:`~condorpy.classad.budget.Budget`; one that runs out gives ``error`` and spends
+the budget, as PCRE2 hitting its match limit gives ``error`` in HTCondor (fnCall.cpp,
+regexp_helper: any pcre2_match failure other than no-match). As there, an element of
+regexpMember's list whose match fails so simply does not match. Option letters (lower
 case only, as in HTCondor): ``i`` ignore case, ``m`` multi-line anchors, ``s`` dot
 matches newline, ``x`` extended (whitespace and comments ignored), ``g`` every match and
 ``f`` keep the unmatched text (substitutions); other letters are ignored.
@@ -11,8 +18,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
+import regex as _rx
+
+from condorpy.classad.budget import Budget
 from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.values import Error, Undefined, Value
 
@@ -78,23 +88,58 @@ def _translate(pattern: str) -> str:
 
 
 @lru_cache(maxsize=512)
-def _compile(pattern: str, options: str) -> re.Pattern[bytes] | None:
+def _compile(pattern: str, options: str) -> Any:
     # HTCondor runs PCRE2 without UTF mode: patterns and subjects are bytes, "." is one
-    # byte, \w and case folding are ASCII. Python's bytes patterns behave the same.
-    flags = 0
+    # byte, \w and case folding are ASCII. Bytes patterns behave the same. VERSION0 is
+    # the module's re-compatible dialect.
+    flags = _rx.VERSION0
     for low in options:
         if low == "i":
-            flags |= re.IGNORECASE
+            flags |= _rx.IGNORECASE
         elif low == "m":
-            flags |= re.MULTILINE
+            flags |= _rx.MULTILINE
         elif low == "s":
-            flags |= re.DOTALL
+            flags |= _rx.DOTALL
         elif low == "x":
-            flags |= re.VERBOSE
+            flags |= _rx.VERBOSE
     try:
-        return re.compile(_translate(pattern).encode("utf-8"), flags)
-    except (re.error, RecursionError, OverflowError, ValueError):
+        return _rx.compile(_translate(pattern).encode("utf-8"), flags)
+    except (re.error, _rx.error, RecursionError, OverflowError, ValueError):
         return None
+
+
+class OutOfTime(Exception):
+    """A match ran out of the budget's time (the budget is then spent)."""
+
+
+def search(budget: Budget, rx: Any, subject: bytes) -> bool:
+    """Whether ``rx`` matches somewhere in ``subject``, within what ``budget`` has left;
+    raises OutOfTime (and spends the budget) when it runs out."""
+    left = budget.timeout()
+    if left is None:
+        raise OutOfTime
+    try:
+        found = rx.search(subject, timeout=left) is not None
+    except TimeoutError:
+        budget.exhaust()
+        raise OutOfTime from None
+    if budget.settle():
+        raise OutOfTime
+    return found
+
+
+def _finditer(budget: Budget, rx: Any, subject: bytes) -> Iterator[Any]:
+    left = budget.timeout()
+    if left is None:
+        raise OutOfTime
+    try:
+        # the timeout covers the whole scan, every match found by it
+        yield from rx.finditer(subject, timeout=left)
+    except TimeoutError:
+        budget.exhaust()
+        raise OutOfTime from None
+    if budget.settle():
+        raise OutOfTime
 
 
 def _args(*args: Value) -> Value | None:
@@ -111,19 +156,22 @@ def _args(*args: Value) -> Value | None:
     return None
 
 
-@TABLE.strict("regexp", 2, 3)
-def regexp(pattern: Value, target: Value, options: Value = "") -> Value:
+@TABLE.strict("regexp", 2, 3, needs_budget=True)
+def regexp(budget: Budget, pattern: Value, target: Value, options: Value = "") -> Value:
     bad = _args(pattern, target, options)
     if bad is not None:
         return bad
     rx = _compile(pattern, options)  # type: ignore[arg-type]
     if rx is None:
         return Error
-    return rx.search(target.encode("utf-8")) is not None  # type: ignore[union-attr]
+    try:
+        return search(budget, rx, target.encode("utf-8"))  # type: ignore[union-attr]
+    except OutOfTime:
+        return Error
 
 
-@TABLE.strict("regexpMember", 2, 3)
-def regexp_member(pattern: Value, lst: Value, options: Value = "") -> Value:
+@TABLE.strict("regexpMember", 2, 3, needs_budget=True)
+def regexp_member(budget: Budget, pattern: Value, lst: Value, options: Value = "") -> Value:
     if lst is Undefined:
         return Undefined
     bad = _args(pattern, options)
@@ -140,8 +188,15 @@ def regexp_member(pattern: Value, lst: Value, options: Value = "") -> Value:
             continue
         if type(e) is not str:
             return Error
-        if rx is not None and rx.search(e.encode("utf-8")) is not None:
-            return True
+        if rx is None:
+            continue
+        try:
+            if search(budget, rx, e.encode("utf-8")):
+                return True
+        except OutOfTime:
+            # HTCondor: an element whose match fails does not match; the spent budget
+            # still fails the evaluation for a caller that asks
+            continue
     return Undefined if saw_undefined else False
 
 
@@ -152,7 +207,7 @@ class _BadGroup(Exception):
 _SUBST = re.compile(rb"\\([0-9])")
 
 
-def _expand(subst: bytes, m: re.Match[bytes]) -> bytes:
+def _expand(subst: bytes, m: Any) -> bytes:
     # PCRE2 reports groups up to the highest one that took part in the match; a
     # reference beyond it is an error, an unset group below it is empty
     highest = max((i for i in range(1, m.re.groups + 1) if m.start(i) != -1), default=0)
@@ -165,8 +220,8 @@ def _expand(subst: bytes, m: re.Match[bytes]) -> bytes:
     return _SUBST.sub(group, subst)
 
 
-def _substitute(pattern: Value, target: Value, subst: Value, options: Value,
-                whole: bool, every: bool) -> Value:
+def _substitute(budget: Budget, pattern: Value, target: Value, subst: Value,
+                options: Value, whole: bool, every: bool) -> Value:
     bad = _args(pattern, target, subst, options)
     if bad is not None:
         return bad
@@ -181,7 +236,7 @@ def _substitute(pattern: Value, target: Value, subst: Value, options: Value,
     out: list[bytes] = []
     pos = 0
     try:
-        for m in rx.finditer(text):
+        for m in _finditer(budget, rx, text):
             if every and m.start() == m.end():
                 return Error  # HTCondor refuses empty matches when substituting globally
             if whole:
@@ -190,7 +245,7 @@ def _substitute(pattern: Value, target: Value, subst: Value, options: Value,
             pos = m.end()
             if not every:
                 break
-    except _BadGroup:
+    except (_BadGroup, OutOfTime):
         return Error
     if whole:
         out.append(text[pos:])
@@ -198,21 +253,26 @@ def _substitute(pattern: Value, target: Value, subst: Value, options: Value,
     return b"".join(out).decode("utf-8", errors="replace")
 
 
-@TABLE.strict("regexps", 3, 4)
-def regexps(pattern: Value, target: Value, subst: Value, options: Value = "") -> Value:
-    return _substitute(pattern, target, subst, options, False, False)
+@TABLE.strict("regexps", 3, 4, needs_budget=True)
+def regexps(budget: Budget, pattern: Value, target: Value, subst: Value,
+            options: Value = "") -> Value:
+    return _substitute(budget, pattern, target, subst, options, False, False)
 
 
-@TABLE.strict("replace", 3, 4)
-def replace(pattern: Value, target: Value, subst: Value, options: Value = "") -> Value:
-    return _substitute(pattern, target, subst, options, True, False)
+@TABLE.strict("replace", 3, 4, needs_budget=True)
+def replace(budget: Budget, pattern: Value, target: Value, subst: Value,
+            options: Value = "") -> Value:
+    return _substitute(budget, pattern, target, subst, options, True, False)
 
 
-@TABLE.strict("replaceAll", 3, 4)
-def replace_all(pattern: Value, target: Value, subst: Value, options: Value = "") -> Value:
-    return _substitute(pattern, target, subst, options, True, True)
+@TABLE.strict("replaceAll", 3, 4, needs_budget=True)
+def replace_all(budget: Budget, pattern: Value, target: Value, subst: Value,
+                options: Value = "") -> Value:
+    return _substitute(budget, pattern, target, subst, options, True, True)
 
 
 def compile_pattern(pattern: str, options: str = "") -> Any:
-    """A compiled pattern for other modules (stringList_regexpMember); None if invalid."""
+    """A compiled pattern for other modules (stringList_regexpMember); None if invalid.
+    Match it with :func:`search`."""
     return _compile(pattern, options)
+

@@ -6,6 +6,10 @@ Two kinds of function exist:
   (see :mod:`condorpy.classad.values`), and return a value. Most functions are strict.
   A function marked ``needs_ctx`` receives a :class:`CallContext` as its first argument
   (the clock, the random source, the user map): there is no global state.
+  A function marked ``needs_budget`` receives the evaluation's
+  :class:`~condorpy.classad.budget.Budget` first (before a context): one whose cost
+  the evaluator cannot see from its arguments, a regular-expression match, charges it
+  and bounds itself by it.
   A function marked ``makes_records`` receives, before everything else, a function that
   makes a record (a ClassAd: a class defined above this library) from a dict of plain
   values.
@@ -26,6 +30,7 @@ import time as _time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from condorpy.classad.budget import Budget
 from condorpy.classad.values import Value
 
 
@@ -43,6 +48,9 @@ class CallContext:
     user_maps: dict[str, Callable[[str], list[str] | None]] = field(default_factory=dict)
     # local zone offset in seconds east of UTC at a given epoch time
     tz_offset: Callable[[float], int] | None = None
+    # What the evaluations made with this context may spend together (a user's
+    # request); None: each evaluation gets a default budget of its own.
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,7 @@ class FunctionSpec:
     # folded at compile time (False for time(), random(), userHome(), ...).
     pure: bool = True
     makes_records: bool = False
+    needs_budget: bool = False
 
 
 class FunctionTable:
@@ -66,11 +75,12 @@ class FunctionTable:
         self._specs: dict[str, FunctionSpec] = {}
 
     def strict(self, name: str, min_args: int = 0, max_args: int | None = 0, *,
-               needs_ctx: bool = False, pure: bool = True, makes_records: bool = False
+               needs_ctx: bool = False, pure: bool = True, makes_records: bool = False,
+               needs_budget: bool = False
                ) -> Callable[[Callable[..., Value]], Callable[..., Value]]:
         def register(fn: Callable[..., Value]) -> Callable[..., Value]:
             self._add(FunctionSpec(name, fn, min_args, max_args, False, needs_ctx, pure,
-                                   makes_records))
+                                   makes_records, needs_budget))
             return fn
         return register
 

@@ -114,7 +114,7 @@ def _ads(v: Any) -> list[Any] | None:
 def eval_in_each_context(call: Any) -> Any:
     """The first argument evaluated with MY set to each ad of the second."""
     ads = _ads(call.arg(1))
-    if ads is None:
+    if ads is None or call.charge(len(ads)):
         return Error
     out: list[Any] = []
     fn = call.fns[0]
@@ -130,7 +130,7 @@ def eval_in_each_context(call: Any) -> Any:
 def count_matches(call: Any) -> Any:
     """How many ads of the second argument make the first argument true."""
     ads = _ads(call.arg(1))
-    if ads is None:
+    if ads is None or call.charge(len(ads)):
         return Error
     fn = call.fns[0]
     n = 0

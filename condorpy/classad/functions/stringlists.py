@@ -8,7 +8,8 @@ import re
 from typing import Any
 
 from condorpy.classad.functions.registry import FunctionTable
-from condorpy.classad.functions.regex import compile_pattern
+from condorpy.classad.budget import Budget
+from condorpy.classad.functions.regex import OutOfTime, compile_pattern, search
 from condorpy.classad.functions.strings import split_tokens
 from condorpy.classad.functions.types import real_to_int, strtod_prefix, wrap_int
 from condorpy.classad.values import Error, Undefined, Value
@@ -227,8 +228,8 @@ def string_lists_intersect(a: Value, b: Value, d: Value = None) -> Value:
     return any(i in left for i in split_tokens(b, seps))
 
 
-@TABLE.strict("stringList_regexpMember", 2, 4)
-def string_list_regexp_member(pattern: Value, lst: Value, d: Value = None,
+@TABLE.strict("stringList_regexpMember", 2, 4, needs_budget=True)
+def string_list_regexp_member(budget: Budget, pattern: Value, lst: Value, d: Value = None,
                               options: Value = "") -> Value:
     if type(pattern) is not str or type(lst) is not str:
         return Error
@@ -241,4 +242,7 @@ def string_list_regexp_member(pattern: Value, lst: Value, d: Value = None,
     items = string_list_items(lst, delims)
     if not items:
         return Undefined
-    return any(rx.search(i.encode("utf-8")) is not None for i in items)
+    try:
+        return any(search(budget, rx, i.encode("utf-8")) for i in items)
+    except OutOfTime:
+        return Error

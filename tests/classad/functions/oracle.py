@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from condorpy.classad import ClassAd
+from condorpy.classad.budget import Budget
 from condorpy.classad.functions import (
     envargs, lists, math as cmath, misc, regex, stringlists, strings, timefuncs, types,
     versions,
@@ -87,6 +88,8 @@ def mine(name: str, args: list[Any], ctx: CallContext | None = None) -> Any:
         return Error
     if spec.needs_ctx:
         args = [ctx or CallContext(), *args]
+    if spec.needs_budget:
+        args = [Budget(), *args]  # what the compiler hands such a function
     if spec.makes_records:
         args = [ClassAd, *args]  # what the compiler hands such a function
     return spec.impl(*args)
