@@ -32,6 +32,11 @@ PARAM_DEFAULTS: dict[str, str] = {
     "STARTER_LOG": "$(LOG)/StarterLog",
     "STARTER_STATS_LOG": "$(LOG)/XferStatsLog",
     "STARTD_HISTORY": "$(LOG)/startd_history",
+    # the daemon's job history (condorpy/startd/jobstore.py) is bounded as HTCondor's
+    # history file is: files of MAX_HISTORY_LOG bytes, MAX_HISTORY_ROTATIONS old ones
+    "ENABLE_HISTORY_ROTATION": "true",
+    "MAX_HISTORY_LOG": "20971520",
+    "MAX_HISTORY_ROTATIONS": "2",
     "STARTD_ADDRESS_FILE": "$(LOG)/.startd_address",
     "MAX_STARTD_LOG": "10 Mb",
     "MAX_STARTER_LOG": "10 Mb",
