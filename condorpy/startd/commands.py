@@ -51,7 +51,12 @@ class Commands:
                 "ads": [r.ad.to_old() for r in self.d.store.jobs(args.get("constraint"))]}
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return {"ads": [r.ad.to_old() for r in self.d.store.history(args.get("constraint"))]}
+        # newest first, read only as far as the limit needs (history -limit N)
+        limit = args.get("limit")
+        if limit is not None and (type(limit) is not int or limit < 1):
+            raise RequestError("'limit' must be a positive whole number")
+        return {"ads": [r.ad.to_old() for r in
+                        self.d.store.history_iter(args.get("constraint"), limit=limit)]}
 
     def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return {"now": self.d.clock.time(), "ads": [ad.to_old() for ad in self.d.engine.ads()]}

@@ -220,8 +220,7 @@ class JobStore:
                              path=self.path) from None
         except sqlite3.Error as exc:
             self.close()
-            raise StoreUnusable(f"is corrupt or not a database ({exc})",
-                                path=self.path) from None
+            raise QueueError(f"cannot open the job store: {exc}", path=self.path) from None
         except QueueError:
             self.close()
             raise
@@ -244,6 +243,8 @@ class JobStore:
                     raise StoreUnusable(f"is damaged (quick_check: "
                                         f"{said[0] if said else first})", path=self.path)
             self._setup(existed=existed)
+        except sqlite3.OperationalError:
+            raise        # locked, no permission, out of space: not the file's fault
         except sqlite3.DatabaseError as exc:
             raise StoreUnusable(f"is corrupt or not a database ({exc})",
                                 path=self.path) from None
