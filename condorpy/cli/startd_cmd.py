@@ -17,7 +17,7 @@ import sys
 
 from condorpy.startd.core import load_core
 from condorpy.startd.daemon import Startd, daemonize
-from condorpy.startd.jobstore import DB_NAME, StoreUnusable
+from condorpy.startd.jobstore import DB_NAME, HistoryLimits, StoreUnusable
 from condorpy.startd.metrics import metrics_address
 from condorpy.startd.paths import daemon_paths
 from condorpy.startd.store_check import inspect_files
@@ -41,6 +41,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     core = load_core(args.config)   # a bad configuration fails here, before detaching
     metrics_address(core.config)
+    HistoryLimits.from_config(core.config)
     if not args.fresh_queue:
         # Seen from the files alone, before detaching, so that the refusal reaches
         # whoever started the daemon (the daemon checks again, SQLite included).
