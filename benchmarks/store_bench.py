@@ -150,7 +150,8 @@ def daemon_figures(base: Path, history_spool: Path, queued_spool: Path) -> None:
                    "ENABLE_HISTORY_ROTATION = false\n")
         (d.state / "spool").mkdir(parents=True, exist_ok=True)
         os.replace(spool / DB_NAME, d.state / "spool" / DB_NAME)
-        d.start()
+        t_start, _ = _t(lambda: _start(d))  # noqa: B023
+        print(f"daemon: start on the {label} store {t_start:.1f} s")
         try:
             if cmd == "history":
                 t_one, _ = _t(lambda: call(d.socket, "history", {"limit": 1}, timeout=120))
@@ -180,6 +181,19 @@ def daemon_figures(base: Path, history_spool: Path, queued_spool: Path) -> None:
         finally:
             d.stop()
             d.kill_leftovers()
+
+
+def _start(d: object) -> None:
+    """Daemon.start, with time for a start that reads 20,000 queued jobs."""
+    import subprocess
+    from tests.startd.daemon_helpers import wait_for
+    log = open(d.base / "daemon.out", "ab")  # type: ignore[attr-defined]
+    d.proc = subprocess.Popen([sys.executable, "-m", "condorpy", "startd", "-f"],  # type: ignore[attr-defined]
+                              env=d.env(), stdout=log, stderr=log,  # type: ignore[attr-defined]
+                              stdin=subprocess.DEVNULL)
+    log.close()
+    wait_for(lambda: d.socket.exists() and d._ping(), 300,  # type: ignore[attr-defined]
+             d.output)  # type: ignore[attr-defined]
 
 
 def _try(fn: object) -> str:

@@ -18,10 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from condorpy.classad import ClassAd
+from condorpy.startd.client import RequestRefused
 from condorpy.startd.jobstore import DB_NAME, HistoryLimits, JobId, JobStore
 from tests.attackers import User, attacker, fingerprint, open_base, victim  # noqa: F401
-from tests.startd.daemon_helpers import Daemon, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, wait_for
 
 REFUSED = 78        # EX_CONFIG: systemd/condorpy.service does not restart on it
 
@@ -185,38 +188,49 @@ def test_history_limit_answers_at_once_and_reconfig_bounds_the_history(
         d.kill_leftovers()
 
 
-def _pslot_cpus(d: Daemon) -> dict[str, int]:
-    out = d.cli("status", "-af", "Name", "SlotType", "Cpus").stdout.split("\n")
-    return {n.split("@")[0]: int(c) for n, t, c in (line.split() for line in out
-                                                    if line.strip())
-            if t == "Partitionable"}
+def _pslot_cpus(d: Daemon) -> dict[str, object]:
+    ads = [ClassAd.parse_old(t, source="status") for t in d.call("status")["ads"]]
+    return {str(ad.evaluate("Name")).split("@")[0]: ad.evaluate("Cpus") for ad in ads
+            if ad.evaluate("SlotType") == "Partitionable"}
+
+
+def _start_expr(d: Daemon) -> object:
+    return d.call("config_val", names=["START"])["START"]["value"]
 
 
 def test_a_reconfig_whose_start_does_not_parse_changes_nothing(
         open_base: Path, attacker: User) -> None:
-    d = Daemon(open_base / "d", cpus=2, extra="NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
+    d = Daemon(open_base / "d", cpus=3, extra="NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
                "SLOT_TYPE_1_PARTITIONABLE = True\n")
     d.start()
     good = d.config.read_text()
     try:
-        assert _pslot_cpus(d) == {"slot1": 2}
+        assert _pslot_cpus(d) == {"slot1": 3}
         for n in range(3):
             d.config.write_text(good + "START = (Owner == \"x\"\n")
-            res = d.cli("reconfig", check=False)
-            assert res.returncode == 1 and "START" in res.stderr, res
-            assert d.cli("config-val", "-startd", "START").stdout.strip() == "True"
-            # a job still matches and runs on the old START, and gives its CPU back
-            attacker.write(attacker.home / f"{n}.sub", "executable = /bin/true\n"
-                           f"output = out{n}\nqueue\n")
+            if n == 0:
+                res = d.cli("reconfig", check=False)
+                assert res.returncode == 1 and "START" in res.stderr \
+                    and str(d.config) in res.stderr, res
+            else:
+                with pytest.raises(RequestRefused, match="START"):
+                    d.call("reconfig")
+            assert _start_expr(d) == "True"
+            # a job still matches and runs on the old START: it takes its one CPU only
+            attacker.write(attacker.home / f"{n}.sub", "executable = /bin/sleep\n"
+                           "arguments = 600\nqueue\n")
             assert attacker.cli(["submit", f"{n}.sub"], env=d.env()).rc == 0
-            wait_for(lambda: not _queued(d, attacker), 60, d.output)
-            wait_for(lambda: _pslot_cpus(d) == {"slot1": 2}, 30, d.output)
+            wait_for(lambda: _pslot_cpus(d) == {"slot1": 2 - n}, 30, d.output)  # noqa: B023
+            assert counts(d).get(2) == n + 1
         d.config.write_text(good + "START = RequestCpus <= 2\n")
-        assert "START" in d.cli("reconfig").stdout
-        assert d.cli("config-val", "-startd", "START").stdout.strip() == "RequestCpus <= 2"
+        assert "START" in d.call("reconfig")
+        assert _start_expr(d) == "RequestCpus <= 2"
+        assert attacker.cli(["rm", "-all"], env=d.env()).rc == 0
+        wait_for(lambda: _pslot_cpus(d) == {"slot1": 3}, 30, d.output)
         assert attacker.cli(["submit", "0.sub"], env=d.env()).rc == 0
-        wait_for(lambda: not _queued(d, attacker), 60, d.output)
+        wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
         assert _pslot_cpus(d) == {"slot1": 2}
+        attacker.cli(["rm", "-all"], env=d.env())
     finally:
         d.stop()
         d.kill_leftovers()
