@@ -164,7 +164,8 @@ class Startd:
         try:
             store = JobStore(self.paths.spool, fresh=fresh, history=history)
         except QueueError as exc:
-            log.error("%s", exc)
+            if not self.foreground:      # detached: the command's stderr is gone
+                log.error("%s", exc)
             raise
         for src, dst in store.set_aside:
             log.warning("-fresh-queue: moved %s aside to %s (it is kept, not deleted)",

@@ -124,7 +124,8 @@ def test_a_damaged_page_found_by_sqlite_is_refused_too(open_base: Path) -> None:
     res = _startd(d, "-f")
     try:
         assert res.returncode == REFUSED, res
-        assert str(db) in res.stderr and "damaged" in res.stderr, res.stderr
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(db) in lines[0] and "damaged" in lines[0], res.stderr
         assert fingerprint(db) == before
     finally:
         d.kill_leftovers()
