@@ -142,10 +142,12 @@ def queue_figures(spool: Path, queued: int) -> None:
     print(f"  q: every queued job read, parsed and encoded {t_q:.2f} s")
 
 
-def daemon_figures(base: Path, history_spool: Path, queued_spool: Path) -> None:
+def daemon_figures(base: Path, history_spool: Path | None, queued_spool: Path) -> None:
     from tests.startd.daemon_helpers import Daemon
     for label, spool, cmd in (("history", history_spool, "history"),
                               ("queue", queued_spool, "q")):
+        if spool is None:
+            continue
         d = Daemon(base / f"daemon-{label}", extra="START = False\n"
                    "ENABLE_HISTORY_ROTATION = false\n")
         (d.state / "spool").mkdir(parents=True, exist_ok=True)
@@ -209,15 +211,18 @@ def main() -> None:
     p.add_argument("--history", type=int, default=60_000)
     p.add_argument("--queued", type=int, default=20_000)
     p.add_argument("--no-daemon", action="store_true")
+    p.add_argument("--queue-only", action="store_true",
+                   help="only the queued jobs (q, the start-up check, a daemon's start)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         hist, queue = base / "history", base / "queue"
-        history_figures(hist, args.history)
-        rotation_cost(base)
+        if not args.queue_only:
+            history_figures(hist, args.history)
+            rotation_cost(base)
         queue_figures(queue, args.queued)
         if not args.no_daemon:
-            daemon_figures(base, hist, queue)
+            daemon_figures(base, None if args.queue_only else hist, queue)
 
 
 if __name__ == "__main__":
