@@ -488,9 +488,12 @@ class JobStore:
         last: int | None = None
         while True:
             where = "" if last is None else f"WHERE rowid {after} {last} "
+            chunk = _HISTORY_CHUNK
+            if expr is None and left is not None:
+                chunk = min(chunk, left)    # every row counts: read no more than needed
             rows = self._conn().execute(
                 "SELECT rowid, cluster, proc, status, entered, ad FROM history "
-                f"{where}ORDER BY rowid {order} LIMIT {_HISTORY_CHUNK}").fetchall()
+                f"{where}ORDER BY rowid {order} LIMIT {chunk}").fetchall()
             if not rows:
                 return
             last = int(rows[-1][0])
@@ -500,7 +503,7 @@ class JobStore:
                     left -= 1
                     if left <= 0:
                         return
-            if len(rows) < _HISTORY_CHUNK:
+            if len(rows) < chunk:
                 return
 
     def _filter(self, rows: Any, constraint: str | Expr | None,
