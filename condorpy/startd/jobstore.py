@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from condorpy.classad import CallContext, ClassAd, Expr, parse_expr
-from condorpy.config import KnobReader
-from condorpy.errors import ClassAdError, ConfigError, QueueError
+from condorpy.errors import ClassAdError, QueueError
+from condorpy.startd import history_rotation
+from condorpy.startd.history_rotation import HistoryLimits
 from condorpy.startd.store_check import StoreUnusable, inspect_files, set_aside
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "JobStore",
@@ -140,41 +141,11 @@ CREATE TABLE IF NOT EXISTS pool_claims (claim TEXT PRIMARY KEY, record TEXT NOT 
 """
 
 
-# Also added without a version change: one row per rotation of the history, named by
-# its newest row (history rowids only grow), with the bytes of ad text it holds.
-_HISTORY_ROTATIONS = """
-CREATE TABLE IF NOT EXISTS history_rotations (
-    last_rowid INTEGER PRIMARY KEY, bytes INTEGER NOT NULL, rotated INTEGER NOT NULL)
-"""
-_LIVE_BYTES = "history_live_bytes"      # meta: ad bytes after the last rotation
 _HISTORY_CHUNK = 256                    # rows read at a time by history_iter
 
 
 def _ad_text(ad: ClassAd) -> str:
     return ad.to_new()
-
-
-@dataclass(frozen=True)
-class HistoryLimits:
-    """HTCondor's MAX_HISTORY_LOG (``max_bytes``; None when ENABLE_HISTORY_ROTATION is
-    false: the history grows without bound) and MAX_HISTORY_ROTATIONS."""
-    max_bytes: int | None = 20 * 1024 * 1024
-    rotations: int = 2
-
-    @classmethod
-    def from_config(cls, cfg: KnobReader) -> HistoryLimits:
-        if cfg.get_bool("ENABLE_HISTORY_ROTATION", True) is False:
-            return cls(None, cls.rotations)
-        out = []
-        for name in ("MAX_HISTORY_LOG", "MAX_HISTORY_ROTATIONS"):
-            value = cfg.get_int(name)
-            if value is None or value < 1:
-                where = cfg.where(name)
-                raise ConfigError(f"{name} must be a whole number of at least 1, not "
-                                  f"{cfg.get(name)!r}", file=where[0] if where else None,
-                                  line=where[1] if where else None, name=name)
-            out.append(value)
-        return cls(out[0], out[1])
 
 
 class JobStore:
@@ -312,13 +283,9 @@ class JobStore:
             if "pool_claims" not in tables:
                 tx.execute(_POOL_CLAIMS)
             if "history_rotations" not in tables:
-                tx.execute(_HISTORY_ROTATIONS)
+                tx.execute(history_rotation.TABLE)
             self._floor_cluster(tx)
-            if self._live_bytes(tx) is None:
-                (live,) = tx.execute(
-                    "SELECT coalesce(sum(length(CAST(ad AS BLOB))), 0) FROM history "
-                    "WHERE rowid > ?", (self._last_rotation(tx),)).fetchone()
-                tx.execute("INSERT INTO meta VALUES (?, ?)", (_LIVE_BYTES, int(live)))
+            history_rotation.count_live(tx)
 
     def _floor_cluster(self, db: sqlite3.Connection) -> None:
         """Never hand out a cluster id at or below one the store holds (a next id that
@@ -336,10 +303,10 @@ class JobStore:
                 if stmt.strip():
                     db.execute(stmt)
             db.execute(_POOL_CLAIMS)
-            db.execute(_HISTORY_ROTATIONS)
+            db.execute(history_rotation.TABLE)
             db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
             db.execute("INSERT INTO meta VALUES ('next_cluster', 1)")
-            db.execute("INSERT INTO meta VALUES (?, 0)", (_LIVE_BYTES,))
+            history_rotation.count_live(db)
 
     def _close_db(self) -> None:
         db = getattr(self, "_db", None)
@@ -591,62 +558,20 @@ class JobStore:
 
     def _add_history(self, db: sqlite3.Connection, job_id: JobId, status: int,
                      entered: int, text: str) -> None:
-        """Append a finished job to the history, rotating the live part first when the
-        job would take it past MAX_HISTORY_LOG (as HTCondor rotates before writing)."""
-        size = len(text.encode())
-        live = self._live_bytes(db) or 0
-        last = self._last_rotation(db)
-        old = db.execute("SELECT rowid, length(CAST(ad AS BLOB)) FROM history "
-                         "WHERE cluster=? AND proc=?", (job_id.cluster, job_id.proc)
-                         ).fetchone()
-        if old is not None and old[0] > last:
-            live = max(0, live - int(old[1]))     # replaced: its bytes leave the live part
-        limit = self._history_limits.max_bytes
-        if limit is not None and live > 0 and live + size > limit:
-            (newest,) = db.execute("SELECT max(rowid) FROM history").fetchone()
-            if newest is not None and newest > last:
-                db.execute("INSERT INTO history_rotations VALUES (?, ?, ?)",
-                           (int(newest), live, self._now()))
-                last = int(newest)
-                self._trim_rotations(db)
-            live = 0
-        (newest,) = db.execute("SELECT max(rowid) FROM history").fetchone()
-        rowid = max(int(newest or 0), last) + 1
-        db.execute("INSERT OR REPLACE INTO history (rowid, cluster, proc, status, entered, "
-                   "ad) VALUES (?, ?, ?, ?, ?, ?)",
-                   (rowid, job_id.cluster, job_id.proc, status, entered, text))
-        db.execute("UPDATE meta SET value=? WHERE key=?", (live + size, _LIVE_BYTES))
-
-    @staticmethod
-    def _live_bytes(db: sqlite3.Connection) -> int | None:
-        row = db.execute("SELECT value FROM meta WHERE key=?", (_LIVE_BYTES,)).fetchone()
-        return None if row is None else int(row[0])
-
-    @staticmethod
-    def _last_rotation(db: sqlite3.Connection) -> int:
-        (last,) = db.execute("SELECT max(last_rowid) FROM history_rotations").fetchone()
-        return int(last or 0)
-
-    def _trim_rotations(self, db: sqlite3.Connection) -> None:
-        """Delete the rotations beyond MAX_HISTORY_ROTATIONS, oldest first."""
-        keep = self._history_limits.rotations
-        row = db.execute("SELECT last_rowid FROM history_rotations ORDER BY last_rowid DESC "
-                         "LIMIT 1 OFFSET ?", (keep,)).fetchone()
-        if row is not None:
-            db.execute("DELETE FROM history WHERE rowid <= ?", (row[0],))
-            db.execute("DELETE FROM history_rotations WHERE last_rowid <= ?", (row[0],))
+        history_rotation.append(db, self._history_limits, self._now(), job_id.cluster,
+                                job_id.proc, status, entered, text)
 
     def set_history_limits(self, limits: HistoryLimits) -> None:
         """New MAX_HISTORY_LOG / MAX_HISTORY_ROTATIONS (a reconfig): fewer rotations
         apply at once; a smaller size at the next job that enters the history."""
         self._history_limits = limits
         with self._transaction() as db:
-            self._trim_rotations(db)
+            history_rotation.trim(db, limits.rotations)
 
     def history_size(self) -> tuple[int, list[int]]:
         """The ad bytes of the live history and of each rotation, newest first."""
         db = self._conn()
-        return (self._live_bytes(db) or 0,
+        return (history_rotation.live_bytes(db) or 0,
                 [int(b) for (b,) in db.execute(
                     "SELECT bytes FROM history_rotations ORDER BY last_rowid DESC")])
 
