@@ -75,7 +75,7 @@ def q_main(argv: list[str]) -> int:
 def history_main(argv: list[str]) -> int:
     config, rest = _split_config(argv)
     query = parse_query(rest, "history")
-    got = _fetch(config, "history", {})
+    got = _fetch(config, "history", _pushed_down(query))
     chosen = query.select(_ads(got["ads"], "the daemon's history"))
     if query.limit is not None:
         chosen = chosen[:query.limit]
@@ -84,6 +84,23 @@ def history_main(argv: list[str]) -> int:
         out = render_history(chosen, utc_offset=SystemClock().utc_offset)
     sys.stdout.write(out)
     return 0
+
+
+def _pushed_down(query: Query) -> dict[str, Any]:
+    """The selection and limit as the daemon's history takes them, so that it reads
+    only as far as needed; the ads that come back are selected here again, which
+    changes nothing."""
+    ids = [f"ClusterId == {i.cluster}" + (f" && ProcId == {i.proc}" if i.proc is not None
+                                          else "") for i in query.ids]
+    ids += [f'Owner == "{o}"' for o in query.owners]
+    parts = [" || ".join(f"({s})" for s in ids)] if ids else []
+    parts += [str(c) for c in query.constraints]
+    args: dict[str, Any] = {}
+    if parts:
+        args["constraint"] = " && ".join(f"({p})" for p in parts)
+    if query.limit is not None:
+        args["limit"] = query.limit
+    return args
 
 
 def who_main(argv: list[str]) -> int:

@@ -1,16 +1,29 @@
-"""`condorpy startd [-config FILE] [-f]`: run the execution point daemon.
+"""`condorpy startd [-config FILE] [-f] [-fresh-queue]`: run the execution point daemon.
 
 Without -f it detaches (a new session, no terminal) as HTCondor daemons do, once the
 configuration has been read and checked, so a bad configuration is reported here
-with its file and line and exit status 1, never by a half-started daemon."""
+with its file and line and exit status 1, never by a half-started daemon.
+
+A job store that is there but unusable (empty, unreadable, damaged, not condorpy's) is
+never taken for an empty queue: the daemon exits with status 78 (EX_CONFIG, which the
+systemd unit does not restart on) and one line naming the file, unless -fresh-queue
+says to move it aside and start with an empty queue."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from condorpy.startd.core import load_core
 from condorpy.startd.daemon import Startd, daemonize
+from condorpy.startd.jobstore import DB_NAME, HistoryLimits, StoreUnusable
 from condorpy.startd.metrics import metrics_address
+from condorpy.startd.paths import daemon_paths
+from condorpy.startd.store_check import inspect_files
+
+# sysexits.h's EX_CONFIG; systemd/condorpy.service names it in RestartPreventExitStatus=
+EXIT_STORE_REFUSED = 78
 
 
 def main(argv: list[str]) -> int:
@@ -21,11 +34,32 @@ def main(argv: list[str]) -> int:
                         "/etc/condorpy/condor_config)")
     p.add_argument("-f", "--foreground", action="store_true",
                    help="stay in the foreground and log to standard error too")
+    p.add_argument("-fresh-queue", "--fresh-queue", action="store_true",
+                   help="if the job store is there but unusable (empty, unreadable, "
+                        "damaged), move it aside as condorpy_queue.sqlite3.bad-<time> and "
+                        "start with an empty queue (a sound store is kept as it is)")
     args = p.parse_args(argv)
     core = load_core(args.config)   # a bad configuration fails here, before detaching
     metrics_address(core.config)
+    HistoryLimits.from_config(core.config)
+    if not args.fresh_queue:
+        # Seen from the files alone, before detaching, so that the refusal reaches
+        # whoever started the daemon (the daemon checks again, SQLite included).
+        paths, _notes = daemon_paths(core.config, dict(os.environ))
+        _exists, problem = inspect_files(os.path.join(paths.spool, DB_NAME))
+        if problem is not None:
+            return _refused(problem)
     if not args.foreground:
         daemonize()
-    daemon = Startd(args.config, foreground=args.foreground)
+    try:
+        daemon = Startd(args.config, foreground=args.foreground,
+                        fresh_queue=args.fresh_queue)
+    except StoreUnusable as exc:
+        return _refused(exc)
     daemon.start()
     return daemon.run()
+
+
+def _refused(exc: StoreUnusable) -> int:
+    print(f"condorpy startd: error: {exc}", file=sys.stderr)
+    return EXIT_STORE_REFUSED

@@ -32,6 +32,9 @@ PARAM_DEFAULTS: dict[str, str] = {
     "STARTER_LOG": "$(LOG)/StarterLog",
     "STARTER_STATS_LOG": "$(LOG)/XferStatsLog",
     "STARTD_HISTORY": "$(LOG)/startd_history",
+    # the daemon's job history (condorpy/startd/jobstore.py) is bounded as HTCondor's
+    # history file is (MAX_HISTORY_LOG, MAX_HISTORY_ROTATIONS: below)
+    "ENABLE_HISTORY_ROTATION": "true",
     "STARTD_ADDRESS_FILE": "$(LOG)/.startd_address",
     "MAX_STARTD_LOG": "10 Mb",
     "MAX_STARTER_LOG": "10 Mb",
@@ -181,6 +184,9 @@ PARAM_DEFAULTS: dict[str, str] = {
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
 CODE_DEFAULTS: dict[str, str] = {
+    # the schedd's history file: files of at most 20 MB, two old ones kept
+    "MAX_HISTORY_LOG": "20971520",
+    "MAX_HISTORY_ROTATIONS": "2",
     "STARTER_ALLOW_RUNAS_OWNER": "true",
     "MAXJOBRETIREMENTTIME": "0",
     "RANK": "0",

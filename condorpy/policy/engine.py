@@ -190,12 +190,25 @@ class PolicyEngine(SlotMachine):
         for res, ids in sized.devices.items():
             if ids:
                 created[f"Assigned{res}"] = ",".join(ids)
+        emitted = len(self._out)
         self.emit(CreateSlot(self.now, pslot.name, name=layer.name,
                              resources=tuple(created.items())))
-        ad = self.layout.new_slot_ad(layer, self.now, SlotStatus("Claimed", "Idle", self.now),
-                                     self._measurements())
-        d = self._add_slot(layer, ad, parent=pslot.name, state=S.CLAIMED, transition="5",
-                           reason=f"carved from {pslot.name} for claim {claim.id}")
+        try:
+            ad = self.layout.new_slot_ad(layer, self.now,
+                                         SlotStatus("Claimed", "Idle", self.now),
+                                         self._measurements())
+            d = self._add_slot(layer, ad, parent=pslot.name, state=S.CLAIMED,
+                               transition="5",
+                               reason=f"carved from {pslot.name} for claim {claim.id}")
+        except Exception:
+            # The d-slot never came to be: its resources go back to the p-slot and
+            # nothing about it is reported (a failed carve once kept them until restart).
+            self.slots.pop(layer.name, None)
+            self._slot_measured.pop(layer.name, None)
+            self.layout.release(layer)
+            del self._out[emitted:]
+            self._refresh_resources(pslot)
+            raise
         for attr in self.settings.latch_exprs:
             if attr in pslot.latched:
                 d.latched[attr] = pslot.latched[attr]

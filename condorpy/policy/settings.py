@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from condorpy.classad import parse_expr
 from condorpy.config import Config
+from condorpy.errors import ClassAdError, ConfigError
 
 # Policy expressions the slot ad carries, with HTCondor 25.x's built-in defaults.
 EXPR_DEFAULTS: dict[str, str] = {
@@ -62,6 +64,31 @@ class PolicySettings:
         return self.exprs.get(name)
 
 
+def _check_compiles(cfg: Config, exprs: Mapping[str, str],
+                    slot_exprs: Mapping[int, Mapping[str, str]],
+                    extra: Mapping[str, str], slot_types: Mapping[int, int]) -> None:
+    """Every expression the slot ads will carry parses, or a ConfigError names the
+    knob: settings are all good or not made at all, so a reconfig that does not parse
+    changes nothing (a half-installed START failed every later claim, and each failed
+    carve kept its d-slot's resources)."""
+    named = [(n, n, t) for n, t in (*exprs.items(), *extra.items())]
+    for sid, table in slot_exprs.items():
+        for name, text in table.items():
+            # the knob that set it: SLOT<N>_<name>, else SLOT_TYPE_<T>_<name>
+            knob = next((k for k in (f"SLOT{sid}_{name}",
+                                     f"SLOT_TYPE_{slot_types.get(sid, 0)}_{name}")
+                         if cfg.where(k) is not None), name)
+            named.append((knob, name, text))
+    for knob, attr, text in named:
+        try:
+            parse_expr(text, source=knob, attribute=attr)
+        except ClassAdError as exc:
+            where = cfg.where(knob)
+            raise ConfigError(f"{knob} is not a ClassAd expression: {exc}",
+                              file=where[0] if where else None,
+                              line=where[1] if where else None, name=knob) from None
+
+
 def _int(cfg: Config, name: str, default: int) -> int:
     value = cfg.get_int(name, default)
     return default if value is None else value
@@ -96,6 +123,7 @@ def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = Non
         text = cfg.get(name)
         if text:
             extra[name] = text
+    _check_compiles(cfg, exprs, slot_exprs, extra, slot_types or {})
     return PolicySettings(
         exprs=exprs, slot_exprs=slot_exprs, extra_attrs=extra, latch_exprs=latch,
         killing_timeout=_int(cfg, "KILLING_TIMEOUT", 30),

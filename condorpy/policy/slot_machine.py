@@ -197,7 +197,11 @@ class SlotMachine:
 
     def reconfigure(self, settings: PolicySettings) -> None:
         """New policy knobs (a reconfig): every slot's policy expressions are replaced
-        and take effect at the next evaluation; claims and jobs are untouched."""
+        and take effect at the next evaluation; claims and jobs are untouched. Settings
+        with an expression that does not compile are refused before anything changes."""
+        for text in (*settings.exprs.values(), *settings.extra_attrs.values(),
+                     *(t for table in settings.slot_exprs.values() for t in table.values())):
+            self.backend.compile(text)
         self.settings = settings
         self._plain_lc = {n: n.lower() for n in (*settings.exprs, *VANILLA_VARIANTS)}
         self._has_vanilla = any(f"{n}_VANILLA" in exprs for n in VANILLA_VARIANTS

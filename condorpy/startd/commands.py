@@ -90,11 +90,13 @@ class Commands:
                 yield now.ad.to_old()
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        # History has no look-up by id: its text (a tenth of a parsed ad) is what waits.
-        records = self.d.store.history(_constraint(args.get("constraint")), args.get("limit"))
-        texts = [r.ad.to_old() for r in records]
-        records.clear()
-        return control.Streamed({}, "ads", texts)
+        # newest first, read only as far as the limit needs (history -limit N), each
+        # ad turned into text only as the reply is written
+        limit = args.get("limit")
+        if limit is not None and (type(limit) is not int or limit < 1):
+            raise RequestError("'limit' must be a positive whole number")
+        records = self.d.store.history_iter(_constraint(args.get("constraint")), limit=limit)
+        return control.Streamed({}, "ads", (r.ad.to_old() for r in records))
 
     def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return control.Streamed({"now": self.d.clock.time()}, "ads",

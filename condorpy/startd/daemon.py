@@ -31,7 +31,7 @@ from condorpy.classad import Budget, CallContext, ClassAd, Error, Undefined
 from condorpy.classad.budget import DEFAULT_SECONDS, DEFAULT_STEPS
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
-from condorpy.errors import ClassAdError, CondorpyError, StartdError
+from condorpy.errors import ClassAdError, CondorpyError, QueueError, StartdError
 from condorpy.machine.probe import measure_activity
 from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
@@ -50,7 +50,8 @@ from condorpy.startd.children import ChildRunner
 from condorpy.startd.cron import StartdCron
 from condorpy.startd.hooks import JobHooks
 from condorpy.startd.metrics import Metrics
-from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, JobStore, StarterRecord
+from condorpy.startd.jobstore import (HistoryLimits, JobId, JobRecord, JobStatus, JobStore,
+                                     StarterRecord)
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
 from condorpy.startd import journal
 from condorpy.startd.journal import fields
@@ -100,7 +101,8 @@ class RunningJob:
 
 class Startd:
     def __init__(self, config_path: str | None, *, clock: Clock | None = None,
-                 env: dict[str, str] | None = None, foreground: bool = True) -> None:
+                 env: dict[str, str] | None = None, foreground: bool = True,
+                 fresh_queue: bool = False) -> None:
         self.config_path = config_path
         # a wall clock stepped back must not stop the engine (it refuses the past)
         self.clock = SteadyWallClock(clock or SystemClock())
@@ -109,6 +111,7 @@ class Startd:
         self.core: Core = load_core(config_path, env=self.env)
         self.cfg: Config = self.core.config
         pool_cfg = pool_settings(self.cfg)   # a bad pool knob stops the start here
+        history = HistoryLimits.from_config(self.cfg)
         self.paths, notes = daemon_paths(self.cfg, self.env)
         make_dirs(self.paths)
         if os.geteuid() == 0:
@@ -118,7 +121,7 @@ class Startd:
         self.placement = Placement(None, "the daemon's cgroup")
         for note in notes:
             log.info("%s", note)
-        self.store = JobStore(self.paths.spool)
+        self.store = self._open_store(history, fresh_queue)
         self.engine: PolicyEngine = self.core.engine(self.clock)
         self.metrics = Metrics.from_config(self.cfg, self.engine, self.clock)
         self.starter_knobs = _starter_knobs(config_path, self.env)
@@ -158,6 +161,30 @@ class Startd:
             except CondorpyError:
                 self.launcher.close()
                 raise
+
+    def _open_store(self, history: HistoryLimits, fresh: bool) -> JobStore:
+        """The job store; one that is there but unusable stops the start (StoreUnusable)
+        unless the administrator said -fresh-queue, which moves it aside first."""
+        try:
+            store = JobStore(self.paths.spool, fresh=fresh, history=history)
+        except QueueError as exc:
+            if not self.foreground:      # detached: the command's stderr is gone
+                log.error("%s", exc)
+            raise
+        for src, dst in store.set_aside:
+            log.warning("-fresh-queue: moved %s aside to %s (it is kept, not deleted)",
+                        src, dst)
+        if store.damage is not None:
+            log.warning("-fresh-queue: the job store %s was unusable (%s); starting "
+                        "with a new, empty queue", store.path, store.damage.problem)
+        elif fresh:
+            log.info("-fresh-queue: the job store %s is sound and is kept as it is",
+                     store.path)
+        if store.cluster_floor_raised is not None:
+            was, now = store.cluster_floor_raised
+            log.warning("job store: the next cluster id was %d, below ids it holds; it "
+                        "is now %d", was, now)
+        return store
 
     # ------------------------------------------------------------------ start-up
     def start(self) -> None:
@@ -947,20 +974,25 @@ class Startd:
         self._tell(rj, "soft_kill")
 
     def reconfig(self) -> set[str]:
-        """Re-read the configuration and apply what changed without touching jobs; a
-        bad configuration leaves the daemon on the old one, saying why. A new slot
-        layout applies to slots as they become free."""
+        """Re-read the configuration and apply what changed without touching jobs. The
+        whole new configuration is read and checked first (every policy expression
+        parses, the slot types, pool, history and starter knobs read): one that does
+        not is refused whole, and the daemon keeps the old configuration object, the
+        engine as it was and every resource. A new slot layout applies to slots as
+        they become free."""
         self.notify.reloading(self.clock.monotonic())
         try:
             new, changed = self.cfg.reload()
             core = Core(new, self.core.inventory)
             layout = SlotManager.from_config(new, core.inventory, started_at=self.started_at,
                                              clock=self.clock)
-            from_cfg = core.settings(layout)
+            from_cfg = core.settings(layout)    # compiles every policy expression
             new_pool = pool_settings(new)       # a bad pool knob keeps the old config
-            self.metrics.reconfig(new)
+            history = HistoryLimits.from_config(new)
+            starter_knobs = _starter_knobs(self.config_path, self.env)
+            self.metrics.reconfig(new)          # last: it applies what it checks
         except CondorpyError as exc:
-            log.error("reconfig failed, keeping the old configuration: %s", exc)
+            log.error("reconfig refused, the old configuration stays in force: %s", exc)
             self.notify.ready(f"reload failed, old configuration kept: {exc}")
             raise
         self.cfg = new
@@ -970,7 +1002,8 @@ class Startd:
         self._apply(self.engine.take_output())
         if self.pool is not None:
             self.pool.reconfig(new_pool)
-        self.starter_knobs = _starter_knobs(self.config_path, self.env)
+        self.starter_knobs = starter_knobs
+        self.store.set_history_limits(history)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)
         for name in sorted(changed):

@@ -8,6 +8,15 @@ transaction: after a crash the database holds all of it or none of it.
 Only one process writes: opening for writing takes an exclusive lock on a file beside
 the database, and a second writer gets a QueueError instead of interleaving with the
 first. Readers (``readonly=True``) take no lock and see committed states only (WAL).
+
+A store is created only where none existed; a file that is there but empty, unreadable,
+damaged or not condorpy's raises :class:`StoreUnusable` (``fresh=True``, the
+administrator's ``-fresh-queue``, moves it aside first: :mod:`.store_check`).
+
+The history is kept as HTCondor keeps its history file (MAX_HISTORY_LOG,
+MAX_HISTORY_ROTATIONS): rows are appended in order (their rowid), the "live file" is the
+rows after the last rotation, and once its ads would pass ``max_bytes`` it becomes a
+rotation; rotations beyond ``rotations`` are deleted, oldest first.
 """
 
 from __future__ import annotations
@@ -25,9 +34,12 @@ from typing import Any
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.classad.budget import USER_SECONDS, USER_SECONDS_EACH, USER_STEPS
 from condorpy.errors import ClassAdError, QueueError
+from condorpy.startd import history_rotation
+from condorpy.startd.history_rotation import HistoryLimits
+from condorpy.startd.store_check import StoreUnusable, inspect_files, set_aside
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "JobStore",
-           "SCHEMA_VERSION", "DB_NAME"]
+           "HistoryLimits", "StoreUnusable", "SCHEMA_VERSION", "DB_NAME"]
 
 SCHEMA_VERSION = 1
 DB_NAME = "condorpy_queue.sqlite3"
@@ -133,6 +145,7 @@ CREATE TABLE IF NOT EXISTS pool_claims (claim TEXT PRIMARY KEY, record TEXT NOT 
 # meta rows "reserved_by.<cluster>" = uid: who reserved a cluster id not yet submitted
 _RESERVED_BY = "reserved_by."
 _RESERVATIONS_KEPT = 10000
+_HISTORY_CHUNK = 256                    # rows read at a time by history_iter
 
 
 def _ad_text(ad: ClassAd) -> str:
@@ -143,38 +156,73 @@ class JobStore:
     """The job store in ``spool``. Use as a context manager or call :meth:`close`."""
 
     def __init__(self, spool: str | os.PathLike[str], *, readonly: bool = False,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, fresh: bool = False,
+                 history: HistoryLimits = HistoryLimits()) -> None:
+        """``fresh``: a store that is there but unusable is moved aside
+        (:attr:`set_aside` says where, :attr:`damage` why) and a new one begun."""
         self.spool = os.fspath(spool)
         self.path = os.path.join(self.spool, DB_NAME)
         self.readonly = readonly
         self._clock = clock
         self._lock_fd: int | None = None
+        self._db: sqlite3.Connection = None  # type: ignore[assignment]
+        self._history_limits = history
+        self.set_aside: list[tuple[str, str]] = []
+        self.damage: StoreUnusable | None = None
+        self.cluster_floor_raised: tuple[int, int] | None = None
         try:
             if readonly:
                 if not os.path.exists(self.path):
                     raise QueueError("no job store here", path=self.path)
                 self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
                                            isolation_level=None)
-            else:
-                os.makedirs(self.spool, exist_ok=True)
-                self._lock()
-                self._db = sqlite3.connect(self.path, isolation_level=None)
+                self._setup(existed=True)
+                return
+            os.makedirs(self.spool, exist_ok=True)
+            self._lock()
+            try:
+                self._open_checked()
+            except StoreUnusable as exc:
+                if not fresh:
+                    raise
+                self._close_db()
+                self.damage = exc
+                self.set_aside = set_aside(self.path, self._clock())
+                self._open_checked()
         except OSError as exc:
-            self._unlock()
+            self.close()
             raise QueueError(f"cannot open the job store: {exc.strerror or exc}",
                              path=self.path) from None
         except sqlite3.Error as exc:
-            self._unlock()
-            raise QueueError(f"cannot open the job store: {exc}", path=self.path) from None
-        try:
-            self._setup()
-        except sqlite3.DatabaseError as exc:
             self.close()
-            raise QueueError(f"the job store is corrupt or not a database ({exc})",
-                             path=self.path) from None
+            raise QueueError(f"cannot open the job store: {exc}", path=self.path) from None
         except QueueError:
             self.close()
             raise
+
+    def _open_checked(self) -> None:
+        """Open for writing: create where no store existed, else check before writing
+        anything (a zero-byte file would otherwise be filled with a new schema)."""
+        existed, problem = inspect_files(self.path)
+        if problem is not None:
+            raise problem
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            if existed:
+                # quick_check reads every page once (20,000 jobs: see
+                # benchmarks/store_bench.py) but no index against its table.
+                (first, *_rest) = [r[0] for r in self._db.execute("PRAGMA quick_check")]
+                if first != "ok":
+                    said = [ln for ln in str(first).splitlines()
+                            if ln.strip() and not ln.startswith("***")]
+                    raise StoreUnusable(f"is damaged (quick_check: "
+                                        f"{said[0] if said else first})", path=self.path)
+            self._setup(existed=existed)
+        except sqlite3.OperationalError:
+            raise        # locked, no permission, out of space: not the file's fault
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnusable(f"is corrupt or not a database ({exc})",
+                                path=self.path) from None
 
     # --- opening ------------------------------------------------------------------
 
@@ -193,8 +241,16 @@ class JobStore:
             os.close(self._lock_fd)   # closing releases the flock
             self._lock_fd = None
 
-    def _setup(self) -> None:
-        db = self._db
+    def _setup(self, existed: bool) -> None:
+        db = self._conn()
+        tables = {r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        if existed and "schema_version" not in tables:
+            # never created here: a file with no schema is not an empty queue
+            raise StoreUnusable("has no condorpy schema (empty, or not a condorpy job "
+                                "store)" if not tables else
+                                "has no schema version: not a condorpy job store",
+                                path=self.path)
         if not self.readonly:
             db.execute("PRAGMA journal_mode=WAL")
             # FULL, not NORMAL: in WAL mode NORMAL survives a crash of this process but
@@ -204,19 +260,17 @@ class JobStore:
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA busy_timeout=5000")
-        tables = {r[0] for r in db.execute(
-            "SELECT name FROM sqlite_master WHERE type='table'")}
         if "schema_version" not in tables:
             if tables:
-                raise QueueError("the database has no schema version: not a condorpy "
-                                 "job store", path=self.path)
+                raise StoreUnusable("has no schema version: not a condorpy job store",
+                                    path=self.path)
             if self.readonly:
                 raise QueueError("the job store is empty", path=self.path)
             self._create()
             return
         row = db.execute("SELECT version FROM schema_version").fetchone()
         if row is None:
-            raise QueueError("the job store has no schema version", path=self.path)
+            raise StoreUnusable("has no schema version", path=self.path)
         version = int(row[0])
         if version > SCHEMA_VERSION:
             raise QueueError(f"the job store has schema version {version}, newer than "
@@ -225,9 +279,27 @@ class JobStore:
         if version < 1:
             raise QueueError(f"the job store has an invalid schema version {version}",
                              path=self.path)
-        if not self.readonly and "pool_claims" not in tables:
-            with self._transaction() as tx:
+        if db.execute("SELECT 1 FROM meta WHERE key='next_cluster'").fetchone() is None:
+            raise StoreUnusable("has lost its next cluster id", path=self.path)
+        if self.readonly:
+            return
+        with self._transaction() as tx:
+            if "pool_claims" not in tables:
                 tx.execute(_POOL_CLAIMS)
+            if "history_rotations" not in tables:
+                tx.execute(history_rotation.TABLE)
+            self._floor_cluster(tx)
+            history_rotation.count_live(tx)
+
+    def _floor_cluster(self, db: sqlite3.Connection) -> None:
+        """Never hand out a cluster id at or below one the store holds (a next id that
+        went backwards would let a new cluster share ids with finished ones)."""
+        (cid,) = db.execute("SELECT value FROM meta WHERE key='next_cluster'").fetchone()
+        (top,) = db.execute("SELECT max(coalesce((SELECT max(cluster) FROM jobs), 0), "
+                            "coalesce((SELECT max(cluster) FROM history), 0))").fetchone()
+        if int(top) >= int(cid):
+            db.execute("UPDATE meta SET value=? WHERE key='next_cluster'", (int(top) + 1,))
+            self.cluster_floor_raised = (int(cid), int(top) + 1)
 
     def _create(self) -> None:
         with self._transaction() as db:
@@ -235,14 +307,19 @@ class JobStore:
                 if stmt.strip():
                     db.execute(stmt)
             db.execute(_POOL_CLAIMS)
+            db.execute(history_rotation.TABLE)
             db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
             db.execute("INSERT INTO meta VALUES ('next_cluster', 1)")
+            history_rotation.count_live(db)
 
-    def close(self) -> None:
+    def _close_db(self) -> None:
         db = getattr(self, "_db", None)
         if db is not None:
             db.close()
             self._db = None  # type: ignore[assignment]
+
+    def close(self) -> None:
+        self._close_db()
         self._unlock()
 
     def __enter__(self) -> JobStore:
@@ -385,14 +462,51 @@ class JobStore:
     def history(self, constraint: str | Expr | None = None,
                 limit: int | None = None) -> list[JobRecord]:
         """Finished jobs, the most recently finished first."""
-        rows = self._conn().execute(
-            "SELECT cluster, proc, status, entered, ad FROM history "
-            "ORDER BY entered DESC, cluster DESC, proc DESC")
-        out = self._filter(rows, constraint, limit)
-        return out
+        return list(self.history_iter(constraint, limit=limit))
+
+    def history_iter(self, constraint: str | Expr | None = None, *,
+                     limit: int | None = None,
+                     newest_first: bool = True) -> Iterator[JobRecord]:
+        """Finished jobs in the order they left the queue (newest first, as
+        condor_history reads its file backwards), those whose ad makes ``constraint``
+        true, stopping after ``limit``. Rows are read a chunk at a time and only as far
+        as needed, and no statement stays open between chunks, so a caller may write
+        to the store while it iterates."""
+        expr = _constraint_expr(constraint)
+        left = limit
+        if left is not None and left <= 0:
+            return
+        order, after = ("DESC", "<") if newest_first else ("ASC", ">")
+        # one budget for the whole walk: a costly constraint that matches nothing must
+        # not get a fresh allowance with every chunk of a long history
+        budget = self._user_budget()
+        last: int | None = None
+        while True:
+            where = "" if last is None else f"WHERE rowid {after} {last} "
+            chunk = _HISTORY_CHUNK
+            if expr is None and left is not None:
+                chunk = min(chunk, left)    # every row counts: read no more than needed
+            rows = self._conn().execute(
+                "SELECT rowid, cluster, proc, status, entered, ad FROM history "
+                f"{where}ORDER BY rowid {order} LIMIT {chunk}").fetchall()
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            for rec in self._filter([r[1:] for r in rows], expr, left, budget=budget):
+                yield rec
+                if left is not None:
+                    left -= 1
+                    if left <= 0:
+                        return
+            if len(rows) < chunk:
+                return
+
+    def _user_budget(self) -> Budget:
+        return Budget(USER_STEPS, USER_SECONDS, self._clock, each=USER_SECONDS_EACH)
 
     def _filter(self, rows: Any, constraint: str | Expr | None,
-                limit: int | None = None) -> list[JobRecord]:
+                limit: int | None = None, *, budget: Budget | None = None
+                ) -> list[JobRecord]:
         expr: Expr | None
         if constraint is None:
             expr = None
@@ -405,7 +519,8 @@ class JobStore:
                 raise QueueError(f"bad constraint {constraint!r}: {exc}") from None
         # A constraint is a user's: all the ads it is tried on share one budget, on the
         # store's clock; running out is an error naming it, not "no job matched".
-        budget = Budget(USER_STEPS, USER_SECONDS, self._clock, each=USER_SECONDS_EACH)
+        if budget is None:
+            budget = self._user_budget()
         ctx = CallContext(now=self._clock, budget=budget)
         out: list[JobRecord] = []
         for row in rows:
@@ -459,8 +574,7 @@ class JobStore:
                        (job_id.cluster, job_id.proc))
             db.execute("DELETE FROM starters WHERE cluster=? AND proc=?",
                        (job_id.cluster, job_id.proc))
-            db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?, ?)",
-                       (job_id.cluster, job_id.proc, int(status), entered, _ad_text(ad)))
+            self._add_history(db, job_id, int(status), entered, _ad_text(ad))
         else:
             db.execute("UPDATE jobs SET status=?, entered=?, ad=? "
                        "WHERE cluster=? AND proc=?",
@@ -482,10 +596,30 @@ class JobStore:
                 return False
             db.execute("DELETE FROM jobs WHERE cluster=? AND proc=?",
                        (job_id.cluster, job_id.proc))
-            db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?, ?)",
-                       (job_id.cluster, job_id.proc, int(rec.status), rec.entered_status,
-                        _ad_text(rec.ad)))
+            self._add_history(db, job_id, int(rec.status), rec.entered_status,
+                              _ad_text(rec.ad))
             return True
+
+    # --- history size (HTCondor's MAX_HISTORY_LOG and MAX_HISTORY_ROTATIONS) ----------
+
+    def _add_history(self, db: sqlite3.Connection, job_id: JobId, status: int,
+                     entered: int, text: str) -> None:
+        history_rotation.append(db, self._history_limits, self._now(), job_id.cluster,
+                                job_id.proc, status, entered, text)
+
+    def set_history_limits(self, limits: HistoryLimits) -> None:
+        """New MAX_HISTORY_LOG / MAX_HISTORY_ROTATIONS (a reconfig): fewer rotations
+        apply at once; a smaller size at the next job that enters the history."""
+        self._history_limits = limits
+        with self._transaction() as db:
+            history_rotation.trim(db, limits.rotations)
+
+    def history_size(self) -> tuple[int, list[int]]:
+        """The ad bytes of the live history and of each rotation, newest first."""
+        db = self._conn()
+        return (history_rotation.live_bytes(db) or 0,
+                [int(b) for (b,) in db.execute(
+                    "SELECT bytes FROM history_rotations ORDER BY last_rowid DESC")])
 
     def left_in_queue(self, rec: JobRecord) -> bool:
         return self._left_in_queue(rec.ad)
@@ -689,6 +823,15 @@ class JobStore:
     def set_meta(self, key: str, value: int) -> None:
         with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
+def _constraint_expr(constraint: str | Expr | None) -> Expr | None:
+    if constraint is None or isinstance(constraint, Expr):
+        return constraint
+    try:
+        return parse_expr(constraint)
+    except ClassAdError as exc:
+        raise QueueError(f"bad constraint {constraint!r}: {exc}") from None
 
 
 def _int(value: object) -> int:

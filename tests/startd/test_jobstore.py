@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from condorpy.classad import ClassAd, parse_expr
-from condorpy.errors import CondorpyError, QueueError
+from condorpy.config import load_config
+from condorpy.errors import ConfigError, CondorpyError, QueueError
 from condorpy.startd.jobstore import (
-    DB_NAME, SCHEMA_VERSION, JobId, JobStatus, JobStore, StarterRecord,
+    DB_NAME, SCHEMA_VERSION, HistoryLimits, JobId, JobStatus, JobStore, StarterRecord,
+    StoreUnusable,
 )
 from condorpy.startd.submit import parse_submit
 
@@ -273,3 +275,233 @@ def test_benchmark_submit_and_updates(tmp_path: Path) -> None:
           f"500 set_status, one transaction each {t_status * 1e3:.1f} ms "
           f"({t_status / 500 * 1e3:.2f} ms each); 500 updates in one transaction "
           f"{t_batch * 1e3:.1f} ms; read 500 jobs {t_read * 1e3:.1f} ms")
+
+
+# --- a store that never existed, and one that is there but unusable -------------------
+
+def _files(spool: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(spool.iterdir()) if p.is_file()
+            and not p.name.endswith(".lock")}
+
+
+def _damaged(spool: Path, how: str) -> None:
+    """Make the store in ``spool`` damaged in one of the ways an administrator meets."""
+    spool.mkdir()
+    db = spool / DB_NAME
+    if how == "zero bytes":
+        db.write_bytes(b"")
+    elif how == "garbage":
+        db.write_bytes(b"not sqlite at all " * 300)
+    elif how == "foreign database":
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE accounts (x)")
+        con.commit()
+        con.close()
+    elif how == "a directory":
+        db.mkdir()
+    elif how == "missing, its log there":
+        (spool / (DB_NAME + "-wal")).write_bytes(b"\x37\x7f\x06\x82" + b"\0" * 60)
+    elif how in ("damaged page", "damaged log header"):
+        with JobStore(spool) as st:
+            for _ in range(40):
+                st.submit(ads(50))
+        if how == "damaged page":
+            data = bytearray(db.read_bytes())
+            data[4096 * 5:4096 * 5 + 3000] = os.urandom(3000)
+            db.write_bytes(bytes(data))
+        else:
+            # a log with commits in it (as a killed daemon leaves), its header overwritten
+            keep = sqlite3.connect(db, isolation_level=None)
+            keep.execute("PRAGMA wal_autocheckpoint=0")
+            keep.execute("INSERT INTO meta VALUES ('x', 1)")
+            wal = spool / (DB_NAME + "-wal")
+            saved = {p.name: p.read_bytes() for p in (db, wal)}
+            keep.close()
+            for name, data in saved.items():
+                (spool / name).write_bytes(data)
+            head = bytearray(wal.read_bytes())
+            head[8:16] = b"garbage!"
+            wal.write_bytes(bytes(head))
+    else:
+        raise AssertionError(how)
+
+
+HOW = ["zero bytes", "garbage", "foreign database", "a directory", "missing, its log there",
+       "damaged page", "damaged log header"]
+
+
+def test_a_store_that_never_existed_is_created(tmp_path: Path) -> None:
+    with JobStore(tmp_path / "new") as st:
+        assert st.set_aside == [] and st.damage is None
+        assert st.submit(ads(1)) == 1
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_an_unusable_store_is_refused_and_left_as_it_is(tmp_path: Path, how: str) -> None:
+    spool = tmp_path / "spool"
+    _damaged(spool, how)
+    before = _files(spool)
+    with pytest.raises(StoreUnusable) as info:
+        JobStore(spool)
+    message = str(info.value)
+    assert str(spool / DB_NAME) in message and "-fresh-queue" in message
+    assert "\n" not in message
+    assert _files(spool) == before          # nothing written, nothing created
+    assert not (spool / (DB_NAME + "-shm")).exists() or how == "damaged log header"
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_fresh_moves_an_unusable_store_aside_and_starts_empty(tmp_path: Path,
+                                                              how: str) -> None:
+    spool = tmp_path / "spool"
+    _damaged(spool, how)
+    before = _files(spool)
+    clock = Clock()
+    with JobStore(spool, fresh=True, clock=clock) as st:
+        assert st.damage is not None and st.set_aside
+        assert st.submit(ads(1)) == 1
+        assert len(st.jobs()) == 1
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock.t))
+    for src, dst in st.set_aside:
+        assert dst == src.replace(DB_NAME, f"{DB_NAME}.bad-{stamp}")
+    kept = {Path(dst).name.replace(f".bad-{stamp}", ""): Path(dst)
+            for _src, dst in st.set_aside}
+    for name, data in before.items():       # every file kept, byte for byte
+        assert kept[name].read_bytes() == data
+    # and a second damage the same second gets a name of its own
+    (spool / DB_NAME).unlink()
+    (spool / (DB_NAME + "-wal")).unlink(missing_ok=True)
+    (spool / (DB_NAME + "-shm")).unlink(missing_ok=True)
+    (spool / DB_NAME).write_bytes(b"")
+    with JobStore(spool, fresh=True, clock=clock) as st2:
+        assert [Path(d).name for _s, d in st2.set_aside] == [f"{DB_NAME}.bad-{stamp}.1"]
+
+
+def test_fresh_keeps_a_sound_store(tmp_path: Path) -> None:
+    with JobStore(tmp_path) as st:
+        st.submit(ads(3))
+    with JobStore(tmp_path, fresh=True) as st:
+        assert st.set_aside == [] and len(st.jobs()) == 3
+
+
+def test_cluster_ids_never_go_back_below_those_handed_out(tmp_path: Path) -> None:
+    with JobStore(tmp_path) as st:
+        for _ in range(5):
+            st.submit(ads(1))
+        st.set_status(JobId(5, 0), JobStatus.COMPLETED)     # the highest is in history
+    con = sqlite3.connect(tmp_path / DB_NAME)
+    con.execute("UPDATE meta SET value=2 WHERE key='next_cluster'")
+    con.commit()
+    con.close()
+    with JobStore(tmp_path) as st:
+        assert st.cluster_floor_raised == (2, 6)
+        assert st.new_cluster_id() == 6
+    con = sqlite3.connect(tmp_path / DB_NAME)
+    con.execute("DELETE FROM meta WHERE key='next_cluster'")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreUnusable, match="lost its next cluster id"):
+        JobStore(tmp_path)
+
+
+# --- history: MAX_HISTORY_LOG and MAX_HISTORY_ROTATIONS --------------------------------
+
+def _finish(st: JobStore, n: int, pad: str = "") -> list[JobId]:
+    """``n`` jobs that enter the history, in one cluster and two transactions."""
+    cid = st.submit([ClassAd({"Cmd": "/bin/true", "ProcId": i, "JobStatus": 4, "Pad": pad})
+                     for i in range(n)])
+    ids = [JobId(cid, i) for i in range(n)]
+    st.update_many({j: {"Done": 1} for j in ids})
+    return ids
+
+
+def test_sixty_thousand_finished_jobs_stay_within_the_limits_newest_kept(
+        tmp_path: Path) -> None:
+    limit = 100_000
+    every: list[JobId] = []
+    with JobStore(tmp_path, history=HistoryLimits(limit, 2)) as st:
+        for _ in range(60):
+            every += _finish(st, 1000)
+        live, rotations = st.history_size()
+        kept = [r.job_id for r in st.history_iter()]
+        one = len(st.history(limit=1)[0].ad.to_new().encode())
+    assert len(rotations) == 2
+    assert live <= limit and all(limit - one < r <= limit for r in rotations)
+    # newest first, and exactly the newest ones: no gap, nothing old left behind
+    assert kept == every[::-1][:len(kept)]
+    total = sum(len(t.encode()) for (t,) in sqlite3.connect(tmp_path / DB_NAME).execute(
+        "SELECT ad FROM history"))
+    assert total == live + sum(rotations) <= 3 * limit
+    assert len(kept) < 60_000 // 10
+
+
+def test_a_rotation_happens_before_the_job_that_would_pass_the_limit(
+        tmp_path: Path) -> None:
+    with JobStore(tmp_path, history=HistoryLimits(1000, 2)) as st:
+        first = _finish(st, 1, pad="x" * 600)
+        assert st.history_size()[1] == []
+        second = _finish(st, 1, pad="y" * 600)       # 1200 > 1000: the first rotates
+        live, rotations = st.history_size()
+        assert len(rotations) == 1 and live < 1000
+        _finish(st, 2, pad="z" * 600)
+        _finish(st, 1, pad="w" * 600)
+        assert len(st.history_size()[1]) == 2
+        ids = [r.job_id for r in st.history_iter()]
+        assert first[0] not in ids and second[0] not in ids   # rotated out, oldest first
+        # a reconfig to fewer rotations deletes the extra ones at once
+        st.set_history_limits(HistoryLimits(1000, 1))
+        assert len(st.history_size()[1]) == 1
+        assert len(st.history()) == 2
+        size = st.history_size()
+    # the sizes are in the store: a reopened one goes on from them
+    with JobStore(tmp_path, history=HistoryLimits(1000, 1)) as st:
+        assert st.history_size() == size and size[0] > 0
+
+
+def test_history_limits_come_from_the_configuration(tmp_path: Path) -> None:
+    cfg = tmp_path / "condor_config"
+    cfg.write_text("")
+    assert HistoryLimits.from_config(load_config(str(cfg))) == HistoryLimits(20971520, 2)
+    cfg.write_text("MAX_HISTORY_LOG = 64 * 1024\nMAX_HISTORY_ROTATIONS = 5\n")
+    assert HistoryLimits.from_config(load_config(str(cfg))) == HistoryLimits(65536, 5)
+    cfg.write_text("ENABLE_HISTORY_ROTATION = false\n")
+    assert HistoryLimits.from_config(load_config(str(cfg))).max_bytes is None
+    cfg.write_text("\nMAX_HISTORY_ROTATIONS = 0\n")
+    with pytest.raises(ConfigError, match="MAX_HISTORY_ROTATIONS") as info:
+        HistoryLimits.from_config(load_config(str(cfg)))
+    assert info.value.line == 2
+    cfg.write_text("MAX_HISTORY_LOG = lots\n")
+    with pytest.raises(ConfigError, match="MAX_HISTORY_LOG"):
+        HistoryLimits.from_config(load_config(str(cfg)))
+
+
+def test_no_rotation_when_rotation_is_disabled(tmp_path: Path) -> None:
+    with JobStore(tmp_path, history=HistoryLimits(None, 1)) as st:
+        for _ in range(3):
+            _finish(st, 10, pad="x" * 200)
+        assert st.history_size()[1] == [] and len(st.history()) == 30
+
+
+def test_history_iter_newest_first_with_limit_and_constraint(tmp_path: Path) -> None:
+    clock = Clock()
+    with JobStore(tmp_path, clock=clock) as st:
+        ids = _finish(st, 600)
+        # entered-status times do not decide the order: leaving the queue does
+        clock.t -= 1000
+        late = _finish(st, 1)
+        assert [r.job_id for r in st.history_iter(limit=3)] == [late[0], ids[-1], ids[-2]]
+        assert [r.job_id for r in st.history_iter(limit=2, newest_first=False)] == ids[:2]
+        odd = [r.job_id.proc for r in st.history_iter("ProcId % 2 == 1", limit=300)]
+        assert odd == list(range(599, 0, -2))
+        assert [r.job_id for r in st.history_iter("ProcId == 3")] == [ids[3]]
+        assert list(st.history_iter(limit=0)) == []
+        assert len(list(st.history_iter())) == 601
+        with pytest.raises(QueueError, match="bad constraint"):
+            list(st.history_iter("ProcId =="))
+        # writing between the rows read does not break the iteration
+        seen = 0
+        for _rec in st.history_iter():
+            if seen % 100 == 0:
+                _finish(st, 1)
+            seen += 1
+        assert seen >= 601
