@@ -95,8 +95,8 @@ class Commands:
         limit = args.get("limit")
         if limit is not None and (type(limit) is not int or limit < 1):
             raise RequestError("'limit' must be a positive whole number")
-        records = self.d.store.history_iter(_constraint(args.get("constraint")), limit=limit)
-        return control.Streamed({}, "ads", (r.ad.to_old() for r in records))
+        chunks = self.d.store.history_chunks(_constraint(args.get("constraint")), limit=limit)
+        return control.Streamed({}, "ads", _paused(chunks))
 
     def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return control.Streamed({"now": self.d.clock.time()}, "ads",
@@ -289,6 +289,15 @@ class Commands:
 
     def reconfig(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return sorted(self.d.reconfig())
+
+
+def _paused(chunks: Iterator[list[JobRecord]]) -> Iterator[Any]:
+    """Each chunk's ads as text, then a pause: a long search that finds little gives
+    the loop back between chunks."""
+    for chunk in chunks:
+        for rec in chunk:
+            yield rec.ad.to_old()
+        yield control.PAUSE
 
 
 def _job_dir(rj: "RunningJob") -> str | None:

@@ -256,12 +256,21 @@ def encode_reply(ok: bool, result: Any = None, error: str | None = None) -> byte
 @dataclass(frozen=True)
 class Streamed:
     """A result with a long list: ``head`` plus the list ``key``, whose ``items`` are
-    produced (and may first be looked up) only as the reply is sent."""
+    produced (and may first be looked up) only as the reply is sent. An item that is
+    :data:`PAUSE` is no item: it ends the piece being produced, so that the loop
+    serves others before more items are looked up (a search that finds little)."""
 
     head: dict[str, Any]
     key: str
     items: Iterable[Any]
 
+
+class _Pause:
+    def __repr__(self) -> str:
+        return "PAUSE"
+
+
+PAUSE: Any = _Pause()
 
 # What a handler raises for a request it cannot answer; anything else is a bug.
 ANSWER_ERRORS = (CondorpyError, ValueError, TypeError)
@@ -320,6 +329,13 @@ class ReplyProducer:
         size = 0
         pending = items if first is _END else _chain(first, items)
         for item in pending:
+            if item is PAUSE:
+                if batch:
+                    yield self._batch(batch, count == len(batch))
+                    batch, size = [], 0
+                else:
+                    yield b""           # nothing to send yet: the loop's turn ends
+                continue
             text = json.dumps(item, default=str)
             batch.append(text)
             size += len(text) + 2

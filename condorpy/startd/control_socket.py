@@ -278,6 +278,8 @@ class ControlSocket:
                     return False
                 if piece is None:
                     conn.reply = None
+                elif not piece:
+                    break               # the reply paused: others first, then more
                 else:
                     conn.out += piece
                 continue

@@ -469,9 +469,18 @@ class JobStore:
                      newest_first: bool = True) -> Iterator[JobRecord]:
         """Finished jobs in the order they left the queue (newest first, as
         condor_history reads its file backwards), those whose ad makes ``constraint``
-        true, stopping after ``limit``. Rows are read a chunk at a time and only as far
-        as needed, and no statement stays open between chunks, so a caller may write
-        to the store while it iterates."""
+        true, stopping after ``limit``."""
+        for chunk in self.history_chunks(constraint, limit=limit, newest_first=newest_first):
+            yield from chunk
+
+    def history_chunks(self, constraint: str | Expr | None = None, *,
+                       limit: int | None = None,
+                       newest_first: bool = True) -> Iterator[list[JobRecord]]:
+        """:meth:`history_iter` a chunk of rows at a time: each list holds the matches
+        among the next rows read, and may be empty, so that a caller serving others
+        between chunks (the daemon's loop) is never held by a constraint that matches
+        little in a long history. Rows are read only as far as needed, and no statement
+        stays open between chunks, so a caller may write to the store meanwhile."""
         expr = _constraint_expr(constraint)
         left = limit
         if left is not None and left <= 0:
@@ -492,13 +501,12 @@ class JobStore:
             if not rows:
                 return
             last = int(rows[-1][0])
-            for rec in self._filter([r[1:] for r in rows], expr, left, budget=budget):
-                yield rec
-                if left is not None:
-                    left -= 1
-                    if left <= 0:
-                        return
-            if len(rows) < chunk:
+            found = self._filter([r[1:] for r in rows], expr, left, budget=budget)
+            if left is not None:
+                del found[left:]
+                left -= len(found)
+            yield found
+            if (left is not None and left <= 0) or len(rows) < chunk:
                 return
 
     def _user_budget(self) -> Budget:

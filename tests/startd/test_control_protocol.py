@@ -121,6 +121,28 @@ def test_a_stream_is_bounded_lines_with_a_count_at_the_end(n: int) -> None:
     assert max(len(x) for x in whole.splitlines()) < 2000
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_pauses_end_pieces_without_changing_the_reply(stream: bool) -> None:
+    # a search that finds little: pauses between its chunks give the loop back, with
+    # an empty piece where nothing was found yet
+    items = [control.PAUSE, control.PAUSE, "a", "b", control.PAUSE, control.PAUSE, "c",
+             control.PAUSE]
+    p = ReplyProducer("history", Streamed({}, "ads", iter(items)), stream, piece=1 << 20)
+    pieces = []
+    while (piece := p.next()) is not None:
+        pieces.append(piece)
+    assert pieces.count(b"") >= 3
+    whole = b"".join(pieces)
+    plain = drain(ReplyProducer("history", Streamed({}, "ads", iter(["a", "b", "c"])),
+                                stream, piece=1 << 20))
+    if stream:
+        got = [json.loads(x) for x in whole.splitlines()]
+        assert [i for batch in got[1:-1] for i in batch] == ["a", "b", "c"]
+        assert got[-1] == {"ok": True, "end": 3}
+    else:
+        assert json.loads(whole) == json.loads(plain)
+
+
 def _failing(after: int) -> Iterator[str]:
     for i in range(after):
         yield "x" * 100 + str(i)

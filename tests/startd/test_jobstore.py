@@ -498,6 +498,12 @@ def test_history_iter_newest_first_with_limit_and_constraint(tmp_path: Path) -> 
         assert len(list(st.history_iter())) == 601
         with pytest.raises(QueueError, match="bad constraint"):
             list(st.history_iter("ProcId =="))
+        # a constraint matching little still comes back a chunk of rows at a time,
+        # empty chunks included, so that the daemon's loop can serve others between
+        chunks = list(st.history_chunks("ProcId == 3"))
+        assert [r.job_id for c in chunks for r in c] == [ids[3]]
+        assert sum(1 for c in chunks if not c) >= 2
+        assert [len(c) for c in st.history_chunks(limit=300)] == [256, 44]
         # writing between the rows read does not break the iteration
         seen = 0
         for _rec in st.history_iter():
