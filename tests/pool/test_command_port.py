@@ -136,7 +136,7 @@ def test_a_reconfig_with_a_bad_collector_host_keeps_the_old_configuration(
         with pytest.raises(Exception, match="bad sinful"):
             d.call("reconfig")
         assert d.call("ping")
-        assert "reconfig failed, keeping the old configuration" in d.output()
+        assert "reconfig refused, the old configuration stays in force" in d.output()
     finally:
         d.stop()
         d.kill_leftovers()

@@ -327,6 +327,10 @@ def test_fetched_job_survives_a_daemon_restart(hooks: Hooks, tmp_path: Path,
     d = _daemon(tmp_path, hooks.config())
     stop.append(d)
     wait_for(lambda: d.statuses() == {"1.0": 2}, 30, d.output)
+    # the job has been accepted (REPLY_FETCH ran) before the daemon goes: on a loaded
+    # machine the kill could otherwise come between the job's start and that hook
+    wait_for(lambda: "reply accept j0 claim" in hooks.lines(), 30,
+             lambda: f"{hooks.lines()}\n{d.output()}")
     d.restart()                                   # SIGKILL, then a new daemon
     wait_for(lambda: "exit exit j0 noclaim" in hooks.lines(), 30,
              lambda: f"{hooks.lines()}\n{d.output()}")
