@@ -110,9 +110,11 @@ class User:
                     break
                 chunks.append(chunk)
         os.waitpid(pid, 0)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        with out, err:
+            out.seek(0)
+            err.seek(0)
+            stdout = out.read().decode(errors="replace")
+            stderr = err.read().decode(errors="replace")
         kind, value = pickle.loads(b"".join(chunks)) if chunks else ("raised", "no result")
         return Outcome(kind, value, stdout, stderr)
 
