@@ -197,3 +197,21 @@ def test_one_evaluation_may_spend_only_its_share_of_the_seconds() -> None:
     assert not budget.exceeded
     assert ad.evaluate("A12", None, ctx) is Error   # 16 looks: over 1 s, under 100 s
     assert budget.exceeded and budget.spent < 100.0
+
+
+@pytest.mark.parametrize("call", ['replace("a", "xaxa", "b")', 'regexps("a", "xaxa", "b")',
+                                  'replaceAll("a", "xaxa", "b")', 'regexp("a", "xaxa")'])
+def test_time_in_a_regexp_is_spent_even_when_the_scan_stops_early(call: str) -> None:
+    # replace and regexps stop at the first match: the time of the scan still counts
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.01
+        return now[0]
+
+    budget = Budget(10_000_000, 100.0, clock)
+    ctx = CallContext(budget=budget)
+    for n in range(5):
+        expr = parse_expr(f"({call} =!= error) && {n} >= 0")     # fresh: no cache
+        assert ClassAd().eval_expr(expr, None, ctx) is True
+    assert budget.spent > 0.0

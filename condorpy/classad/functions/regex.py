@@ -133,13 +133,12 @@ def _finditer(budget: Budget, rx: Any, subject: bytes) -> Iterator[Any]:
     if left is None:
         raise OutOfTime
     try:
-        # the timeout covers the whole scan, every match found by it
+        # the timeout covers the whole scan, every match found by it; the caller
+        # settles the time spent, since a caller that stops early never resumes this
         yield from rx.finditer(subject, timeout=left)
     except TimeoutError:
         budget.exhaust()
         raise OutOfTime from None
-    if budget.settle():
-        raise OutOfTime
 
 
 def _args(*args: Value) -> Value | None:
@@ -246,6 +245,10 @@ def _substitute(budget: Budget, pattern: Value, target: Value, subst: Value,
             if not every:
                 break
     except (_BadGroup, OutOfTime):
+        return Error
+    finally:
+        over = budget.settle()
+    if over:
         return Error
     if whole:
         out.append(text[pos:])
