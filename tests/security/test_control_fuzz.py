@@ -164,7 +164,7 @@ def test_fuzzed_requests_never_break_the_daemon(open_base: Path, attacker: User)
             alive = attacker.call(lambda: (call(path, "ping", timeout=20)["pid"],
                                            len(call(path, "status", timeout=20)["ads"])))
             assert alive.kind == "ok" and alive.value[1] >= 1, (where, alive)
-            log = _log(d)
+            log = d.whole_log()
             assert "Traceback" not in log and "internal error" not in log, (where, log[-3000:])
             batches += 1
         assert batches >= 2, "the fuzzer ran fewer than two batches"
@@ -176,13 +176,3 @@ def test_fuzzed_requests_never_break_the_daemon(open_base: Path, attacker: User)
 
 def _bound(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
     return lambda: fn(*args)
-
-
-def _log(d: Daemon) -> str:
-    out = []
-    for p in (d.state / "log" / "StartLog", d.base / "daemon.out"):
-        try:
-            out.append(p.read_text(errors="replace"))
-        except OSError:
-            pass
-    return "".join(out)

@@ -34,17 +34,6 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def log_of(d: Daemon) -> str:
-    """Everything the daemon has logged: its StartLog and its own stdout/stderr."""
-    out = []
-    for path in (d.state / "log" / "StartLog", d.base / "daemon.out"):
-        try:
-            out.append(path.read_text(errors="replace"))
-        except OSError:
-            pass
-    return "".join(out)
-
-
 def pid_of(d: Daemon) -> int:
     assert d.proc is not None
     return d.proc.pid
@@ -205,7 +194,7 @@ def test_unfinished_requests_are_capped_across_connections(
         refused = [s for s in said if s is not None]
         assert len(refused) >= conns - 3, said
         assert any(b"unfinished requests" in s for s in refused), refused
-        assert "Traceback" not in log_of(d)
+        assert "Traceback" not in d.whole_log()
     finally:
         d.stop()
         d.kill_leftovers()
@@ -238,7 +227,7 @@ def test_connections_per_user_are_capped(open_base: Path, attacker: User,
         assert len(refused) == tries - limit, said
         assert all(b"too many connections from user cpyattacker" in s for s in refused)
         # one log line for the burst, not one per connection
-        assert log_of(d).count("too many connections") <= 2
+        assert d.whole_log().count("too many connections") <= 2
     finally:
         d.stop()
         d.kill_leftovers()
@@ -254,7 +243,7 @@ def test_out_of_descriptors_backs_off_and_serves_again(open_base: Path, attacker
         pid, path = pid_of(d), d.socket
         hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)[1]
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (open_fds(pid) + 24, hard))
-        log_before = log_of(d)
+        log_before = d.whole_log()
 
         def attack(ready: Callable[[], None], release: Path) -> int:
             socks = []
@@ -275,7 +264,7 @@ def test_out_of_descriptors_backs_off_and_serves_again(open_base: Path, attacker
 
         with Held(attacker, attack) as held:
             time.sleep(3)
-            during = log_of(d)[len(log_before):]
+            during = d.whole_log()[len(log_before):]
             made = held.release()
         print(f"EMFILE: {made} connections, {len(during)} bytes of log:\n{during}")
         assert made >= 30
@@ -283,7 +272,7 @@ def test_out_of_descriptors_backs_off_and_serves_again(open_base: Path, attacker
         assert "out of descriptors" in during
         # once the attacker's connections are gone, everyone is served again
         assert status_as(victim, d) >= 1
-        assert "Traceback" not in log_of(d)
+        assert "Traceback" not in d.whole_log()
     finally:
         d.stop()
         d.kill_leftovers()
@@ -298,7 +287,7 @@ def test_connect_disconnect_loops_do_not_fail_others(open_base: Path, attacker: 
     try:
         path = d.socket
         stop = attacker.home / "release"
-        lines_before = log_of(d).count("\n")
+        lines_before = d.whole_log().count("\n")
 
         def churn() -> int:
             n = 0
@@ -335,7 +324,7 @@ def test_connect_disconnect_loops_do_not_fail_others(open_base: Path, attacker: 
             for t in loops:
                 t.join(60)
         assert got.kind == "ok" and got.value == [], got
-        log = log_of(d)
+        log = d.whole_log()
         assert "internal error" not in log and "Traceback" not in log
         # connections reset by their peer are dropped quietly: no line each
         assert log.count("\n") - lines_before < 10, log[-2000:]
@@ -381,7 +370,7 @@ def test_big_replies_to_stalled_readers_are_streamed(open_base: Path, attacker: 
             held.release()
         print(f"stalled readers: daemon grew {grown / MB:.1f} MB")
         assert grown < 30 * MB, f"the daemon grew by {grown // MB} MB"
-        assert "Traceback" not in log_of(d)
+        assert "Traceback" not in d.whole_log()
     finally:
         d.stop()
         d.kill_leftovers()

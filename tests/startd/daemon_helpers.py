@@ -108,6 +108,17 @@ class Daemon:
         except OSError:
             return ""
 
+    def whole_log(self) -> str:
+        """Everything the daemon has logged: its StartLog and its own stdout/stderr
+        (``output()`` is only the last lines of the latter)."""
+        out = []
+        for path in (self.state / "log" / "StartLog", self.base / "daemon.out"):
+            try:
+                out.append(path.read_text(errors="replace"))
+            except OSError:
+                pass
+        return "".join(out)
+
     def db(self) -> sqlite3.Connection:
         return sqlite3.connect(f"file:{self.state / 'spool' / 'condorpy_queue.sqlite3'}"
                                f"?mode=ro", uri=True)
