@@ -211,15 +211,18 @@ class ProcessFamily:
 
     def usage(self) -> FamilyUsage:
         members = self.members()
-        self.reap(members.values())
         ticks = os.sysconf("SC_CLK_TCK")
         page = os.sysconf("SC_PAGE_SIZE")
         live = [m for m in members.values() if not m.zombie]
         user = sum(m.utime_ticks + m.cutime_ticks for m in members.values()) / ticks
         system = sum(m.stime_ticks + m.cstime_ticks for m in members.values()) / ticks
-        return FamilyUsage(user_s=user + self.reaped_user_s,
-                           system_s=system + self.reaped_system_s,
-                           rss_bytes=sum(m.rss_pages for m in live) * page, count=len(live))
+        # summed before this scan's zombies are reaped: their time is in the table now
+        # and joins reaped_* only once they are gone from it
+        out = FamilyUsage(user_s=user + self.reaped_user_s,
+                          system_s=system + self.reaped_system_s,
+                          rss_bytes=sum(m.rss_pages for m in live) * page, count=len(live))
+        self.reap(members.values())
+        return out
 
     def signal(self, sig: int) -> int:
         """Send ``sig`` to every live member; how many were signalled."""
@@ -265,12 +268,6 @@ def _send(pid: int, sig: int) -> bool:
         return True
     except (ProcessLookupError, PermissionError):
         return False
-
-
-def session_members(proc_root: str, session: int) -> list[ProcStat]:
-    """Every process in the session or process group."""
-    return [st for st in process_table(proc_root).values()
-            if st.session == session or st.pgrp == session]
 
 
 def signal_name(sig: int) -> str:

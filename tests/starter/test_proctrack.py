@@ -172,6 +172,44 @@ def test_subreaper_flag() -> None:
     assert os.WEXITSTATUS(status) == 0
 
 
+def test_an_orphans_cpu_is_counted_once_when_the_starter_reaps_it() -> None:
+    """In a child made subreaper: an orphan burns CPU and ends; the scan that finds its
+    zombie and reaps it counts its time once, not once from /proc and once from wait4."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setsid()                                 # a session of its own: the job's
+            proctrack.set_child_subreaper()
+            me = os.getpid()
+            mid = os.fork()
+            if mid == 0:
+                if os.fork() == 0:                      # the orphan
+                    end = time.process_time() + 0.3
+                    while time.process_time() < end:
+                        pass
+                    os._exit(0)
+                os._exit(0)
+            os.waitpid(mid, 0)
+            family = proctrack.ProcessFamily("/proc", mid, os.getsid(0), adopter=me)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                found = family.members()
+                if any(st.zombie for st in found.values() if st.ppid == me):
+                    break
+                time.sleep(0.02)
+            first = family.usage()                      # finds the zombie, then reaps it
+            second = family.usage()                     # its time now from wait4 alone
+            burnt = family.reaped_user_s + family.reaped_system_s
+            ok = burnt >= 0.2 and abs(first.user_s - second.user_s) < 0.05 and \
+                first.user_s + first.system_s < burnt + 0.05
+            code = 0 if ok else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
 # --- the sandbox meter ----------------------------------------------------------------
 
 def test_meter_counts_blocks_once_per_inode_and_never_follows_links(tmp_path: Path) -> None:
