@@ -5,7 +5,7 @@
 Disk: the sandbox meter (condorpy/starter/usage.py TreeMeter) over N files in 100
 directories: a whole walk, the longest slice of DISK_STEP_ENTRIES entries (the
 longest the starter's loop is kept from its socket by it), and the old
-os.walk + lstat (sandbox.disk_usage_kb) for comparison. Processes: one scan of the
+os.walk + lstat that the starter used before it for comparison. Processes: one scan of the
 job's family (condorpy/starter/proctrack.py) with N extra sleeping processes on the
 host, and a freeze-and-kill of N processes.
 """
@@ -21,8 +21,19 @@ import tempfile
 import time
 
 from condorpy.starter import proctrack
-from condorpy.starter.sandbox import disk_usage_kb
 from condorpy.starter.usage import DISK_STEP_ENTRIES, TreeMeter
+
+
+def walk_baseline(path: str) -> int:
+    """The starter's measure before TreeMeter: os.walk and an lstat per name."""
+    total = 0
+    for root, dirs, files in os.walk(path, followlinks=False):
+        for name in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+    return (total + 1023) // 1024
 
 
 def disk(files: int) -> None:
@@ -49,7 +60,7 @@ def disk(files: int) -> None:
             if done is not None:
                 break
         t = time.perf_counter()
-        disk_usage_kb(base)
+        walk_baseline(base)
         old = time.perf_counter() - t
         print(f"disk: {files} files, {kb} KiB: whole walk {whole * 1000:.0f} ms, "
               f"{slices} slices, longest slice {longest * 1000:.1f} ms "

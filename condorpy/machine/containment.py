@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from condorpy.config import KnobReader
-from condorpy.machine.roots import HostRoots
+from condorpy.machine.roots import HostRoots, read_text
 
 CONTAINMENT_ATTR = "CondorpyJobContainment"
 CONTROLLERS_ATTR = "CondorpyCgroupControllers"
@@ -28,22 +28,14 @@ DISK_ATTR = "CondorpyDiskEnforcement"
 NEEDED_CONTROLLERS = ("cpu", "memory", "pids")
 
 
-def _read(path: os.PathLike[str] | str) -> str | None:
-    try:
-        with open(path) as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
 def cgroup_v2_usable(roots: HostRoots, euid: int) -> bool:
-    controllers = _read(roots.cgroup / "cgroup.controllers")
+    controllers = read_text(roots.cgroup / "cgroup.controllers")
     if controllers is None or not set(NEEDED_CONTROLLERS) <= set(controllers.split()):
         return False
     if euid == 0:
         return True
     own = None
-    for line in (_read(roots.proc / "self" / "cgroup") or "").splitlines():
+    for line in (read_text(roots.proc / "self" / "cgroup") or "").splitlines():
         if line.startswith("0::"):
             own = line[3:].strip()
     if not own:

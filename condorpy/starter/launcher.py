@@ -17,6 +17,7 @@ import signal
 from dataclasses import dataclass
 
 from condorpy.starter import safefs
+from condorpy.starter.libc import check, libc
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.inherited import reset_for_job
 from condorpy.starter.users import JobUser
@@ -39,10 +40,6 @@ _STAGE_HOLDS: dict[str, tuple[HoldCode, str]] = {
 }
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
 @dataclass(frozen=True)
 class LaunchPlan:
     executable: str
@@ -63,11 +60,6 @@ class Launched:
     session: int      # its session and process group id
 
 
-def _check(result: int) -> None:
-    if result != 0:
-        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-
-
 def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
     """Runs in the forked child; never returns."""
     stage = "cgroup"
@@ -85,10 +77,10 @@ def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
         if plan.pid_namespace:
             # PID 1 of the new namespace: a private /proc that shows only the job.
             stage = "namespace"
-            libc = _libc()
-            _check(libc.unshare(CLONE_NEWNS))
-            _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))
-            _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            c = libc()
+            check(c.unshare(CLONE_NEWNS))
+            check(c.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))
+            check(c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                               None))
         os.setsid()
         stage = "user"
@@ -133,10 +125,10 @@ def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
 def _fork(pid_namespace: bool) -> int:
     if not pid_namespace:
         return os.fork()
-    libc = _libc()
+    c = libc()
     own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        if libc.unshare(CLONE_NEWPID) != 0:
+        if c.unshare(CLONE_NEWPID) != 0:
             code = ctypes.get_errno()
             raise JobHold(f"cannot create the job's PID namespace: {os.strerror(code)}",
                           HoldCode.FAILED_TO_CREATE_PROCESS, code)
@@ -146,7 +138,7 @@ def _fork(pid_namespace: bool) -> int:
         finally:
             # The parent goes back to its own namespace, so that nothing else it forks
             # (another job, a helper) lands in this job's.
-            if pid != 0 and libc.setns(own, CLONE_NEWPID) != 0:
+            if pid != 0 and c.setns(own, CLONE_NEWPID) != 0:
                 code = ctypes.get_errno()
                 raise OSError(code, "setns back to the starter's PID namespace: "
                                     f"{os.strerror(code)}")

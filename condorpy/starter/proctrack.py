@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from condorpy.starter.libc import libc
 from condorpy.starter.cgroup import CgroupSample, JobCgroup
 from condorpy.starter.usage import Usage
 
@@ -130,17 +131,15 @@ def family_of(table: Mapping[int, ProcStat], *, session: int, known: Mapping[int
 def set_child_subreaper() -> bool:
     """Make this process the reaper of its descendants' orphans (Linux 3.4 and later)."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+        return int(libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 
 
 def is_child_subreaper() -> bool:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
         flag = ctypes.c_int(0)
-        if int(libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)) != 0:
+        if int(libc().prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)) != 0:
             return False
         return flag.value != 0
     except (OSError, AttributeError):

@@ -119,9 +119,8 @@ def open_dir_at(parent_fd: int, name: str) -> int:
 
 
 class _Walk:
-    def __init__(self, top_fd: int, where: str, hook: Hook | None) -> None:
+    def __init__(self, top_fd: int, hook: Hook | None) -> None:
         self.top_fd = top_fd
-        self.where = where
         self.hook = hook
         self.problems: list[str] = []
         self.moved = 0
@@ -268,7 +267,7 @@ def empty_tree(top_fd: int, where: str, *, hook: Hook | None = None) -> list[str
     """Remove everything below the open directory top_fd (not top_fd itself), as
     whoever calls it, through descriptors only. Returns what could not be removed, one
     line each, naming where (``where`` is top_fd's path, for the messages)."""
-    walk = _Walk(top_fd, where, hook)
+    walk = _Walk(top_fd, hook)
     for _ in range(MAX_PASSES):
         moved = walk.moved
         walk.empty(top_fd, where, 0)

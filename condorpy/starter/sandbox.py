@@ -64,19 +64,16 @@ def _open_execute(execute: str) -> int:
 def _write_ads(dir_fd: int, texts: tuple[tuple[str, str], ...], *, exclusive: bool,
                user: JobUser) -> None:
     for name, text in texts:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | \
-            (os.O_EXCL if exclusive else os.O_TRUNC)
-        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise SandboxRefused(f"{name} in the scratch directory is not a regular "
-                                     "file", name)
-            os.ftruncate(fd, 0)
-            os.write(fd, text.encode())
+            fd = safefs.open_regular(name, flags, 0o600, dir_fd=dir_fd)
+        except safefs.NotRegularFile:
+            raise SandboxRefused(f"{name} in the scratch directory is not a regular "
+                                 "file", name) from None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode())
             if user.switch:
-                os.fchown(fd, user.uid, user.gid)
-        finally:
-            os.close(fd)
+                os.fchown(fh.fileno(), user.uid, user.gid)
 
 
 def create_sandbox(execute: str, user: JobUser, *, job_ad_text: str,
@@ -179,22 +176,6 @@ def adopt_sandbox(path: str, execute: str, user: JobUser, *, job_ad_text: str,
     finally:
         os.close(exec_fd)
     return Sandbox(os.path.join(execute_abs, name), prepared=True)
-
-
-def disk_usage_kb(path: str) -> int:
-    """Allocated KiB below path, through descriptors (a job can plant links)."""
-    total = 0
-    try:
-        for _root, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
-            for name in dirs + files:
-                try:
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                except OSError:
-                    continue
-                total += st.st_blocks * 512
-    except (OSError, RecursionError):
-        pass            # a tree too deep to walk counts for what was seen of it
-    return (total + 1023) // 1024
 
 
 def _empty_as(user: JobUser, fd: int, where: str) -> list[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from condorpy.starter import safefs
+from condorpy.starter.libc import check, libc
 
 
 class Event(IntEnum):
@@ -58,13 +59,8 @@ _THREAD_CALLS = {"x86_64": (116, 117, 119), "aarch64": (159, 147, 149)}
 _KEEP = 0xFFFFFFFF          # (uid_t) -1: leave this id as it is
 
 
-_LIBC = ctypes.CDLL(None, use_errno=True)
-
-
 def _syscall(number: int, *args: object) -> None:
-    if _LIBC.syscall(ctypes.c_long(number), *args) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
+    check(libc().syscall(ctypes.c_long(number), *args))
 
 
 @contextmanager
