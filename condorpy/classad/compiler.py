@@ -94,11 +94,6 @@ def open_budget(st: EvalState) -> Budget:
     return b
 
 
-def state_budget(st: EvalState) -> Budget:
-    b = st[2]
-    return open_budget(st) if b is None else b  # type: ignore[no-any-return]
-
-
 def charge_size(st: EvalState, size: int) -> bool:
     """Charge ``size`` characters of work to the evaluation; True when its budget is
     spent."""
@@ -594,8 +589,6 @@ class Compiler:
                 return Error if n >= unit and charge_size(st, n) else r
             return call_records, foldable
         if spec.needs_budget:
-            needs_ctx = spec.needs_ctx
-
             def call_budget(s: Any, tg: Any, st: EvalState) -> Any:
                 args = [f(s, tg, st) for f in fns]
                 b = st[2]
@@ -604,10 +597,7 @@ class Compiler:
                 if b.exceeded:
                     return Error
                 try:
-                    if needs_ctx:
-                        r = impl(b, state_ctx(st), *args)
-                    else:
-                        r = impl(b, *args)
+                    r = impl(b, *args)
                 except RecursionError:
                     return Error
                 except Exception:
@@ -1231,10 +1221,6 @@ class LazyCall:
     @property
     def ctx(self) -> CallContext:
         return state_ctx(self.state)
-
-    @property
-    def budget(self) -> Budget:
-        return state_budget(self.state)
 
     def charge(self, size: int) -> bool:
         """Charge ``size`` items of the function's own work (a list it walks); True when

@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 from condorpy.classad import ClassAd, Error, Undefined
 from condorpy.errors import ClassAdError, HookError
 from condorpy.config.typed import boolean_value
+from condorpy.starter import reserved
 
 # The separator HTCondor writes between the job ad and the slot ad.
 AD_SEPARATOR = "-----\n"
@@ -234,7 +235,12 @@ def check_fetched(ad: ClassAd, keyword: str, partitionable: bool, as_root: bool,
     """HTCondor's requirements on fetched work: ``Cmd`` (a full path: fetched work has
     no file transfer), ``Owner`` when the startd runs as root; a partitionable slot
     needs the job's requests, a static one defaults them to 1. ``HookKeyword`` is
-    added when the hook did not set it."""
+    added when the hook did not set it. Attributes only condorpy sets are refused:
+    they steer condorpy's own handling of the job."""
+    internal = reserved.internal_attributes(ad)
+    if internal:
+        raise HookError(f"{source}: it sets {', '.join(internal)}, which only condorpy "
+                        "sets", hook=source)
     cmd = ad.evaluate("Cmd")
     if not isinstance(cmd, str) or not cmd.startswith("/"):
         raise HookError(f"{source}: the job ad has no Cmd with a full path", hook=source)

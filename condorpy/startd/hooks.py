@@ -36,7 +36,6 @@ from condorpy.startd.children import ChildResult
 from condorpy.startd.hookproto import (ExitHow, HookVerdict, check_fetched, hook_status,
                                        hook_stdin, parse_reply_ad)
 from condorpy.startd.jobstore import JobId, JobRecord, JobStatus
-from condorpy.starter import reserved
 
 if TYPE_CHECKING:
     from condorpy.startd.daemon import RunningJob, Startd
@@ -292,13 +291,6 @@ class JobHooks:
             return          # no work
         if slot is None or slot.deleted:
             self._reply(keyword, False, ad, None, None)
-            return
-        internal = reserved.internal_attributes(ad)
-        if internal:
-            # refused like any other bad job ad: these steer condorpy's own handling
-            log.warning("%s: job refused: it sets %s, which only condorpy sets", source,
-                        ", ".join(internal))
-            self._reply(keyword, False, ad, slot.ad, None)
             return
         try:
             job = check_fetched(ad, keyword, slot.kind == "partitionable", d.uid == 0, source)

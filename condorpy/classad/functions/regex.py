@@ -194,7 +194,9 @@ def regexp_member(budget: Budget, pattern: Value, lst: Value, options: Value = "
                 return True
         except OutOfTime:
             # HTCondor: an element whose match fails does not match; the spent budget
-            # still fails the evaluation for a caller that asks
+            # still fails the evaluation for a caller that asks. No time is left for
+            # the rest either: they are not tried.
+            rx = None
             continue
     return Undefined if saw_undefined else False
 

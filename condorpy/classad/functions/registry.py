@@ -78,6 +78,11 @@ class FunctionTable:
                needs_ctx: bool = False, pure: bool = True, makes_records: bool = False,
                needs_budget: bool = False
                ) -> Callable[[Callable[..., Value]], Callable[..., Value]]:
+        if needs_budget and (needs_ctx or makes_records):
+            # the compiler passes a budgeted function its budget alone, first
+            raise ValueError(f"{name}: needs_budget goes with neither needs_ctx nor "
+                             "makes_records")
+
         def register(fn: Callable[..., Value]) -> Callable[..., Value]:
             self._add(FunctionSpec(name, fn, min_args, max_args, False, needs_ctx, pure,
                                    makes_records, needs_budget))
