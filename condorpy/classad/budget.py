@@ -75,6 +75,16 @@ class Budget:
         # inline; tick() settles the account when it reaches zero)
         self._chunk = self.ticks = _TICK if steps >= _TICK else steps
 
+    @classmethod
+    def for_user(cls, clock: Callable[[], float] = _time.monotonic) -> Budget:
+        """What one request of a user (a constraint over a queue) may spend, in all and
+        on any one ad."""
+        return cls(USER_STEPS, USER_SECONDS, clock, each=USER_SECONDS_EACH)
+
+    def describe(self) -> str:
+        """The limits, for a refusal: "1000000 steps, 1 s, 0.1 s on one job"."""
+        return f"{self.steps} steps, {self.seconds:g} s, {self.each:g} s on one job"
+
     @property
     def used(self) -> int:
         """Steps spent so far."""

@@ -47,8 +47,7 @@ def call(path: Path, command: str, args: dict[str, Any] | None = None,
         key = first.get("stream")
         if key is None:
             return _result(first)
-        _result(first)
-        head = first.get("result")
+        head = _result(first)
         if not isinstance(key, str) or not isinstance(head, dict):
             raise lines.malformed()
         items: list[Any] = []

@@ -16,11 +16,11 @@ import os
 from array import array
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from condorpy.classad import ClassAd, Expr, Undefined, parse_expr
+from condorpy.classad import ClassAd, Expr, Undefined
 from condorpy.errors import ClassAdError, QueueError, RequestError
 from condorpy.policy.records import DrainRefused, DrainStarted
 from condorpy.startd import control
-from condorpy.startd.jobstore import JobId, JobRecord, JobStatus
+from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, parse_constraint
 from condorpy.starter import reserved
 
 if TYPE_CHECKING:
@@ -54,19 +54,16 @@ class Commands:
     # q, history and status stream their ads (control.Streamed): each ad is turned into
     # text only as the reply is written, and the loop serves others in between.
     def q(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        expr = _constraint(args.get("constraint"))
+        expr = parse_constraint(args.get("constraint"))
         return control.Streamed(
             {"schedd": self.d._schedd_name(), "address": str(self.d.paths.socket),
              "now": self.d.clock.time()}, "ads",
-            self._queue_ads(self.d.store.jobs(expr), expr, args.get("limit")))
+            self._queue_ads(self.d.store.jobs(expr, args.get("limit")), expr))
 
-    def _queue_ads(self, records: list[JobRecord], expr: Expr | None,
-                   limit: int | None) -> Iterator[str]:
+    def _queue_ads(self, records: list[JobRecord], expr: Expr | None) -> Iterator[str]:
         """The queue's ads for a reply that a client may read slowly or never: past the
         first megabyte of text, only the job ids are held, and each ad is read again
         as it is sent, so a stalled reader pins a few bytes a job, not the queue."""
-        if limit is not None:
-            del records[limit:]
         kept: list[str] = []
         size = 0
         for rec in records:
@@ -92,10 +89,8 @@ class Commands:
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # newest first, read only as far as the limit needs (history -limit N), each
         # ad turned into text only as the reply is written
-        limit = args.get("limit")
-        if limit is not None and (type(limit) is not int or limit < 1):
-            raise RequestError("'limit' must be a positive whole number")
-        chunks = self.d.store.history_chunks(_constraint(args.get("constraint")), limit=limit)
+        chunks = self.d.store.history_chunks(parse_constraint(args.get("constraint")),
+                                             limit=args.get("limit"))
         return control.Streamed({}, "ads", _paused(chunks))
 
     def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
@@ -145,10 +140,7 @@ class Commands:
         if not isinstance(texts, list) or not texts or \
                 not all(isinstance(t, str) for t in texts):
             raise RequestError("'ads' must be a non-empty list of job ads")
-        cluster = args.get("cluster")
-        if cluster is not None and (not isinstance(cluster, int) or isinstance(cluster, bool)):
-            raise RequestError(f"'cluster' must be a cluster id from new_cluster, not "
-                               f"{cluster!r}")
+        cluster = args.get("cluster")       # an integer or null (control.ARGS)
         # The owner is whoever is on the other end of the socket, never the ad.
         user = peer.user
         full_user = f"{user}@{self.d.cfg.get('UID_DOMAIN') or self.d.engine.hostname}"
@@ -312,13 +304,3 @@ def _job_dir(rj: "RunningJob") -> str | None:
         return os.path.dirname(rj.launched.socket_path)
     return None
 
-
-def _constraint(text: str | None) -> Expr | None:
-    """A query's -constraint, parsed once for the look-up and for every re-read."""
-    if text is None:
-        return None
-    try:
-        return parse_expr(text)
-    except ClassAdError as exc:
-        shown = text if len(text) <= 200 else text[:200] + "..."
-        raise RequestError(f"bad constraint {shown!r}: {exc}") from None

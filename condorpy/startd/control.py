@@ -76,7 +76,7 @@ class ArgType(Enum):
 
     STR = "a string"
     OPT_STR = "a string or null"
-    INT = "an integer"
+    POSITIVE = "a positive integer"
     OPT_INT = "an integer or null"
     COUNT = "a non-negative integer"
     BOOL = "true or false"
@@ -90,7 +90,7 @@ _SELECTION = {"ids": ArgType.IDS, "owners": ArgType.STRS, "constraint": ArgType.
               "reason": ArgType.OPT_STR, "all": ArgType.BOOL}
 ARGS: dict[str, dict[str, ArgType]] = {
     "q": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT},
-    "history": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT},
+    "history": {"constraint": ArgType.OPT_STR, "limit": ArgType.POSITIVE},
     "config_val": {"names": ArgType.NAMES},
     "submit": {"cluster": ArgType.OPT_INT, "ads": ArgType.STRS},
     "rm": _SELECTION, "hold": _SELECTION, "release": _SELECTION,
@@ -114,7 +114,7 @@ def _is_int(value: Any) -> bool:
 _ARG_CHECKS: dict[ArgType, Callable[[Any], bool]] = {
     ArgType.STR: lambda v: isinstance(v, str),
     ArgType.OPT_STR: lambda v: v is None or isinstance(v, str),
-    ArgType.INT: _is_int,
+    ArgType.POSITIVE: lambda v: _is_int(v) and v >= 1,
     ArgType.OPT_INT: lambda v: v is None or _is_int(v),
     ArgType.COUNT: lambda v: _is_int(v) and v >= 0,
     ArgType.BOOL: lambda v: isinstance(v, bool),

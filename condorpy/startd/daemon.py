@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from condorpy.classad import Budget, CallContext, ClassAd, Error, Undefined
-from condorpy.classad.budget import DEFAULT_SECONDS, DEFAULT_STEPS
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
 from condorpy.errors import ClassAdError, CondorpyError, QueueError, StartdError
@@ -455,7 +454,7 @@ class Startd:
         # The job's Requirements and Rank are the user's: against every free slot
         # together they get one evaluation's default budget, not one per slot.
         ctx = self._job_ctx()
-        ctx.budget = budget = Budget(DEFAULT_STEPS, DEFAULT_SECONDS, self.clock.monotonic)
+        ctx.budget = budget = Budget(clock=self.clock.monotonic)
         for name in self._free_slots():
             slot = self.engine.slots[name]
             req = rec.ad.evaluate("Requirements", slot.ad, ctx)

@@ -16,7 +16,6 @@ import sqlite3
 from dataclasses import dataclass
 
 from condorpy.config import KnobReader
-from condorpy.errors import ConfigError
 
 __all__ = ["HistoryLimits", "TABLE", "append", "trim", "live_bytes", "count_live"]
 
@@ -43,10 +42,7 @@ class HistoryLimits:
         for name in ("MAX_HISTORY_LOG", "MAX_HISTORY_ROTATIONS"):
             value = cfg.get_int(name)
             if value is None or value < 1:
-                where = cfg.where(name)
-                raise ConfigError(f"{name} must be a whole number of at least 1, not "
-                                  f"{cfg.get(name)!r}", file=where[0] if where else None,
-                                  line=where[1] if where else None, name=name)
+                raise cfg.invalid(name, "a whole number of at least 1")
             out.append(value)
         return cls(out[0], out[1])
 

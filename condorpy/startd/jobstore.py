@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
-from condorpy.classad.budget import USER_SECONDS, USER_SECONDS_EACH, USER_STEPS
 from condorpy.errors import ClassAdError, QueueError
 from condorpy.startd import history_rotation
 from condorpy.startd.history_rotation import HistoryLimits
@@ -453,11 +452,15 @@ class JobStore:
             "WHERE cluster=? AND proc=?", (job_id.cluster, job_id.proc)).fetchone()
         return None if row is None else self._record(row)
 
-    def jobs(self, constraint: str | Expr | None = None) -> list[JobRecord]:
-        """Jobs in the queue, in id order, whose ad makes ``constraint`` true."""
+    def jobs(self, constraint: str | Expr | None = None,
+             limit: int | None = None) -> list[JobRecord]:
+        """Jobs in the queue, in id order, whose ad makes ``constraint`` true; the first
+        ``limit`` of them."""
+        if limit is not None and limit <= 0:
+            return []
         rows = self._conn().execute(
             "SELECT cluster, proc, status, entered, ad FROM jobs ORDER BY cluster, proc")
-        return self._filter(rows, constraint)
+        return self._filter(rows, constraint, limit)
 
     def history(self, constraint: str | Expr | None = None,
                 limit: int | None = None) -> list[JobRecord]:
@@ -481,14 +484,14 @@ class JobStore:
         between chunks (the daemon's loop) is never held by a constraint that matches
         little in a long history. Rows are read only as far as needed, and no statement
         stays open between chunks, so a caller may write to the store meanwhile."""
-        expr = _constraint_expr(constraint)
+        expr = parse_constraint(constraint)
         left = limit
         if left is not None and left <= 0:
             return
         order, after = ("DESC", "<") if newest_first else ("ASC", ">")
         # one budget for the whole walk: a costly constraint that matches nothing must
         # not get a fresh allowance with every chunk of a long history
-        budget = self._user_budget()
+        budget = Budget.for_user()
         last: int | None = None
         while True:
             where = "" if last is None else f"WHERE rowid {after} {last} "
@@ -503,32 +506,19 @@ class JobStore:
             last = int(rows[-1][0])
             found = self._filter([r[1:] for r in rows], expr, left, budget=budget)
             if left is not None:
-                del found[left:]
-                left -= len(found)
+                left -= len(found)          # _filter stopped at the limit
             yield found
             if (left is not None and left <= 0) or len(rows) < chunk:
                 return
 
-    def _user_budget(self) -> Budget:
-        return Budget(USER_STEPS, USER_SECONDS, self._clock, each=USER_SECONDS_EACH)
-
     def _filter(self, rows: Any, constraint: str | Expr | None,
                 limit: int | None = None, *, budget: Budget | None = None
                 ) -> list[JobRecord]:
-        expr: Expr | None
-        if constraint is None:
-            expr = None
-        elif isinstance(constraint, Expr):
-            expr = constraint
-        else:
-            try:
-                expr = parse_expr(constraint)
-            except ClassAdError as exc:
-                raise QueueError(f"bad constraint {constraint!r}: {exc}") from None
-        # A constraint is a user's: all the ads it is tried on share one budget, on the
-        # store's clock; running out is an error naming it, not "no job matched".
+        expr = parse_constraint(constraint)
+        # A constraint is a user's: all the ads it is tried on share one budget (timed
+        # on the monotonic clock: the store's is the wall clock of QDate); running out is an error naming it, not "no job matched".
         if budget is None:
-            budget = self._user_budget()
+            budget = Budget.for_user()
         ctx = CallContext(now=self._clock, budget=budget)
         out: list[JobRecord] = []
         for row in rows:
@@ -536,12 +526,8 @@ class JobStore:
             if expr is not None:
                 ok = rec.ad.eval_expr(expr, None, ctx) is True
                 if budget.exceeded:
-                    text = str(expr)
-                    if len(text) > 200:
-                        text = text[:200] + "..."
-                    raise QueueError(f"constraint {text!r}: evaluation exceeded its "
-                                     f"budget ({budget.steps} steps, {budget.seconds:g} s, "
-                                     f"{budget.each:g} s on one job)")
+                    raise QueueError(f"constraint {shorten(str(expr))!r}: evaluation "
+                                     f"exceeded its budget ({budget.describe()})")
                 if not ok:
                     continue
             out.append(rec)
@@ -833,13 +819,19 @@ class JobStore:
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
-def _constraint_expr(constraint: str | Expr | None) -> Expr | None:
+def shorten(text: str, limit: int = 200) -> str:
+    """A user's expression as a message shows it: at most ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def parse_constraint(constraint: str | Expr | None) -> Expr | None:
+    """A query's constraint, parsed once (for the look-up and every re-read)."""
     if constraint is None or isinstance(constraint, Expr):
         return constraint
     try:
         return parse_expr(constraint)
     except ClassAdError as exc:
-        raise QueueError(f"bad constraint {constraint!r}: {exc}") from None
+        raise QueueError(f"bad constraint {shorten(constraint)!r}: {exc}") from None
 
 
 def _int(value: object) -> int:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal, Sequence
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
-from condorpy.classad.budget import USER_SECONDS, USER_SECONDS_EACH, USER_STEPS
 from condorpy.errors import CondorpyError
+from condorpy.startd.jobstore import shorten
 
 Command = Literal["q", "history", "rm", "hold", "release"]
 Output = Literal["batch", "nobatch", "hold", "run", "totals", "long", "json", "af"]
@@ -94,9 +94,8 @@ class Query:
             ok = c.evaluate(my=ad, ctx=ctx) is True
             if ctx is not None and ctx.budget is not None and ctx.budget.exceeded:
                 raise QueryArgumentError(
-                    f"evaluation exceeded its budget ({ctx.budget.steps} steps, "
-                    f"{ctx.budget.seconds:g} s, {ctx.budget.each:g} s on one job)",
-                    argument=f"-constraint {_short(str(c))!r}")
+                    f"evaluation exceeded its budget ({ctx.budget.describe()})",
+                    argument=f"-constraint {shorten(str(c))!r}")
             if not ok:
                 return False
         return True
@@ -106,8 +105,7 @@ class Query:
         """The matching ads in the given order, at most ``limit`` of them. The
         constraints' evaluations over all the ads share ``budget`` (by default a
         user's)."""
-        ctx = CallContext(budget=budget or Budget(USER_STEPS, USER_SECONDS,
-                                                  each=USER_SECONDS_EACH))
+        ctx = CallContext(budget=budget or Budget.for_user())
         out: list[ClassAd] = []
         for ad in ads:
             if self.limit is not None and len(out) >= self.limit:
@@ -115,10 +113,6 @@ class Query:
             if self.matches(ad, ctx):
                 out.append(ad)
         return out
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 200 else text[:200] + "..."
 
 
 RUN_STATES = (2, 6, 7)   # running, transferring output, suspended
