@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from condorpy.classad import ClassAd  # noqa: E402
 from condorpy.config import load_config  # noqa: E402
-from condorpy.startd.submit import parse_submit  # noqa: E402
+from condorpy.queue.submit import parse_submit  # noqa: E402
 from starter_bench import bare_true  # noqa: E402  (the same floor as the starter's)
 from tests.startd.daemon_helpers import Daemon, counts, wait_for  # noqa: E402
 

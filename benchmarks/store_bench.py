@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from condorpy.classad import ClassAd  # noqa: E402
 from condorpy.startd.client import call  # noqa: E402
-from condorpy.startd.jobstore import DB_NAME, HistoryLimits, JobId, JobStore  # noqa: E402
-from condorpy.startd.submit import parse_submit  # noqa: E402
+from condorpy.queue.jobstore import DB_NAME, HistoryLimits, JobId, JobStore  # noqa: E402
+from condorpy.queue.submit import parse_submit  # noqa: E402
 
 SUBMIT = ("executable = /bin/sh\narguments = \"-c 'echo $(Process)'\"\n"
           "output = out.$(Process)\nerror = err.$(Process)\nlog = job.log\n"

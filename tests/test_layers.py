@@ -23,7 +23,10 @@ ALLOWED: dict[str, set[str]] = {
     "starter": {"starter", "machine", "config", "classad", "errors", "clock", "inputs"},
     "pool": {"pool", "starter", "policy", "machine", "slots", "config", "classad", "errors",
              "clock", "inputs"},
-    "startd": {"startd", "pool", "starter", "policy", "machine", "slots", "config", "classad",
+    # the local schedd; starter only for the reserved-attribute rule the starter also keeps
+    "queue": {"queue", "policy", "slots", "config", "classad", "starter", "errors", "clock",
+              "inputs"},
+    "startd": {"startd", "queue", "pool", "starter", "policy", "machine", "slots", "config", "classad",
                "errors", "clock", "inputs"},
 }
 

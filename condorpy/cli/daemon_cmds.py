@@ -17,7 +17,7 @@ from condorpy.errors import CondorpyError
 from condorpy.inputs import read_text
 from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
-from condorpy.startd.submit import parse_submit
+from condorpy.queue.submit import parse_submit
 
 
 class UsageError(CondorpyError):

@@ -14,8 +14,8 @@ from condorpy.slots.status_format import (render_autoformat, render_json, render
                                           render_table)
 from condorpy.startd.client import DaemonUnreachable, call
 from condorpy.startd.paths import client_socket
-from condorpy.startd.query import Query, parse_query
-from condorpy.startd.queue_format import (ScheddLabel, render_history, render_queue,
+from condorpy.queue.query import Query, parse_query
+from condorpy.queue.formats import (ScheddLabel, render_history, render_queue,
                                           render_who)
 
 

@@ -17,10 +17,10 @@ import sys
 
 from condorpy.startd.core import load_core
 from condorpy.startd.daemon import Startd, daemonize
-from condorpy.startd.jobstore import DB_NAME, HistoryLimits, StoreUnusable
+from condorpy.queue.jobstore import DB_NAME, HistoryLimits, StoreUnusable
 from condorpy.startd.metrics import metrics_address
 from condorpy.startd.paths import daemon_paths
-from condorpy.startd.store_check import inspect_files
+from condorpy.queue.store_check import inspect_files
 
 # sysexits.h's EX_CONFIG; systemd/condorpy.service names it in RestartPreventExitStatus=
 EXIT_STORE_REFUSED = 78

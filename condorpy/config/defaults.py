@@ -32,7 +32,7 @@ PARAM_DEFAULTS: dict[str, str] = {
     "STARTER_LOG": "$(LOG)/StarterLog",
     "STARTER_STATS_LOG": "$(LOG)/XferStatsLog",
     "STARTD_HISTORY": "$(LOG)/startd_history",
-    # the daemon's job history (condorpy/startd/jobstore.py) is bounded as HTCondor's
+    # the daemon's job history (condorpy/queue/jobstore.py) is bounded as HTCondor's
     # history file is (MAX_HISTORY_LOG, MAX_HISTORY_ROTATIONS: below)
     "ENABLE_HISTORY_ROTATION": "true",
     "STARTD_ADDRESS_FILE": "$(LOG)/.startd_address",

@@ -20,7 +20,7 @@ from condorpy.classad import ClassAd, Expr, Undefined
 from condorpy.errors import ClassAdError, QueueError, RequestError
 from condorpy.policy.records import DrainRefused, DrainStarted
 from condorpy.startd import control
-from condorpy.startd.jobstore import JobId, JobRecord, JobStatus, parse_constraint
+from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, parse_constraint
 from condorpy.starter import reserved
 
 if TYPE_CHECKING:

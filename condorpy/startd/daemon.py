@@ -5,7 +5,7 @@ self-pipe for signals, and timers (the policy cycle every ``poll_interval()``, t
 owner-activity probe every second). It runs the policy engine built down the one path
 (:mod:`condorpy.startd.core`) on the system clock, carries out every action the engine
 decides, feeds starter events back into it, runs jobs from its local queue
-(:mod:`condorpy.startd.jobstore`) through a local matchmaker that claims and activates
+(:mod:`condorpy.queue.jobstore`) through a local matchmaker that claims and activates
 slots through the same engine entry points a pool's schedd uses, and answers the
 commands of :mod:`condorpy.startd.control`.
 
@@ -49,7 +49,7 @@ from condorpy.startd.children import ChildRunner
 from condorpy.startd.cron import StartdCron
 from condorpy.startd.hooks import JobHooks
 from condorpy.startd.metrics import Metrics
-from condorpy.startd.jobstore import (HistoryLimits, JobId, JobRecord, JobStatus, JobStore,
+from condorpy.queue.jobstore import (HistoryLimits, JobId, JobRecord, JobStatus, JobStore,
                                      StarterRecord)
 from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
 from condorpy.startd import journal

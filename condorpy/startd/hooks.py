@@ -35,7 +35,7 @@ from condorpy.slots.model import Refusal
 from condorpy.startd.children import ChildResult
 from condorpy.startd.hookproto import (ExitHow, HookVerdict, check_fetched, hook_status,
                                        hook_stdin, parse_reply_ad)
-from condorpy.startd.jobstore import JobId, JobRecord, JobStatus
+from condorpy.queue.jobstore import JobId, JobRecord, JobStatus
 
 if TYPE_CHECKING:
     from condorpy.startd.daemon import RunningJob, Startd

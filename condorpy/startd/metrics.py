@@ -40,13 +40,13 @@ from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Sl
                                      SoftKill, StateChange)
 from condorpy.policy.states import TRANSITIONS, Activity, State
 from condorpy.slots.ads import HTCONDOR_VERSION
-from condorpy.startd.jobstore import JobStatus
+from condorpy.queue.jobstore import JobStatus
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from condorpy.policy.engine import PolicyEngine
-    from condorpy.startd.jobstore import JobId
+    from condorpy.queue.jobstore import JobId
 
 log = logging.getLogger("condorpy.startd")
 

@@ -44,7 +44,7 @@ from condorpy.slots.ads import CONDOR_VERSION, HTCONDOR_VERSION
 from condorpy.starter import reserved
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
 from condorpy.startd import pool_now, pool_reconnect, pool_transfer
-from condorpy.startd.jobstore import JobStore
+from condorpy.queue.jobstore import JobStore
 from condorpy.startd.paths import StatePaths
 
 log = logging.getLogger("condorpy.startd.pool")

@@ -41,7 +41,7 @@ from condorpy.pool.cedar import Writer
 from condorpy.pool.shadow import SessionInfo, get_sec_session_info
 from condorpy.pool.security import Op, Send
 from condorpy.pool.server import claim_session_key, parse_claim_id
-from condorpy.startd.jobstore import JobStore, StarterRecord
+from condorpy.queue.jobstore import JobStore, StarterRecord
 
 if TYPE_CHECKING:
     from condorpy.pool.connection import AsyncExchange

@@ -13,7 +13,7 @@ its schedd's queue.
 from __future__ import annotations
 
 from condorpy.startd.forkserver import Launched
-from condorpy.startd.jobstore import JobId, JobStore, StarterRecord
+from condorpy.queue.jobstore import JobId, JobStore, StarterRecord
 
 
 def is_pool_job(job_id: JobId) -> bool:

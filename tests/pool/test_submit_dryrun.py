@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from condorpy.classad import ClassAd, Undefined
-from condorpy.startd.submit import parse_submit
+from condorpy.queue.submit import parse_submit
 from tests.pool.refpool import PoolUnavailable, RefPool
 
 pytestmark = pytest.mark.pool

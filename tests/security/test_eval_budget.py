@@ -19,8 +19,8 @@ import pytest
 from condorpy.classad import ClassAd
 from condorpy.errors import QueueError
 from condorpy.startd.client import call
-from condorpy.startd.jobstore import JobStore
-from condorpy.startd.query import QueryArgumentError, parse_query
+from condorpy.queue.jobstore import JobStore
+from condorpy.queue.query import QueryArgumentError, parse_query
 from tests.attackers import User, attacker, fingerprint, open_base, victim  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, wait_for
 

@@ -22,7 +22,7 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.startd.client import RequestRefused
-from condorpy.startd.jobstore import DB_NAME, HistoryLimits, JobId, JobStore
+from condorpy.queue.jobstore import DB_NAME, HistoryLimits, JobId, JobStore
 from tests.attackers import User, attacker, fingerprint, open_base, victim  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, counts, wait_for
 

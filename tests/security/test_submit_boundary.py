@@ -14,7 +14,7 @@ import pytest
 from condorpy.classad import ClassAd
 from condorpy.errors import CondorpyError, QueueError
 from condorpy.startd.client import call
-from condorpy.startd.jobstore import JobStore
+from condorpy.queue.jobstore import JobStore
 from tests.attackers import User, attacker, fingerprint, open_base, victim  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, wait_for
 from tests.startd.test_hooks import Hooks

@@ -17,7 +17,7 @@ from condorpy.errors import ConfigError
 from condorpy.machine.virtual import VIRTUAL_DETECTED, virtual_inventory
 from condorpy.policy.engine import PolicyEngine
 from condorpy.startd.core import Core
-from condorpy.startd.jobstore import JobId, JobStatus
+from condorpy.queue.jobstore import JobId, JobStatus
 from condorpy.startd.metrics import (DEFAULT_ADDRESS, Metrics, metrics_address,
                                      scrape_text)
 

@@ -21,7 +21,7 @@ from condorpy.pool.security import Send
 from condorpy.pool.server import parse_claim_id
 from condorpy.pool.wire_ad import get_classad
 from condorpy.startd import pool_reconnect
-from condorpy.startd.jobstore import JobStore
+from condorpy.queue.jobstore import JobStore
 from condorpy.startd.pool_link import PoolJob
 
 CID = new_claim_id("<127.0.0.1:4242?noUDP>", 1795468569, 3, "25.14.1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from condorpy.startd.forkserver import Launched
-from condorpy.startd.jobstore import JobId, JobStore
+from condorpy.queue.jobstore import JobId, JobStore
 from condorpy.startd.pool_restart import is_pool_job, last_pool_number, record_pool_starter
 
 

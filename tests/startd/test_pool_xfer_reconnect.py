@@ -18,7 +18,7 @@ from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import Receive, Send
 from condorpy.pool.shadow import GET_SEC_SESSION_INFO, SessionInfo
 from condorpy.startd import pool_reconnect
-from condorpy.startd.jobstore import JobStore
+from condorpy.queue.jobstore import JobStore
 from condorpy.startd.pool_transfer import Scratch
 from tests.startd.test_pool_reconnect import (CID, EID, GJID, PEER, _job, _LeaseLink,
                                               _record, _Store)

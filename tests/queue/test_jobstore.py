@@ -18,11 +18,11 @@ import pytest
 from condorpy.classad import ClassAd, parse_expr
 from condorpy.config import load_config
 from condorpy.errors import ConfigError, CondorpyError, QueueError
-from condorpy.startd.jobstore import (
+from condorpy.queue.jobstore import (
     DB_NAME, SCHEMA_VERSION, HistoryLimits, JobId, JobStatus, JobStore, StarterRecord,
     StoreUnusable,
 )
-from condorpy.startd.submit import parse_submit
+from condorpy.queue.submit import parse_submit
 
 
 class Clock:
@@ -217,7 +217,7 @@ def test_newer_schema_and_corrupt_files_are_refused(tmp_path: Path) -> None:
 _CRASHER = textwrap.dedent("""
     import sys
     from condorpy.classad import ClassAd
-    from condorpy.startd.jobstore import JobStore
+    from condorpy.queue.jobstore import JobStore
     st = JobStore(sys.argv[1])
     n = int(sys.argv[2])
     while True:

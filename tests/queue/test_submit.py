@@ -9,7 +9,7 @@ import pytest
 
 from condorpy.classad import ClassAd, Undefined
 from condorpy.errors import CondorpyError, SubmitError
-from condorpy.startd.submit import LocalFS, parse_size, parse_submit
+from condorpy.queue.submit import LocalFS, parse_size, parse_submit
 
 
 def submit(text: str | bytes, **kw: object) -> list[ClassAd]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from condorpy.startd.submit import expand, item_data
+from condorpy.queue.submit import expand, item_data
 
 pytest.importorskip("htcondor2")
 

@@ -16,8 +16,8 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.errors import ClassAdSyntaxError, CondorpyError
-from condorpy.startd.query import JobId, QueryArgumentError, parse_query
-from condorpy.startd.queue_format import (ScheddLabel, format_date, format_duration,
+from condorpy.queue.query import JobId, QueryArgumentError, parse_query
+from condorpy.queue.formats import (ScheddLabel, format_date, format_duration,
                                           render_autoformat, render_history, render_json,
                                           render_long, render_queue, render_who)
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import ClassAdError, QueueError
-from condorpy.startd import history_rotation
-from condorpy.startd.history_rotation import HistoryLimits
-from condorpy.startd.store_check import StoreUnusable, inspect_files, set_aside
+from condorpy.queue import history_rotation
+from condorpy.queue.history_rotation import HistoryLimits
+from condorpy.queue.store_check import StoreUnusable, inspect_files, set_aside
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "JobStore",
            "HistoryLimits", "StoreUnusable", "SCHEMA_VERSION", "DB_NAME"]
