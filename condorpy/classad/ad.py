@@ -36,21 +36,26 @@ class ClassAd(Scope):
     # --- construction -------------------------------------------------------------
 
     @classmethod
-    def _from_items(cls, items: tuple[tuple[str, Node], ...], parent: Scope | None
-                    ) -> Self:
+    def from_items(cls, items: tuple[tuple[str, Node], ...], parent: Scope | None
+                   ) -> Self:
+        """A record of (name, syntax tree) pairs inside ``parent`` (the compiler's
+        record factory, and the new-format and JSON readers')."""
         ad = cls()
         for name, node in items:
             ad._set(name, Expr.from_node(node))
-        ad._parent = parent
+        ad.parent = parent
         return ad
 
-    def _with_parent(self, parent: Scope | None) -> "ClassAd":
+    def with_parent(self, parent: Scope | None) -> "ClassAd":
+        """This record as a record literal evaluates inside ``parent``: a shallow copy
+        that looks names up through ``parent`` and is, to the circular-reference
+        check, one record with every other copy made in the same scope."""
         ad = ClassAd()
-        ad._exprs = self._exprs.copy()
-        ad._consts = self._consts.copy()
-        ad._names = self._names.copy()
-        ad._parent = parent
-        ad._ident = (id(self), id(parent))
+        ad.exprs = self.exprs.copy()
+        ad.consts = self.consts.copy()
+        ad.spelling = self.spelling.copy()
+        ad.parent = parent
+        ad.ident = (id(self), id(parent))
         return ad
 
     @classmethod
@@ -84,13 +89,13 @@ class ClassAd(Scope):
 
     def _set(self, name: str, expr: Expr) -> None:
         lc = name.lower()
-        if lc not in self._names:
-            self._names[lc] = name
-        self._exprs[lc] = expr
+        if lc not in self.spelling:
+            self.spelling[lc] = name
+        self.exprs[lc] = expr
         if expr.const is not NOCONST:
-            self._consts[lc] = expr.const
+            self.consts[lc] = expr.const
         else:
-            self._consts.pop(lc, None)
+            self.consts.pop(lc, None)
 
     def __setitem__(self, name: str, value: Any) -> None:
         if not isinstance(name, str) or not name:
@@ -103,9 +108,9 @@ class ClassAd(Scope):
             # Re-setting the literal an attribute already holds (a daemon republishing
             # its state every cycle) changes nothing: skip making a new Expr.
             lc = name.lower()
-            old = self._consts.get(lc, NOCONST)
-            if type(old) is t and old == value and lc in self._names \
-                    and type(self._exprs[lc].node) is Literal:
+            old = self.consts.get(lc, NOCONST)
+            if type(old) is t and old == value and lc in self.spelling \
+                    and type(self.exprs[lc].node) is Literal:
                 return
             if t is not int or _INT_LO <= value <= _INT_HI:
                 self._set(name, _literal_expr(value))
@@ -116,10 +121,11 @@ class ClassAd(Scope):
             raise ClassAdError(e.message, attribute=name) from None
 
     @staticmethod
-    def _literal_batch(items: Iterable[tuple[str, Expr]]) -> tuple[dict[str, str],
+    def literal_batch(items: Iterable[tuple[str, Expr]]) -> tuple[dict[str, str],
                                                                   dict[str, Expr],
                                                                   dict[str, Any]]:
-        """(name, literal Expr) pairs prepared for :meth:`_set_literals`."""
+        """(name, literal Expr) pairs prepared once for :meth:`set_literals` on many
+        ads; ClassAdError when an Expr is not a literal."""
         names: dict[str, str] = {}
         exprs: dict[str, Expr] = {}
         consts: dict[str, Any] = {}
@@ -132,16 +138,16 @@ class ClassAd(Scope):
             consts[lc] = e.const
         return names, exprs, consts
 
-    def _set_literals(self, batch: tuple[dict[str, str], dict[str, Expr], dict[str, Any]]
+    def set_literals(self, batch: tuple[dict[str, str], dict[str, Expr], dict[str, Any]]
                       ) -> None:
-        """Set what :meth:`_literal_batch` prepared: as ``_set`` for each, in bulk. What a
+        """Set what :meth:`literal_batch` prepared: as ``ad[name] = expr`` for each, in bulk. What a
         policy engine does to every slot ad on every cycle, so kept lean."""
         names, exprs, consts = batch
-        if not self._names.keys() >= names.keys():
+        if not self.spelling.keys() >= names.keys():
             for lc, name in names.items():
-                self._names.setdefault(lc, name)
-        self._exprs.update(exprs)
-        self._consts.update(consts)
+                self.spelling.setdefault(lc, name)
+        self.exprs.update(exprs)
+        self.consts.update(consts)
 
     def set_expr(self, name: str, text: str, source: str | None = None) -> None:
         self._set(name, parse_expr(text, source=source, attribute=name))
@@ -149,7 +155,7 @@ class ClassAd(Scope):
     def __getitem__(self, name: str) -> Any:
         """The value of a literal attribute, else its Expr (like classad2); KeyError if absent."""
         lc = name.lower()
-        e = self._exprs.get(lc)
+        e = self.exprs.get(lc)
         if e is None:
             raise KeyError(name)
         c = e.const
@@ -164,53 +170,53 @@ class ClassAd(Scope):
             return default
 
     def lookup(self, name: str) -> Expr | None:
-        return self._exprs.get(name.lower())
+        return self.exprs.get(name.lower())
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._exprs
+        return isinstance(name, str) and name.lower() in self.exprs
 
     def __delitem__(self, name: str) -> None:
         lc = name.lower()
-        if lc not in self._exprs:
+        if lc not in self.exprs:
             raise KeyError(name)
-        del self._exprs[lc]
-        del self._names[lc]
-        self._consts.pop(lc, None)
+        del self.exprs[lc]
+        del self.spelling[lc]
+        self.consts.pop(lc, None)
 
     def __len__(self) -> int:
-        return len(self._exprs)
+        return len(self.exprs)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._names.values()))
+        return iter(list(self.spelling.values()))
 
     def keys(self) -> list[str]:
-        return list(self._names.values())
+        return list(self.spelling.values())
 
     def items(self) -> list[tuple[str, Expr]]:
-        return [(self._names[lc], e) for lc, e in self._exprs.items()]
+        return [(self.spelling[lc], e) for lc, e in self.exprs.items()]
 
     def name_of(self, name: str) -> str | None:
         """The attribute's spelling in this ad."""
-        return self._names.get(name.lower())
+        return self.spelling.get(name.lower())
 
     def update(self, other: "ClassAd | Mapping[str, Any] | Iterable[tuple[str, Any]]") -> None:
         if isinstance(other, ClassAd):
-            for lc, e in other._exprs.items():
-                self._set(other._names[lc], e)
+            for lc, e in other.exprs.items():
+                self._set(other.spelling[lc], e)
             return
         pairs = other.items() if isinstance(other, Mapping) else other
         for k, v in pairs:
             self[k] = v
 
     def copy(self) -> "ClassAd":
-        ad = self._with_parent(self._parent)
-        ad._ident = id(ad)  # a copy is an ad of its own
+        ad = self.with_parent(self.parent)
+        ad.ident = id(ad)  # a copy is an ad of its own
         return ad
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ClassAd):
             return NotImplemented
-        return self._exprs == other._exprs
+        return self.exprs == other.exprs
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -222,22 +228,22 @@ class ClassAd(Scope):
     def evaluate(self, name: str, target: "ClassAd | None" = None,
                  ctx: CallContext | None = None) -> Any:
         """The named attribute evaluated with MY = this ad; Undefined when absent."""
-        return self._evaluate_lc(name.lower(), target, ctx)
+        return self.evaluate_lc(name.lower(), target, ctx)
 
-    def _evaluate_lc(self, lc: str, target: "ClassAd | None",
+    def evaluate_lc(self, lc: str, target: "ClassAd | None",
                      ctx: CallContext | None = None) -> Any:
         """:meth:`evaluate` for a name already in lower case (a caller's hot path)."""
-        c = self._consts.get(lc, NOCONST)
+        c = self.consts.get(lc, NOCONST)
         if c is not NOCONST:
             return c
-        e = self._exprs.get(lc)
+        e = self.exprs.get(lc)
         if e is None:
             return Undefined
         try:
             # The attribute itself is not marked as under evaluation, as in HTCondor's
             # library: with a = isUndefined(a), the inner reference evaluates a once more
             # and meets the cycle there, so a is false (the reference's ad.eval gives that)
-            return e._fn(self, target, [ctx, None, None])
+            return e.fn(self, target, [ctx, None, None])
         except RecursionError:
             return Error
 
@@ -265,4 +271,4 @@ def rank(a: ClassAd, b: ClassAd, ctx: CallContext | None = None) -> float:
 
 # Expressions compile with the whole function table, and records they build are
 # ClassAds: both are known only here, above expr.py, which is handed the compiler.
-install_compiler(Compiler(FUNCTIONS, ClassAd._from_items))
+install_compiler(Compiler(FUNCTIONS, ClassAd.from_items))

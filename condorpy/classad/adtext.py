@@ -102,9 +102,7 @@ def _parse_old_lines(cls: type[AdT], lines: list[tuple[int, str]], text: str,
         elif lc in consts:
             del consts[lc]
     ad = cls()
-    ad._names = names
-    ad._exprs = exprs
-    ad._consts = consts
+    ad.adopt(names, exprs, consts)
     return ad
 
 
@@ -233,7 +231,7 @@ def parse_new(cls: type[AdT], text: str, source: str | None = None) -> AdT:
                                      source=source) from None
         raise
     try:
-        return cls._from_items(tuple(items), None)
+        return cls.from_items(tuple(items), None)
     except RecursionError:
         raise ClassAdSyntaxError("expression nested too deeply", text=text,
                                  source=source) from None
@@ -241,11 +239,11 @@ def parse_new(cls: type[AdT], text: str, source: str | None = None) -> AdT:
 
 def to_new(ad: Scope) -> str:
     """An ad (any record: a Scope's maps are all it reads) in the new format."""
-    if not ad._exprs:
+    if not ad.exprs:
         return "[ ]"
-    names = ad._names
+    names = ad.spelling
     return "[ " + "; ".join(f"{format_name(names[lc])} = {unparse(e.node)}"
-                            for lc, e in ad._exprs.items()) + " ]"
+                            for lc, e in ad.exprs.items()) + " ]"
 
 
 # --- JSON -------------------------------------------------------------------------------
@@ -268,7 +266,7 @@ def from_json(cls: type[AdT], text: str, source: str | None = None) -> AdT:
     if not isinstance(data, dict):
         raise ClassAdSyntaxError("a JSON ClassAd is an object", text=text, source=source)
     try:
-        return cls._from_items(_json_items(data, source), None)
+        return cls.from_items(_json_items(data, source), None)
     except RecursionError:
         raise ClassAdSyntaxError("JSON nested too deeply", text=text, source=source) from None
 

@@ -174,7 +174,9 @@ POSTFIX_PREC = 14
 ATOM_PREC = 15
 
 
-def _prec(node: Node) -> int:
+def precedence(node: Node) -> int:
+    """How tightly ``node`` binds when printed (the *_PREC scale): a child binding
+    less tightly than its place needs is printed in parentheses."""
     t = type(node)
     if t is Binary:
         return BINARY_PREC[node.op]  # type: ignore[attr-defined]
@@ -322,7 +324,7 @@ def unparse(node: Node, old: bool = False) -> str:
 
 
 def _child(node: Node, min_prec: int, parts: list[str]) -> None:
-    if _prec(node) < min_prec:
+    if precedence(node) < min_prec:
         parts.append("(")
         _unparse(node, parts)
         parts.append(")")

@@ -111,7 +111,7 @@ def budget_exceeded(st: EvalState) -> bool:
 # --- attribute resolution ------------------------------------------------------------
 
 def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
-    key = (s._ident, lc)
+    key = (s.ident, lc)
     active = st[1]
     if active is None:
         active = st[1] = set()
@@ -135,21 +135,21 @@ def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
 
 
 def _root(s: Scope) -> Scope:
-    while s._parent is not None:
-        s = s._parent
+    while s.parent is not None:
+        s = s.parent
     return s
 
 
 def lookup_in(s: Scope | None, lc: str, target: Any, st: EvalState) -> Any:
     """``lc`` in scope ``s`` or its enclosing records; _MISS when absent."""
     while s is not None:
-        v = s._consts.get(lc, _MISS)
+        v = s.consts.get(lc, _MISS)
         if v is not _MISS:
             return v
-        e = s._exprs.get(lc)
+        e = s.exprs.get(lc)
         if e is not None:
-            return eval_attr(s, lc, e._fn, target, st)
-        s = s._parent
+            return eval_attr(s, lc, e.fn, target, st)
+        s = s.parent
     return _MISS
 
 
@@ -276,7 +276,7 @@ class Compiler:
         if kind == "target":
             def target_attr(s: Any, tg: Any, st: EvalState) -> Any:
                 if isinstance(tg, Scope):
-                    v = tg._consts.get(lc, _MISS)  # lookup_target's first probe, inline
+                    v = tg.consts.get(lc, _MISS)  # lookup_target's first probe, inline
                     if v is not _MISS:
                         return v
                 return lookup_target(lc, s, tg, st)
@@ -288,13 +288,13 @@ class Compiler:
 
         def attr(s: Any, tg: Any, st: EvalState) -> Any:
             if s is not None:
-                v = s._consts.get(lc, _MISS)
+                v = s.consts.get(lc, _MISS)
                 if v is not _MISS:
                     return v
-                e = s._exprs.get(lc)
+                e = s.exprs.get(lc)
                 if e is not None:
                     # eval_attr inlined: attribute chains are the evaluator's hot path
-                    key = (s._ident, lc)
+                    key = (s.ident, lc)
                     active = st[1]
                     if active is None:
                         active = st[1] = set()
@@ -311,7 +311,7 @@ class Compiler:
                         return Error
                     active.add(key)
                     try:
-                        return e._fn(s, tg, st)
+                        return e.fn(s, tg, st)
                     finally:
                         active.discard(key)
             return lookup(lc, s, tg, st)
@@ -338,7 +338,7 @@ class Compiler:
         proto = make(node.items, None)  # compiles the attribute expressions once
 
         def record(s: Any, tg: Any, st: EvalState) -> Any:
-            return proto._with_parent(s)
+            return proto.with_parent(s)
         return record, False
 
     def _c_Unary(self, node: Unary) -> tuple[Fn, bool]:
@@ -704,7 +704,7 @@ def _if_then_else_is(la: str, lf: Fn, k: Any, negate: bool, branches: tuple[Fn, 
 
     def ite_is(s: Any, tg: Any, st: EvalState) -> Any:
         try:
-            a = _MISS if s is None else s._consts.get(la, _MISS)
+            a = _MISS if s is None else s.consts.get(la, _MISS)
             if a is _MISS:
                 a = lf(s, tg, st)
             if (a is k if single else (type(a) is tkk and a == k)) is not negate:
@@ -743,7 +743,7 @@ def _and_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
     low = tk is str
 
     def and_leaf(s: Any, tg: Any, st: EvalState) -> Any:
-        a: Any = _MISS if s is None else s._consts.get(la, _MISS)
+        a: Any = _MISS if s is None else s.consts.get(la, _MISS)
         if type(a) is tk:
             a = pyop(_lower(a), k) if low else pyop(a, k)
         else:
@@ -779,7 +779,7 @@ def _and_leaf_or(leaf: _Leaf, lf: Fn, of1: Fn, of2: Fn) -> Fn:
         return slow_or(a, lambda: of2(s, tg, st))
 
     def and_leaf_or(s: Any, tg: Any, st: EvalState) -> Any:
-        a: Any = _MISS if s is None else s._consts.get(la, _MISS)
+        a: Any = _MISS if s is None else s.consts.get(la, _MISS)
         if type(a) is tk:
             a = pyop(_lower(a), k) if low else pyop(a, k)
         else:
@@ -812,7 +812,7 @@ def _or_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
     low = tk is str
 
     def or_leaf(s: Any, tg: Any, st: EvalState) -> Any:
-        a: Any = _MISS if s is None else s._consts.get(la, _MISS)
+        a: Any = _MISS if s is None else s.consts.get(la, _MISS)
         if type(a) is tk:
             a = pyop(_lower(a), k) if low else pyop(a, k)
         else:
@@ -839,7 +839,7 @@ def _cmp_ite_is(op: str, c: Any, la: str, lf: Fn, k: Any, negate: bool, tf: Fn, 
 
     def cmp_ite(s: Any, tg: Any, st: EvalState) -> Any:
         try:
-            a = _MISS if s is None else s._consts.get(la, _MISS)
+            a = _MISS if s is None else s.consts.get(la, _MISS)
             if a is _MISS:
                 a = lf(s, tg, st)
             if (a is k if single else (type(a) is tkk and a == k)) is not negate:
@@ -872,7 +872,7 @@ def _cmp_arith_aa(op: str, c: Any, aop: str, la: str, ra: str, lf: Fn, rf: Fn) -
 
     def cmp_arith(s: Any, tg: Any, st: EvalState) -> Any:
         if s is not None:
-            consts = s._consts
+            consts = s.consts
             a = consts.get(la, _MISS)
             if a is _MISS:
                 a = lf(s, tg, st)
@@ -952,7 +952,7 @@ def _identical(negate: bool, lf: Fn, k: Any, la: str | None) -> Fn:
     single = k is Undefined or k is Error
     if la is not None:
         def is_attr(s: Any, tg: Any, st: EvalState) -> Any:
-            a = _MISS if s is None else s._consts.get(la, _MISS)
+            a = _MISS if s is None else s.consts.get(la, _MISS)
             if a is _MISS:
                 a = lf(s, tg, st)
             r = a is k if single else (type(a) is tk and a == k)
@@ -1061,7 +1061,7 @@ def _arith(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, ra: str | None) -> 
     if la is not None and ra is not None:
         def arith_aa(s: Any, tg: Any, st: EvalState) -> Any:
             if s is not None:
-                c = s._consts
+                c = s.consts
                 a = c.get(la, _MISS)
                 if a is _MISS:
                     a = lf(s, tg, st)
@@ -1127,7 +1127,7 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = 
         tkt = tc
 
         def cmp_target_num(s: Any, tg: Any, st: EvalState) -> Any:
-            a = tg._consts.get(lt, _MISS) if isinstance(tg, Scope) else _MISS
+            a = tg.consts.get(lt, _MISS) if isinstance(tg, Scope) else _MISS
             if a is _MISS:
                 a = lf(s, tg, st)
             ta = type(a)
@@ -1142,7 +1142,7 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = 
         tk = tc
 
         def cmp_attr_num(s: Any, tg: Any, st: EvalState) -> Any:
-            a = _MISS if s is None else s._consts.get(la, _MISS)
+            a = _MISS if s is None else s.consts.get(la, _MISS)
             if a is _MISS:
                 a = lf(s, tg, st)
             ta = type(a)
@@ -1157,7 +1157,7 @@ def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = 
         kl = rc.lower()
 
         def cmp_attr_str(s: Any, tg: Any, st: EvalState) -> Any:
-            a = _MISS if s is None else s._consts.get(la, _MISS)
+            a = _MISS if s is None else s.consts.get(la, _MISS)
             if a is _MISS:
                 a = lf(s, tg, st)
             if type(a) is str:

@@ -44,17 +44,21 @@ class Expr:
 
     Not meant to be subclassed: an uncompiled Expr is an _Uncompiled until its first use."""
 
-    __slots__ = ("node", "_fn", "const")
-    _fn: Fn  # the compiled expression; until the first use, unset (see _Uncompiled)
+    __slots__ = ("node", "fn", "const")
+    # fn: the compiled closure, ``fn(scope, target, state)``. Public for the evaluator
+    # (compiler.py, ClassAd.evaluate), which calls it on every attribute reference: a
+    # plain slot read costs nothing more. Read-only by convention; until the first use
+    # it is unset (see _Uncompiled). Callers outside the ClassAd library use evaluate().
+    fn: Fn
 
     def __init__(self, node: Node) -> None:
         self.node = node
         if type(node) is Literal:
             v = literal_value(node.value)
             self.const: Any = v  # the value when the expression is constant, else NOCONST
-            self._fn = lambda s, tg, st: v
+            self.fn = lambda s, tg, st: v
         else:
-            # _fn stays unset until first used. (A bound method standing in for it
+            # fn stays unset until first used. (A bound method standing in for it
             # would make every Expr a reference cycle, which only the cyclic garbage
             # collector frees: that made parsing a fifth slower.)
             self.const = NOCONST
@@ -63,10 +67,10 @@ class Expr:
     def compile(self) -> None:
         """Compile now (evaluation does it on first use)."""
         try:
-            object.__getattribute__(self, "_fn")
+            object.__getattribute__(self, "fn")
         except AttributeError:
             fn, const = _compiler().compile(self.node)
-            self._fn = fn
+            self.fn = fn
             self.const = const
             self.__class__ = Expr
 
@@ -88,7 +92,7 @@ class Expr:
         if c is not NOCONST:
             return c
         try:
-            return self._fn(my, target, [ctx, None, None])
+            return self.fn(my, target, [ctx, None, None])
         except RecursionError:
             return Error
 
@@ -97,7 +101,7 @@ class Expr:
         c = self.const
         if c is not NOCONST:
             return c
-        return self._fn(my, target, state)
+        return self.fn(my, target, state)
 
     def references(self) -> set[str]:
         """Lower-cased names of every attribute the expression refers to."""
@@ -132,20 +136,20 @@ class Expr:
 
 
 class _Uncompiled(Expr):
-    """An Expr before its first use: reading its unset _fn compiles it, and it becomes a
+    """An Expr before its first use: reading its unset fn compiles it, and it becomes a
     plain Expr. A class of its own because a __getattr__ makes every attribute read of
     its class's instances slower (CPython cannot specialise them), and a compiled Expr's
-    const and _fn are read on every evaluation."""
+    const and fn are read on every evaluation."""
 
     __slots__ = ()
 
-    if not TYPE_CHECKING:  # (to the type checker _fn is always there)
+    if not TYPE_CHECKING:  # (to the type checker fn is always there)
         def __getattr__(self, name):
             # called only for an unset slot
-            if name != "_fn":
+            if name != "fn":
                 raise AttributeError(name)
             self.compile()
-            return self._fn
+            return self.fn
 
 
 # Parsed expressions by text. Expressions are immutable, so handing out the same Expr
@@ -204,8 +208,8 @@ def value_to_node(value: Any) -> Node:
     if isinstance(value, (list, tuple)):
         return ListExpr(tuple(value_to_node(v) for v in value))
     if isinstance(value, Scope):  # a ClassAd (its base class, to stay below ad.py)
-        return RecordExpr(tuple((name, value._exprs[lc].node)
-                                for lc, name in value._names.items()))
+        return RecordExpr(tuple((name, value.exprs[lc].node)
+                                for lc, name in value.spelling.items()))
     if isinstance(value, dict):
         return RecordExpr(tuple((str(k), value_to_node(v)) for k, v in value.items()))
     if value is None:

@@ -65,19 +65,19 @@ class _CondorpyBackend:
 
     def literal_batch(self, items: Iterable[tuple[str, Any]]) -> Any:
         """Literals from :meth:`literal` prepared once for setting in many ads."""
-        return classad.ClassAd._literal_batch(items)
+        return classad.ClassAd.literal_batch(items)
 
     def set_literal_batch(self, ad: Any, batch: Any) -> None:
-        ad._set_literals(batch)
+        ad.set_literals(batch)
 
     # The engine's per-slot, per-cycle calls, as plain functions of the ad: one call
     # less than going through this object, which counts at a thousand slots.
     def evaluator(self) -> Callable[[Any, str, Any | None], Any]:
         # functools.partial runs in C: no extra Python frame per evaluation
-        return functools.partial(classad.ClassAd._evaluate_lc, ctx=self._ctx)
+        return functools.partial(classad.ClassAd.evaluate_lc, ctx=self._ctx)
 
     def batch_setter(self) -> Callable[[Any, Any], None]:
-        return classad.ClassAd._set_literals  # type: ignore[no-any-return]
+        return classad.ClassAd.set_literals  # type: ignore[no-any-return]
 
     def compile(self, text: str) -> Any:
         try:

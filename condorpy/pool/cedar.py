@@ -232,6 +232,10 @@ class Reader:
         self.pos += n
         return out
 
+    def get_raw(self, n: int, what: str = "raw bytes") -> bytes:
+        """``n`` bytes as they come (what :meth:`Writer.put_raw` sends)."""
+        return self._take(n, what)
+
     @property
     def remaining(self) -> int:
         return len(self.data) - self.pos

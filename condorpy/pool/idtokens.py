@@ -273,7 +273,7 @@ def _bytes(r: Reader, limit: int, what: str) -> bytes:
     n = r.get_int(f"the length of {what}")
     if not 0 <= n <= limit:
         raise WireError(f"{what} is {n} bytes long (at most {limit})", peer=r.peer)
-    return r._take(n, what)
+    return r.get_raw(n, what)
 
 
 def _name(r: Reader, what: str) -> str:

@@ -23,7 +23,7 @@ from condorpy.classad import ClassAd, parse_expr
 from condorpy.classad.compiler import NOCONST
 from condorpy.classad.expr import Expr
 from condorpy.classad.functions.envargs import (
-    _parse_env_v1, _parse_env_v2, _write_env, parse_v2_words, quote_v2_word,
+    parse_env_v1, parse_env_v2, parse_v2_words, quote_v2_word, write_env,
 )
 from condorpy.classad.values import Error, Undefined
 from condorpy.config.typed import boolean_value
@@ -757,9 +757,9 @@ def _set_environment(b: _AdBuilder) -> None:
     if raw is not None:
         inner = _v2_quoted(raw)
         if inner is not None or raw2 is not None:
-            parsed = _parse_env_v2(inner if inner is not None else raw)
+            parsed = parse_env_v2(inner if inner is not None else raw)
         else:
-            parsed = _parse_env_v1(raw.strip())
+            parsed = parse_env_v1(raw.strip())
             # ``env = A=1;B=2`` asks for the V1 attribute, ``environment`` for V2
             prefer_v1 = raw2 is None and b.m.raw("env") is not None \
                 and b.m.raw("environment") is None
@@ -774,7 +774,7 @@ def _set_environment(b: _AdBuilder) -> None:
                                for k in sorted(env, key=lambda k: k.encode("utf-8")))
         b.ad["EnvDelim"] = ";"
     else:
-        b.ad["Environment"] = _write_env(env)
+        b.ad["Environment"] = write_env(env)
 
 
 def _set_status(b: _AdBuilder, qdate: int) -> None:

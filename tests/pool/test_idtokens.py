@@ -135,7 +135,7 @@ def test_the_exchange_ends_with_an_error_message_when_the_proof_fails() -> None:
     r = Reader(first, PEER)
     assert r.get_int() == 0 and r.get_int() == 9 and r.get_str() == "condor@vm"
     assert r.get_str() == TOKEN.rsplit(".", 1)[0]        # never the signature
-    assert r.get_int() == 256 and r._take(256, "ra") == b"r" * 256
+    assert r.get_int() == 256 and r.get_raw(256, "ra") == b"r" * 256
     r.end()
     assert gen.send(None) == ("receive", b"the TOKEN reply")
     kind, last = gen.send(_reply(a="condor@vm"))          # an hkt of b"m" * 20: wrong
@@ -282,7 +282,7 @@ def run_handshake(policy: ClientPolicy, reply: ClassAd, chosen: int, srv_key: Ec
                     a = r.get_str()
                     hp = r.get_str()
                     r.get_int()
-                    ra = r._take(256, "ra")
+                    ra = r.get_raw(256, "ra")
                     tok = idtokens.Token("vm", "POOL", a, None, "srv", hp, signature)
                     k, _ = idtokens.derive_keys(tok)
                     rb = b"b" * 256

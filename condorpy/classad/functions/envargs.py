@@ -69,7 +69,8 @@ def quote_v2_word(word: str) -> str:
     return "".join(out)
 
 
-def _parse_env_v2(text: str) -> dict[str, str] | None:
+def parse_env_v2(text: str) -> dict[str, str] | None:
+    """A V2 environment (quoted ``NAME=value`` words) as a map; None when malformed."""
     words = parse_v2_words(text)
     if words is None:
         return None
@@ -82,7 +83,9 @@ def _parse_env_v2(text: str) -> dict[str, str] | None:
     return env
 
 
-def _parse_env_v1(text: str) -> dict[str, str] | None:
+def parse_env_v1(text: str) -> dict[str, str] | None:
+    """A V1 environment (``NAME=value`` entries split on ``;``) as a map; None when
+    malformed."""
     env: dict[str, str] = {}
     for entry in text.split(";"):
         if not entry:
@@ -94,7 +97,8 @@ def _parse_env_v1(text: str) -> dict[str, str] | None:
     return env
 
 
-def _write_env(env: dict[str, str]) -> str:
+def write_env(env: dict[str, str]) -> str:
+    """The V2 text of an environment, as HTCondor writes it."""
     # HTCondor keeps the environment in a sorted map: names come out in byte order
     return " ".join(quote_v2_word(f"{k}={env[k]}")
                     for k in sorted(env, key=lambda k: k.encode("utf-8")))
@@ -106,8 +110,8 @@ def env_v1_to_v2(text: Value) -> Value:
         return Undefined
     if type(text) is not str:
         return Error
-    env = _parse_env_v1(text)
-    return Error if env is None else _write_env(env)
+    env = parse_env_v1(text)
+    return Error if env is None else write_env(env)
 
 
 @TABLE.strict("mergeEnvironment", 0, None)
@@ -118,11 +122,11 @@ def merge_environment(*texts: Value) -> Value:
             continue
         if type(t) is not str:
             return Error
-        env = _parse_env_v2(t)
+        env = parse_env_v2(t)
         if env is None:
             return Error
         merged.update(env)
-    return _write_env(merged)
+    return write_env(merged)
 
 
 def _syntax_version(v: Value) -> int | None:

@@ -14,7 +14,8 @@ from typing import Any
 from condorpy.classad.ast import (BINARY_PREC, COND_PREC, ELVIS_PREC, POSTFIX_PREC,
                                   UNARY_PREC, AttrRef, Binary, Call, Cond, Elvis, ListExpr,
                                   Literal, Node, Paren, RecordExpr, Select, Subscript,
-                                  Unary, _prec, format_name, format_real, format_scalar)
+                                  Unary, format_name, format_real, format_scalar,
+                                  precedence)
 
 _RECORD_INDENT = 4
 _LIST_INDENT = 3
@@ -49,7 +50,7 @@ class _Printer:
         self.indent = 0
 
     def child(self, node: Node, min_prec: int) -> None:
-        if _prec(node) < min_prec:
+        if precedence(node) < min_prec:
             self.out.append("(")
             self.emit(node)
             self.out.append(")")

@@ -44,12 +44,12 @@ def _attr_expr(call: Any) -> Any:
     lc = node.name.lower()
     s = scope
     while isinstance(s, Scope):
-        e = s._exprs.get(lc)
+        e = s.exprs.get(lc)
         if e is not None:
             return e
-        s = s._parent
+        s = s.parent
     if not node.scope and isinstance(call.target, Scope):
-        return call.target._exprs.get(lc)
+        return call.target.exprs.get(lc)
     return None
 
 
@@ -70,9 +70,9 @@ def unparse_(call: Any) -> Any:
 def _resolves(lc: str, scopes: list[Any]) -> bool:
     for s in scopes:
         while isinstance(s, Scope):
-            if lc in s._exprs:
+            if lc in s.exprs:
                 return True
-            s = s._parent
+            s = s.parent
     return False
 
 

@@ -16,6 +16,7 @@ from condorpy.classad.functions.refprint import real_text, record_text
 from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.ops import wrap
+from condorpy.classad.scope import Scope
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined, Value
 
 TABLE = FunctionTable()
@@ -149,10 +150,10 @@ def unparse_value(v: Any) -> str:
         return "undefined"
     if v is Error:
         return "error"
-    exprs = getattr(v, "_exprs", None)
-    if exprs is not None:
+    if isinstance(v, Scope):
         # a record prints its attributes' expressions, unevaluated, as the reference does
-        return record_text([(name, exprs[name.lower()].node) for name in v])
+        exprs = v.exprs
+        return record_text([(name, exprs[lc].node) for lc, name in v.spelling.items()])
     if isinstance(v, Mapping):
         return "[ " + "; ".join(f"{k} = {unparse_value(x)}" for k, x in v.items()) + " ]"
     return str(v)
