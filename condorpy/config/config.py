@@ -232,6 +232,26 @@ class Config:
     def get_bool(self, name: str, default: bool | None = None) -> bool | None:
         return cast("bool | None", self._typed(name, default, boolean_value, "a boolean"))
 
+    # --- knobs with a built-in default (config/defaults.py): the table is the one
+    # place their default lives, so a caller never states it a second time
+    def _tabled(self, name: str, parse: Callable[[str], Any], what: str) -> Any:
+        value = self._typed(name, None, parse, what)
+        if value is None:
+            raise ConfigError(f"{name} has no value and no built-in default", name=name)
+        return value
+
+    def knob_int(self, name: str) -> int:
+        """The integer value of ``name``, else its built-in default."""
+        return cast(int, self._tabled(name, integer_value, "an integer"))
+
+    def knob_float(self, name: str) -> float:
+        """The number value of ``name``, else its built-in default."""
+        return cast(float, self._tabled(name, number_value, "a number"))
+
+    def knob_bool(self, name: str) -> bool:
+        """The boolean value of ``name``, else its built-in default."""
+        return cast(bool, self._tabled(name, boolean_value, "a boolean"))
+
     def get_list(self, name: str, default: list[str] | None = None) -> list[str]:
         value, fallback = self._value(name, default)
         if value is None:

@@ -184,6 +184,9 @@ PARAM_DEFAULTS: dict[str, str] = {
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
 CODE_DEFAULTS: dict[str, str] = {
+    # condorpy's own knobs (HTCondor knows none of them, so it too reports them undefined)
+    "CONDORPY_USE_CGROUPS": "true",
+    "CONDORPY_ENFORCE_DISK_USAGE": "true",
     # the schedd's history file: files of at most 20 MB, two old ones kept
     "MAX_HISTORY_LOG": "20971520",
     "MAX_HISTORY_ROTATIONS": "2",

@@ -48,10 +48,21 @@ def containment_facts(cfg: KnobReader, roots: HostRoots,
                       euid: int | None = None) -> dict[str, object]:
     uid = os.geteuid() if euid is None else euid
     facts: dict[str, object] = {}
-    if cfg.get_bool("CONDORPY_USE_CGROUPS", True) and cgroup_v2_usable(roots, uid):
+    if wants_cgroups(cfg) and cgroup_v2_usable(roots, uid):
         facts[CONTAINMENT_ATTR] = "cgroup"
         facts[CONTROLLERS_ATTR] = " ".join(NEEDED_CONTROLLERS)
     else:
         facts[CONTAINMENT_ATTR] = "subreaper"
-    facts[DISK_ATTR] = "hold" if cfg.get_bool("CONDORPY_ENFORCE_DISK_USAGE", True) else "none"
+    facts[DISK_ATTR] = "hold" if enforces_disk(cfg) else "none"
     return facts
+
+
+# The one reading of these two knobs: the slot ad publishes what the starter does.
+def wants_cgroups(cfg: KnobReader) -> bool:
+    """CONDORPY_USE_CGROUPS: contain jobs in cgroups where the host allows it."""
+    return cfg.knob_bool("CONDORPY_USE_CGROUPS")
+
+
+def enforces_disk(cfg: KnobReader) -> bool:
+    """CONDORPY_ENFORCE_DISK_USAGE: hold a job whose sandbox outgrows its request."""
+    return cfg.knob_bool("CONDORPY_ENFORCE_DISK_USAGE")

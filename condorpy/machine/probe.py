@@ -89,7 +89,7 @@ def measure_activity(cfg: KnobReader, roots: HostRoots = HostRoots()) -> Activit
     # console", which the explicit empty default keeps
     consoles = cfg.get_list("CONSOLE_DEVICES", [])
     idle = measure_idle(roots, console_devices=consoles,
-                        bad_utmp=cfg.get_bool("STARTD_HAS_BAD_UTMP", False))
+                        bad_utmp=cfg.knob_bool("STARTD_HAS_BAD_UTMP"))
     return Activity(read_loadavg(roots).one, idle.keyboard_idle, idle.console_idle)
 
 
@@ -109,10 +109,8 @@ def configured_sizes(cfg: KnobReader, detected_cpus: int, detected_mem: int,
         ceiling = cfg.get_int("MAX_NUM_CPUS", 0)
         if ceiling > 0:
             num_cpus = min(num_cpus, ceiling)
-    memory = cfg.get_int("MEMORY", 0) or detected_mem
-    if memory < 0:
-        raise cfg.invalid("MEMORY", "a non-negative integer")
-    memory = max(memory - cfg.get_int("RESERVED_MEMORY", 0), 0)
+    memory = configured_memory_mb(cfg) or detected_mem
+    memory = max(memory - cfg.knob_int("RESERVED_MEMORY"), 0)
     reserved_disk_kb = cfg.get_int("RESERVED_DISK", 0) * 1024
     execute = _execute_dir(cfg, "EXECUTE", DEFAULT_EXECUTE)
     disk_override = cfg.get_int("DISK", -1)
@@ -131,13 +129,23 @@ def configured_sizes(cfg: KnobReader, detected_cpus: int, detected_mem: int,
     return num_cpus, memory, disk, slot_disk
 
 
+def configured_memory_mb(cfg: KnobReader) -> int | None:
+    """MEMORY, the machine's memory in MB as configured (None: detect it). The one
+    reading of the knob: the slots are carved from it and a starter's "soft" memory
+    policy caps a job at it."""
+    memory = cfg.get_int("MEMORY")
+    if memory is not None and memory < 0:
+        raise cfg.invalid("MEMORY", "a non-negative integer")
+    return memory or None
+
+
 def _execute_dir(cfg: KnobReader, knob: str, default: str) -> Path:
     return Path(cfg.get(knob) or default)
 
 
 def probe_machine(cfg: KnobReader, roots: HostRoots = HostRoots()) -> MachineInventory:
     """Measure the host and apply the configuration's overrides."""
-    count_ht = cfg.get_bool("COUNT_HYPERTHREAD_CPUS", True)
+    count_ht = cfg.knob_bool("COUNT_HYPERTHREAD_CPUS")
     cpus = count_cpus(roots)
     detected_cpus = cpus.detected_cpus(count_ht)
     detected_mem = detected_memory_mb(roots)

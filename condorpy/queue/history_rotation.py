@@ -36,7 +36,7 @@ class HistoryLimits:
 
     @classmethod
     def from_config(cls, cfg: KnobReader) -> HistoryLimits:
-        if cfg.get_bool("ENABLE_HISTORY_ROTATION", True) is False:
+        if not cfg.knob_bool("ENABLE_HISTORY_ROTATION"):
             return cls(None, cls.rotations)
         out = []
         for name in ("MAX_HISTORY_LOG", "MAX_HISTORY_ROTATIONS"):

@@ -22,7 +22,7 @@ def slot_types(cfg: KnobReader, inventory: MachineInventory) -> list[SlotTypeCon
     """Slot types in HTCondor's order of precedence: `NUM_SLOTS_TYPE_<N>` when any is
     set; else `NUM_SLOTS` equal static slots; else one partitionable slot with all."""
     custom = tuple(inventory.custom)
-    max_types = cfg.get_int("MAX_SLOT_TYPES", 10)
+    max_types = cfg.knob_int("MAX_SLOT_TYPES")
     types = []
     for n in range(1, max_types + 1):
         count = cfg.get_int(f"NUM_SLOTS_TYPE_{n}", 0)
@@ -67,7 +67,7 @@ def carve_policy(cfg: KnobReader, type_id: int, custom: tuple[str, ...]) -> Carv
             modify[name] = text
     prefix = f"SLOT_TYPE_{type_id}_"
     consumption = cfg.get_bool(prefix + "CONSUMPTION_POLICY",
-                                cfg.get_bool("CONSUMPTION_POLICY", False))
+                                cfg.knob_bool("CONSUMPTION_POLICY"))
     exprs = {}
     for resource in list(STANDARD_REQUESTS) + list(custom):
         text = (cfg.get(prefix + f"CONSUMPTION_{resource.upper()}")
@@ -104,9 +104,9 @@ def ad_settings(cfg: KnobReader, inventory: MachineInventory,
         hostname=host,
         uid_domain=cfg.get("UID_DOMAIN") or host,
         filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or host,
-        idle=IdlePolicy(cfg.get_int("SLOTS_CONNECTED_TO_KEYBOARD", 0),
-                        cfg.get_int("SLOTS_CONNECTED_TO_CONSOLE", 0),
-                        cfg.get_int("DISCONNECTED_KEYBOARD_IDLE_BOOST", 1200)),
+        idle=IdlePolicy(cfg.knob_int("SLOTS_CONNECTED_TO_KEYBOARD"),
+                        cfg.knob_int("SLOTS_CONNECTED_TO_CONSOLE"),
+                        cfg.knob_int("DISCONNECTED_KEYBOARD_IDLE_BOOST")),
         slot_attrs=tuple(_names(cfg, "STARTD_SLOT_ATTRS") + _names(cfg, "STARTD_SLOT_EXPRS")),
         per_slot=per_slot,
         started_at=started_at)

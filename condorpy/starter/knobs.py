@@ -9,6 +9,8 @@ import re
 import socket
 
 from condorpy.config import KnobReader
+from condorpy.machine.containment import enforces_disk, wants_cgroups
+from condorpy.machine.probe import configured_memory_mb
 from condorpy.starter.settings import MemoryPolicy, StarterSettings
 
 _SLOT_USER = re.compile(r"^SLOT(\d+)_USER$", re.IGNORECASE)
@@ -34,7 +36,7 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
     return StarterSettings(
         execute=execute, memory_policy=policy,
         disable_swap=cfg.get_bool("DISABLE_SWAP_FOR_JOB", False),
-        machine_memory_mb=cfg.get_int("MEMORY"),
+        machine_memory_mb=configured_memory_mb(cfg),
         custom_hard_mb=custom_hard_mb, custom_soft_mb=custom_soft_mb,
         pids_max=pids if pids else None,
         enforce_cpu_max=cfg.get_bool("CONDORPY_CGROUP_CPU_MAX", False),
@@ -43,8 +45,8 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
         slot_users=slot_users,
         allow_root_jobs=cfg.get_bool("CONDORPY_ALLOW_ROOT_JOBS", False),
         cgroup_base=cfg.get("BASE_CGROUP") or None,
-        use_cgroups=cfg.get_bool("CONDORPY_USE_CGROUPS", True),
+        use_cgroups=wants_cgroups(cfg),
         kill_timeout_s=cfg.get_float("KILLING_TIMEOUT", 30.0),
         update_interval_s=cfg.get_float("STARTER_UPDATE_INTERVAL", 5.0),
-        enforce_disk=cfg.get_bool("CONDORPY_ENFORCE_DISK_USAGE", True),
+        enforce_disk=enforces_disk(cfg),
         hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn())
