@@ -3,101 +3,116 @@
 Pure: every entry point takes the clock value ``now`` and returns the state changes
 and actions the daemon must carry out; the daemon reports what happened to them
 through further events (``job_exit``, ``benchmarks_done``, ``backfill_exited``).
+
+:class:`PolicyEngine` is the composition root of small parts that share one
+:class:`~condorpy.policy.engine_state.EngineState`:
+
+- :mod:`~condorpy.policy.readings`: load, idle times and other readings, as prepared
+  literals per clock value;
+- :mod:`~condorpy.policy.slot_eval`: policy expressions of a slot (_VANILLA variants,
+  latches);
+- :mod:`~condorpy.policy.publish`: the engine's state written into the slot ads, and
+  the ads read out;
+- :mod:`~condorpy.policy.roster`: the slots as the slot layer lays them out (d-slots,
+  reconfigured layouts);
+- :mod:`~condorpy.policy.moves`: every move, checked against the manual's transitions
+  (:mod:`~condorpy.policy.states`);
+- :mod:`~condorpy.policy.steps`: one step per state;
+- :mod:`~condorpy.policy.cycle`: the clock and the cycle over every slot;
+- :mod:`~condorpy.policy.claims`: claims and activations;
+- :mod:`~condorpy.policy.machine_wide`: draining, shutdown, hibernation.
+
+``time()`` anywhere in an expression reads the engine's clock, through the ClassAd
+library's :class:`~condorpy.classad.CallContext`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from condorpy.errors import PolicyError
-from condorpy.classad import ClassAd
-from condorpy.policy.evaluation import Undefined, is_true, load_ad, number, plain
-from condorpy.policy.records import (ActivationRefused, Claim, ClaimAccepted, ClaimEnded,
-                                     ClaimRefused, ClaimUnknown, CoalesceRefused, CreateSlot,
-                                     EvictWhy, Job, JobExited, MatchIgnored, Output, Slot,
-                                     StartBackfill, StartJob, StopBenchmarks)
-from condorpy.policy.slot_machine import SlotMachine
+from condorpy.classad import CallContext, ClassAd
+from condorpy.policy.claims import ClaimHandling
+from condorpy.policy.cycle import Cycle
+from condorpy.policy.engine_state import EngineState
+from condorpy.policy.evaluation import Backend, default_backend
+from condorpy.policy.machine_wide import MachineWide
+from condorpy.policy.moves import Moves
+from condorpy.policy.publish import AdPublisher
+from condorpy.policy.readings import Readings
+from condorpy.policy.records import (Action, EvictWhy, Output, Slot, StartBackfill)
+from condorpy.policy.roster import SlotRoster
+from condorpy.policy.settings import PolicySettings
+from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
-from condorpy.slots.ads import SlotStatus
-from condorpy.slots.model import Refusal
+from condorpy.policy.steps import StateSteps
+from condorpy.slots.ads import Measurements
+from condorpy.slots.manager import LayoutChange, SlotManager
 
 S, A = State, Activity
 
 
-class PolicyEngine(SlotMachine):
+class PolicyEngine:
     """All slots of one startd, and the events of claims, jobs and administrators."""
+
+    def __init__(self, settings: PolicySettings, layout: SlotManager, *, now: float = 0.0,
+                 measurements: Measurements | None = None, backend: Backend | None = None,
+                 utc_offset: Callable[[float], int] | None = None) -> None:
+        self.hostname = layout.settings.hostname
+        offset = utc_offset or (lambda _t: 0)
+        # Every evaluation reads the engine's clock and zone, nested eval() included.
+        self.ctx = CallContext(now=lambda: self._st.now, tz_offset=offset)
+        st = self._st = EngineState(settings, layout, backend or default_backend(self.ctx),
+                                    self.ctx, now)
+        self._readings = Readings(st, measurements or Measurements(), offset)
+        self._eval = SlotEval(st, self._readings)
+        self._publisher = AdPublisher(st, self._readings)
+        self._roster = SlotRoster(st, self._readings, self._publisher)
+        # The steps move slots through the moves, and a move may settle a slot at once.
+        self._moves = Moves(st, self._eval, self._publisher, self._roster,
+                            settle=lambda slot: self._steps.settle(slot))
+        self._steps = StateSteps(st, self._eval, self._moves)
+        self._cycle = Cycle(st, self._readings, self._eval, self._publisher, self._roster,
+                            self._steps, self._moves)
+        self._claims = ClaimHandling(st, self._cycle, self._readings, self._eval,
+                                     self._moves, self._roster, self._publisher)
+        self._roster.build()
+
+    # ------------------------------------------------------------ shared state
+    @property
+    def now(self) -> float:
+        return self._st.now
+
+    @property
+    def settings(self) -> PolicySettings:
+        """The policy knobs in force (POLLING_INTERVAL, UPDATE_INTERVAL,
+        KILLING_TIMEOUT, ...): read them here rather than from the configuration."""
+        return self._st.settings
+
+    @property
+    def layout(self) -> SlotManager:
+        return self._st.layout
+
+    @property
+    def backend(self) -> Backend:
+        return self._st.backend
+
+    @property
+    def slots(self) -> dict[str, Slot]:
+        return self._st.slots
+
+    @property
+    def machine(self) -> MachineWide:
+        return self._st.machine
 
     # ------------------------------------------------------------------ claims
     def match(self, now: float, slot_name: str | None = None) -> list[Output]:
         """The negotiator matched a slot (C/6, or L/32 from Backfill)."""
-        self._advance(now)
-        slot = self._pick_slot(slot_name, (S.UNCLAIMED, S.BACKFILL))
-        self._refresh(now, slot)
-        if slot.state is S.UNCLAIMED:
-            if slot.activity is A.BENCHMARKING:
-                self.emit(StopBenchmarks(self.now, slot.name))
-            slot.matched_since = now
-            self.go(slot, S.MATCHED, A.IDLE, "6", "matched by the negotiator")
-        elif slot.state is S.BACKFILL:
-            self._stop_backfill(slot, "matched", "matched by the negotiator")
-        else:
-            # The negotiator's view was stale (the slot is the owner's or busy).
-            self.emit(MatchIgnored(self.now, slot.name, reason=f"slot is {slot.state.value}/{slot.activity.value}"))
-        return self.take_output()
-
-    def _pick_slot(self, name: str | None, states: Iterable[State]) -> Slot:
-        if name is not None:
-            return self._slot(name)
-        wanted = tuple(states)
-        for slot in self.slots.values():
-            if not slot.deleted and not slot.leaving and slot.kind != "dynamic" \
-                    and slot.state in wanted:
-                return slot
-        return next(s for s in self.slots.values() if not s.deleted)
+        return self._claims.match(now, slot_name)
 
     def request_claim(self, now: float, claim_id: str, job: Mapping[str, Any] | ClassAd,
                       slot_name: str | None = None) -> list[Output]:
         """A schedd asks for a claim with ``job`` as its request ad."""
-        self._advance(now)
-        if claim_id in self._claims:
-            raise PolicyError(f"claim id {claim_id!r} is already in use")
-        job_ad = job if isinstance(job, ClassAd) else load_ad(self.backend, job,
-                                                               f"claim {claim_id}")
-        slot = self._pick_slot(slot_name, (S.MATCHED, S.UNCLAIMED, S.BACKFILL))
-        self._refresh(now, slot)
-        ok, why = self._acceptable(slot, job_ad)
-        if not ok:
-            self.emit(ClaimRefused(self.now, slot.name, claim=claim_id, reason=why))
-            return self.take_output()
-        rank = number(self.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
-        claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad))
-        if slot.kind == "partitionable":
-            self._carve(slot, claim, job_ad)
-        elif slot.state in (S.UNCLAIMED, S.MATCHED):
-            key = "9" if slot.state is S.MATCHED else "5"
-            if slot.activity is A.BENCHMARKING:
-                self.emit(StopBenchmarks(self.now, slot.name))
-            self._install_claim(slot, claim)
-            self.emit(ClaimAccepted(self.now, slot.name, claim=claim_id))
-            self.go(slot, S.CLAIMED, A.IDLE, key, f"claimed by {claim_id}")
-        elif slot.state is S.BACKFILL:
-            self.emit(ClaimAccepted(self.now, slot.name, claim=claim_id))
-            self._stop_backfill(slot, "claimed", f"claimed by {claim_id}", claim)
-        elif slot.state is S.CLAIMED and slot.claim is not None and rank > slot.claim.rank \
-                and slot.pending is None and slot.retirement is None:
-            slot.pending = claim
-            self._claims[claim_id] = slot.name
-            self.emit(ClaimAccepted(self.now, slot.name, claim=claim_id, preempting=slot.claim.id))
-            if slot.activity is A.IDLE:
-                slot.evict_why = EvictWhy.RANK
-                self._preempt(slot, "10", f"better claim {claim_id} (RANK {rank:g})")
-            else:
-                self.retire(slot, EvictWhy.RANK, f"better claim {claim_id} (RANK {rank:g})")
-        else:
-            self.emit(ClaimRefused(self.now, slot.name, claim=claim_id,
-                      reason=f"slot is {slot.state.value}/{slot.activity.value}"))
-        self._settle_one(slot)
-        return self.take_output()
+        return self._claims.request_claim(now, claim_id, job, slot_name)
 
     def coalesce(self, now: float, claim_ids: Iterable[str], new_claim_id: str,
                  job: Mapping[str, Any] | ClassAd) -> list[Output]:
@@ -106,317 +121,203 @@ class PolicyEngine(SlotMachine):
         claimed at once by ``new_claim_id``. As HTCondor's startd does
         (``command_coalesce_slots``), START and RANK are not asked again: the schedd
         holds these resources already; a drain or a shutdown refuses."""
-        self._advance(now)
-        if new_claim_id in self._claims:
-            raise PolicyError(f"claim id {new_claim_id!r} is already in use")
-        job_ad = job if isinstance(job, ClassAd) else load_ad(self.backend, job,
-                                                               f"claim {new_claim_id}")
-
-        def refuse(reason: str, retry: bool = False, where: str = "") -> list[Output]:
-            self.emit(CoalesceRefused(self.now, where, claim=new_claim_id, reason=reason,
-                                      retry=retry))
-            return self.take_output()
-
-        victims: list[Slot] = []
-        parent: str | None = None
-        for cid in dict.fromkeys(claim_ids):
-            slot = self.slots.get(self._claims.get(cid, ""))
-            if slot is None or slot.deleted or slot.claim is None or slot.claim.id != cid:
-                return refuse("can't find slot with given claim ID")
-            self._refresh(now, slot)
-            if slot.state is not S.CLAIMED:
-                return refuse("given slot is not claimed", where=slot.name)
-            if slot.activity is not A.IDLE:
-                # the job may still be on its way out: the schedd asks again
-                return refuse("given slot is not idle", retry=True, where=slot.name)
-            if slot.kind != "dynamic" or slot.parent is None:
-                return refuse("given slot is not dynamic", where=slot.name)
-            if parent is not None and slot.parent != parent:
-                return refuse("all slots must have the same parent", where=slot.name)
-            parent = slot.parent
-            victims.append(slot)
-        if parent is None:
-            return refuse("Unable to coalesce any slots")
-        if self.machine.draining or self.machine.shutting_down:
-            return refuse("machine is " + ("draining" if self.machine.draining
-                                           else "shutting down"), where=parent)
-        for slot in victims:
-            slot.evict_why = EvictWhy.RELEASE
-            self._preempt(slot, "10", f"coalesced into a slot for claim {new_claim_id}")
-            self._settle_one(slot)
-        pslot = self._slot(parent)
-        claim = Claim(new_claim_id, job_ad, now, 0.0, now, self._lease(job_ad))
-        self._carve(pslot, claim, job_ad)
-        self._settle_one(pslot)
-        return self.take_output()
-
-    def _acceptable(self, slot: Slot, job_ad: Any) -> tuple[bool, str]:
-        if self.machine.shutting_down:
-            return False, "startd is shutting down"
-        if slot.leaving:
-            return False, "the slot leaves the layout (reconfig)"
-        b = self.backend
-        if self.machine.draining:
-            start = self.machine.drain_start
-            if start is None or not is_true(b.eval_compiled(b.compile(start), slot.ad, job_ad)):
-                return False, "machine is draining"
-        elif not is_true(b.evaluate(slot.ad, "START", job_ad)):
-            return False, "START is not True for this job"
-        req = b.evaluate(job_ad, "Requirements", slot.ad)
-        if req is not Undefined and not is_true(req):
-            return False, "the job's Requirements are not True for this slot"
-        return True, ""
-
-    def _lease(self, job_ad: Any) -> float:
-        d = number(self._job_attr(job_ad, "JobLeaseDuration"))
-        if d is not None and d > 0:
-            return d
-        return float(self.settings.max_claim_alives_missed * self.settings.alive_interval)
-
-    def _carve(self, pslot: Slot, claim: Claim, job_ad: Any) -> None:
-        # The slot layer sizes the d-slot (request defaults, MODIFY_REQUEST_EXPR_* rounding,
-        # consumption policies), hands out devices (Require<name>) and builds its ad.
-        layer = self.layout.carve(pslot.layer, job_ad, self.now, pslot.ad)
-        if isinstance(layer, Refusal):
-            self.emit(ClaimRefused(self.now, pslot.name, claim=claim.id, reason=layer.reason))
-            return
-        self._refresh_resources(pslot)
-        sized = layer.resources
-        created: dict[str, Any] = {"Cpus": sized.cpus, "Memory": sized.memory_mb,
-                                   "Disk": sized.disk_kb}
-        for res, amount in sized.custom.items():
-            if amount:
-                created[res] = amount
-        for res, ids in sized.devices.items():
-            if ids:
-                created[f"Assigned{res}"] = ",".join(ids)
-        emitted = len(self._out)
-        self.emit(CreateSlot(self.now, pslot.name, name=layer.name,
-                             resources=tuple(created.items())))
-        try:
-            ad = self.layout.new_slot_ad(layer, self.now,
-                                         SlotStatus("Claimed", "Idle", self.now),
-                                         self._measurements())
-            d = self._add_slot(layer, ad, parent=pslot.name, state=S.CLAIMED,
-                               transition="5",
-                               reason=f"carved from {pslot.name} for claim {claim.id}")
-        except Exception:
-            # The d-slot never came to be: its resources go back to the p-slot and
-            # nothing about it is reported (a failed carve once kept them until restart).
-            self.slots.pop(layer.name, None)
-            self._slot_measured.pop(layer.name, None)
-            self.layout.release(layer)
-            del self._out[emitted:]
-            self._refresh_resources(pslot)
-            raise
-        for attr in self.settings.latch_exprs:
-            if attr in pslot.latched:
-                d.latched[attr] = pslot.latched[attr]
-                self.put(d, f"{attr}Value", pslot.latched[attr])
-                self.put(d, f"{attr}Time", int(self.now))
-        d.claim = claim
-        claim.rank = number(self.backend.evaluate(d.ad, "RANK", job_ad)) or 0.0
-        self._claims[claim.id] = d.name
-        self._publish_state(d)
-        self.emit(ClaimAccepted(self.now, d.name, claim=claim.id))
+        return self._claims.coalesce(now, claim_ids, new_claim_id, job)
 
     def activate(self, now: float, claim_id: str,
                  job: Mapping[str, Any] | ClassAd | None = None) -> list[Output]:
         """The shadow starts a job on an idle claim (11)."""
-        if claim_id in self._ended:
-            return self._late(now, claim_id, "activate")
-        slot = self._claim_slot(claim_id)
-        self._refresh(now, slot)
-        claim = slot.claim
-        if claim is None or claim.id != claim_id or slot.state is not S.CLAIMED \
-                or slot.activity is not A.IDLE:
-            self.emit(ActivationRefused(self.now, slot.name, claim=claim_id, reason="claim is not idle"))
-            return self.take_output()
-        if claim.jobs_run > 0 and self._worklife_over(slot, claim):
-            self.emit(ActivationRefused(self.now, slot.name, claim=claim_id,
-                      reason="CLAIM_WORKLIFE expired"))
-            self.evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
-            return self.take_output()
-        if job is not None:
-            claim.ad = job if isinstance(job, ClassAd) else load_ad(
-                self.backend, job, f"claim {claim_id}")
-            claim.lease = self._lease(claim.ad)
-            claim.universe = None
-        claim.job = Job(claim.ad, now, self._universe(claim))
-        claim.jobs_run += 1
-        claim.last_alive = now
-        self.emit(StartJob(self.now, slot.name, claim=claim_id))
-        self.go(slot, S.CLAIMED, A.BUSY, "11", "claim activated")
-        self._settle(slot)
-        return self.take_output()
+        return self._claims.activate(now, claim_id, job)
 
     def job_exit(self, now: float, claim_id: str, exit_code: int | None = None
                  ) -> list[Output]:
         """The starter of ``claim_id`` exited."""
-        if claim_id in self._ended:
-            return self._late(now, claim_id, "job_exit")
-        self._advance(now)
-        slot = self._claim_slot(claim_id)
-        self._measure(slot)
-        claim = slot.claim
-        if claim is None or claim.id != claim_id or claim.job is None:
-            return self.take_output()
-        job = claim.job
-        if slot.activity is A.SUSPENDED and job.suspended_since is not None:
-            job.suspended_total += now - job.suspended_since
-            job.suspended_since = None
-        self.machine.job_ended(self, slot, job, evicted=slot.state is S.PREEMPTING)
-        claim.run_total += job.run_time(now)
-        claim.suspend_total += job.suspended_total
-        claim.job = None
-        code = {} if exit_code is None else {"exit_code": exit_code}
-        self.emit(JobExited(self.now, slot.name, claim=claim_id, **code))
-        if slot.state is S.PREEMPTING:
-            self._leave_preempting(slot)
-        elif slot.activity is A.RETIRING or (slot.retirement is not None):
-            self._preempt(slot, "18", "job exited during retirement")
-        else:
-            self.go(slot, S.CLAIMED, A.IDLE, "12", "job exited")
-        if not slot.deleted:
-            self._settle(slot)
-        self.machine.after_cycle(self)
-        return self.take_output()
+        return self._claims.job_exit(now, claim_id, exit_code)
 
     def release(self, now: float, claim_id: str) -> list[Output]:
         """The schedd releases a claim (or withdraws a pending better claim)."""
-        if claim_id in self._ended:
-            return self._late(now, claim_id, "release")
-        slot = self._claim_slot(claim_id)
-        self._refresh(now, slot)
-        if slot.pending is not None and slot.pending.id == claim_id:
-            slot.pending = None
-            self._forget_claim(claim_id)
-            self.emit(ClaimEnded(self.now, slot.name, claim=claim_id, why="release"))
-            self._settle(slot)
-            return self.take_output()
-        self.evict(slot, EvictWhy.RELEASE, "claim released by the schedd")
-        self._settle_one(slot)
-        return self.take_output()
+        return self._claims.release(now, claim_id)
 
     def alive(self, now: float, claim_id: str) -> list[Output]:
         """A keep-alive from the schedd renews the claim lease."""
-        if claim_id in self._ended:
-            return self._late(now, claim_id, "alive")
-        self._advance(now)
-        slot = self._claim_slot(claim_id)
-        for c in (slot.claim, slot.pending):
-            if c is not None and c.id == claim_id:
-                c.last_alive = now
-        return self.take_output()
+        return self._claims.alive(now, claim_id)
 
+    def claim_ids(self) -> list[str]:
+        """Ids of every live claim (including better claims waiting), oldest first."""
+        return list(self._st.claims)
+
+    def has_claim(self, claim_id: str) -> bool:
+        return claim_id in self._st.claims
+
+    def has_running_job(self, claim_id: str) -> bool:
+        """Whether the claim ``claim_id`` exists and has a job running."""
+        st = self._st
+        slot = st.slots.get(st.claims.get(claim_id) or "")
+        return slot is not None and slot.claim is not None and slot.claim.id == claim_id \
+            and slot.claim.job is not None
+
+    # ---------------------------------------------------- slot-level events
     def vacate(self, now: float, slot_name: str | None = None, fast: bool = False
                ) -> list[Output]:
         """condor_vacate: give slots back to the owner, no retirement."""
-        self._cycle(now)
-        targets = [self._slot(slot_name)] if slot_name else \
-            [s for s in self.slots.values() if not s.deleted]
+        self._cycle.run(now)
+        st = self._st
+        targets = [st.slot(slot_name)] if slot_name else st.live()
         for slot in targets:
-            self.vacate_slot(slot, fast, "condor_vacate")
-        self._settle_all()
-        return self.take_output()
+            self._moves.vacate_slot(slot, fast, "condor_vacate")
+        self._cycle.settle_all()
+        return st.take_output()
 
     def benchmarks_done(self, now: float, slot_name: str) -> list[Output]:
-        self._advance(now)
-        slot = self._slot(slot_name)
+        self._cycle.advance(now)
+        slot = self._st.slot(slot_name)
         # Never 0: RUNBENCHMARKS is usually "LastBenchmark == 0" and a virtual clock
         # may well start at 0.
-        self.put(slot, "LastBenchmark", max(int(now), 1))
+        self._st.put(slot, "LastBenchmark", max(int(now), 1))
         if slot.state is S.UNCLAIMED and slot.activity is A.BENCHMARKING:
-            self.go(slot, S.UNCLAIMED, A.IDLE, "4", "benchmarks done")
-        return self.take_output()
+            self._moves.go(slot, S.UNCLAIMED, A.IDLE, "4", "benchmarks done")
+        return self._st.take_output()
 
     def backfill_started(self, now: float, slot_name: str) -> list[Output]:
-        self._advance(now)
-        slot = self._slot(slot_name)
+        self._cycle.advance(now)
+        slot = self._st.slot(slot_name)
         if slot.state is S.BACKFILL and slot.activity is A.IDLE and slot.backfill_next is None:
-            self.go(slot, S.BACKFILL, A.BUSY, "26", "backfill client running")
-        return self.take_output()
+            self._moves.go(slot, S.BACKFILL, A.BUSY, "26", "backfill client running")
+        return self._st.take_output()
 
     def backfill_exited(self, now: float, slot_name: str) -> list[Output]:
-        self._advance(now)
-        slot = self._slot(slot_name)
-        self._measure(slot)
+        st = self._st
+        self._cycle.advance(now)
+        slot = st.slot(slot_name)
+        self._readings.measure(slot)
         if slot.state is S.BACKFILL:
             if slot.activity is A.KILLING:
-                self.go(slot, S.BACKFILL, A.IDLE, "29", "backfill client gone")
-                self._settle(slot)
+                self._moves.go(slot, S.BACKFILL, A.IDLE, "29", "backfill client gone")
+                self._steps.settle(slot)
             elif slot.activity is A.BUSY:
-                self.go(slot, S.BACKFILL, A.IDLE, "27", "backfill client exited")
-                self.emit(StartBackfill(self.now, slot.name))
-        return self.take_output()
+                self._moves.go(slot, S.BACKFILL, A.IDLE, "27", "backfill client exited")
+                st.emit(StartBackfill(st.now, slot.name))
+        return st.take_output()
 
     # ------------------------------------------------------ machine-wide hooks
     def drain(self, now: float, how: str = "graceful", on_completion: str = "resume",
               reason: str | None = None, request_id: str | None = None,
               check: str | None = None, start: str | None = None) -> list[Output]:
-        self._cycle(now)
-        self.machine.begin_drain(self, how, on_completion, reason, request_id, check, start)
-        self._settle_all()
-        return self.take_output()
+        self._cycle.run(now)
+        self.machine.begin_drain(self._moves, how, on_completion, reason, request_id,
+                                 check, start)
+        self._cycle.settle_all()
+        return self._st.take_output()
 
     def cancel_drain(self, now: float, request_id: str | None = None) -> list[Output]:
-        self._cycle(now)
-        self.machine.cancel_drain(self, request_id)
-        self._settle_all()
-        return self.take_output()
+        self._cycle.run(now)
+        self.machine.cancel_drain(self._moves, request_id)
+        self._cycle.settle_all()
+        return self._st.take_output()
 
     def off(self, now: float, how: str = "graceful") -> list[Output]:
-        self._cycle(now)
-        self.machine.begin_shutdown(self, how)
-        self._settle_all()
-        return self.take_output()
+        self._cycle.run(now)
+        self.machine.begin_shutdown(self._moves, how)
+        self._cycle.settle_all()
+        return self._st.take_output()
 
-    # ---------------------------------------------------------------- reading
-    def _late(self, now: float, claim_id: str, event: str) -> list[Output]:
-        """An event for a claim that has ended (the schedd had not heard yet): noted,
-        otherwise ignored, as the startd does."""
-        self._advance(now)
-        self.emit(ClaimUnknown(now, self._ended[claim_id], claim=claim_id, event=event))
-        return self.take_output()
+    # ------------------------------------------------- cycle and measurements
+    def cycle(self, now: float) -> list[Output]:
+        """One policy evaluation of every slot at ``now``."""
+        self._cycle.run(now)
+        return self._st.take_output()
 
-    def claim_ids(self) -> list[str]:
-        """Ids of every live claim (including better claims waiting), oldest first."""
-        return list(self._claims)
+    def set(self, now: float, attrs: Mapping[str, Any], slot: str | None = None) -> None:
+        """New measurements for the machine or for one slot.
 
-    def has_claim(self, claim_id: str) -> bool:
-        return claim_id in self._claims
+        Machine-wide, ``KeyboardIdle`` and ``ConsoleIdle`` are the machine's raw idle
+        times (each slot sees them as SLOTS_CONNECTED_TO_KEYBOARD/CONSOLE say),
+        ``LoadAvg`` (or ``TotalLoadAvg``) is the machine's total load, split among the
+        slots as the slot layer does, and ``CondorLoadAvg`` is the load of each slot's
+        job; any other attribute is copied into every slot ad. For one slot, every
+        attribute (CondorLoadAvg: its job's load) is that slot's own."""
+        self._cycle.advance(now)
+        if slot is not None:
+            self._st.slot(slot)
+        self._readings.set(attrs, slot)
 
-    def has_running_job(self, claim_id: str) -> bool:
-        """Whether the claim ``claim_id`` exists and has a job running."""
-        name = self._claims.get(claim_id)
-        slot = self.slots.get(name or "")
-        return slot is not None and slot.claim is not None and slot.claim.id == claim_id \
-            and slot.claim.job is not None
+    def poll_interval(self) -> int:
+        """POLLING_INTERVAL while any slot is claimed, UPDATE_INTERVAL otherwise."""
+        settings = self._st.settings
+        if any(s.state in (S.CLAIMED, S.PREEMPTING, S.MATCHED)
+               for s in self._st.slots.values() if not s.deleted):
+            return settings.polling_interval
+        return settings.update_interval
 
+    # ----------------------------------------------------------- reconfiguring
+    def relayout(self, new: SlotManager) -> LayoutChange:
+        """A reconfigured slot layout. Slots it drops or redefines take no new claim
+        and leave as they become free; its new slots come once every slot leaving is
+        gone, so the machine is never promised twice. Running jobs are not touched."""
+        return self._roster.relayout(new)
+
+    @property
+    def layout_pending(self) -> LayoutChange | None:
+        return self._roster.pending
+
+    def reconfigure(self, settings: PolicySettings) -> None:
+        """New policy knobs (a reconfig): every slot's policy expressions are replaced
+        and take effect at the next evaluation; claims and jobs are untouched. Settings
+        with an expression that does not compile are refused before anything changes."""
+        st = self._st
+        for text in (*settings.exprs.values(), *settings.extra_attrs.values(),
+                     *(t for table in settings.slot_exprs.values() for t in table.values())):
+            st.backend.compile(text)
+        st.settings = settings
+        self._eval.reconfigure(settings)
+        for slot in st.live():
+            self._roster.put_policy(slot, settings)
+
+    # ------------------------------------------------------------------ reading
     def ads(self) -> list[ClassAd]:
         """Every live slot's ad as it would be advertised now (copies)."""
-        out = []
-        self._cross_slot_attrs([s for s in self.slots.values() if not s.deleted])
-        for slot in self.slots.values():
-            if slot.deleted:
-                continue
-            self._measure(slot)
-            self._publish_counters(slot)
-            self.put(slot, "MyCurrentTime", int(self.now))
-            out.append(slot.ad.copy())
-        return out
+        return self._publisher.ads()
 
     def snapshot(self, names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         """Every live slot's ad as plain values (expressions evaluated in the slot)."""
-        out: dict[str, dict[str, Any]] = {}
-        b = self.backend
-        self._cross_slot_attrs([s for s in self.slots.values() if not s.deleted])
-        for slot in self.slots.values():
-            if slot.deleted:
-                continue
-            self._measure(slot)
-            self._publish_counters(slot)
-            self.put(slot, "MyCurrentTime", int(self.now))
-            keys = list(names) if names is not None else list(b.names(slot.ad))
-            out[slot.name] = {k: plain(b.evaluate(slot.ad, k, None)) for k in keys}
-        return out
+        return self._publisher.snapshot(names)
+
+    # -------------------------------------- the moves, for callers that drive
+    # slots directly (policy tests, the machine-wide policy's protocol)
+    def emit(self, action: Action) -> None:
+        """Queue an action for the daemon (returned by the entry point that caused it)."""
+        self._st.emit(action)
+
+    def take_output(self) -> list[Output]:
+        return self._st.take_output()
+
+    def go(self, slot: Slot, state: State, activity: Activity, key: str, reason: str) -> None:
+        """Move ``slot`` along transition ``key`` of the manual's diagrams; a move the
+        table does not list is a bug, and raises."""
+        self._moves.go(slot, state, activity, key, reason)
+
+    def put(self, slot: Slot, name: str, value: Any) -> None:
+        self._st.put(slot, name, value)
+
+    def put_expr(self, slot: Slot, name: str, text: str) -> None:
+        self._st.put_expr(slot, name, text)
+
+    def publish_requirements(self, slot: Slot) -> None:
+        self._publisher.publish_requirements(slot)
+
+    def retire(self, slot: Slot, why: EvictWhy, reason: str, *,
+               override: float | None = None) -> None:
+        self._moves.retire(slot, why, reason, override=override)
+
+    def retirement_left(self, slot: Slot) -> float:
+        return self._moves.retirement_left(slot)
+
+    def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
+              fast: bool = False) -> None:
+        self._moves.evict(slot, why, reason, retire=retire, fast=fast)
+
+    def kill(self, slot: Slot, key: str, reason: str) -> None:
+        self._moves.kill(slot, key, reason)
+
+    def vacate_slot(self, slot: Slot, fast: bool, reason: str,
+                    why: EvictWhy = EvictWhy.OWNER) -> None:
+        self._moves.vacate_slot(slot, fast, reason, why)

@@ -24,10 +24,14 @@ class SlotMoves(Protocol):
     Draining and shutting down act on every slot at once, through the same moves a
     single slot's own policy makes, and nothing else of the engine."""
 
-    now: float
-    slots: dict[str, Slot]
-    backend: Backend
-    settings: PolicySettings
+    @property
+    def now(self) -> float: ...
+    @property
+    def slots(self) -> dict[str, Slot]: ...
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def settings(self) -> PolicySettings: ...
 
     def emit(self, action: Action) -> None: ...
     def put(self, slot: Slot, name: str, value: Any) -> None: ...
@@ -43,7 +47,6 @@ class SlotMoves(Protocol):
     def vacate_slot(self, slot: Slot, fast: bool, reason: str,
                     why: EvictWhy = EvictWhy.OWNER) -> None: ...
     def publish_requirements(self, slot: Slot) -> None: ...
-
 
 
 S, A = State, Activity

@@ -39,23 +39,29 @@ EXPR_DEFAULTS: dict[str, str] = {
 VANILLA_VARIANTS = ("WANT_SUSPEND", "SUSPEND", "CONTINUE", "PREEMPT", "WANT_VACATE", "KILL")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PolicySettings:
     """Everything the engine reads from the configuration (the layout is the slot
-    layer's: :class:`condorpy.slots.manager.SlotManager`)."""
+    layer's: :class:`condorpy.slots.manager.SlotManager`).
+
+    The timing knobs are public for every part of the daemon (the pool side, the
+    event loop): they read ``engine.settings`` instead of reading the knobs again.
+    They have no defaults here: :func:`settings_from_config` takes each from the
+    configuration, whose built-in table (:mod:`condorpy.config.defaults`) is the one
+    place a default lives."""
 
     exprs: Mapping[str, str]                  # slot-ad policy expressions (and _VANILLA ones)
     slot_exprs: Mapping[int, Mapping[str, str]] = field(default_factory=dict)  # by SlotID
     extra_attrs: Mapping[str, str] = field(default_factory=dict)  # latch sources
     latch_exprs: tuple[str, ...] = ()
-    killing_timeout: int = 30
-    match_timeout: int = 120
-    polling_interval: int = 5
-    update_interval: int = 300
-    alive_interval: int = 300
-    max_claim_alives_missed: int = 6
-    hibernate_check_interval: int = 0
-    enable_backfill: bool = False
+    killing_timeout: int          # KILLING_TIMEOUT, seconds
+    match_timeout: int            # MATCH_TIMEOUT, seconds
+    polling_interval: int         # POLLING_INTERVAL, seconds between cycles while claimed
+    update_interval: int          # UPDATE_INTERVAL, seconds between cycles otherwise
+    alive_interval: int           # ALIVE_INTERVAL, seconds
+    max_claim_alives_missed: int  # MAX_CLAIM_ALIVES_MISSED
+    hibernate_check_interval: int  # HIBERNATE_CHECK_INTERVAL, seconds (0: never)
+    enable_backfill: bool         # ENABLE_BACKFILL
 
     def expr_for(self, name: str, slot_id: int) -> str | None:
         per_slot = self.slot_exprs.get(slot_id, {})
@@ -89,9 +95,18 @@ def _check_compiles(cfg: Config, exprs: Mapping[str, str],
                               line=where[1] if where else None, name=knob) from None
 
 
-def _int(cfg: Config, name: str, default: int) -> int:
-    value = cfg.get_int(name, default)
-    return default if value is None else value
+# The knobs read here whose defaults the built-in table must hold (tested).
+TIMING_KNOBS = ("KILLING_TIMEOUT", "MATCH_TIMEOUT", "POLLING_INTERVAL", "UPDATE_INTERVAL",
+                "ALIVE_INTERVAL", "MAX_CLAIM_ALIVES_MISSED", "HIBERNATE_CHECK_INTERVAL")
+
+
+def _int(cfg: Config, name: str) -> int:
+    """An integer knob, its default the configuration's built-in one (a typed read
+    without a default of its own falls back to the table)."""
+    value = cfg.get_int(name)
+    if value is None:
+        raise ConfigError(f"{name} has no built-in default", name=name)
+    return value
 
 
 def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = None
@@ -126,12 +141,12 @@ def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = Non
     _check_compiles(cfg, exprs, slot_exprs, extra, slot_types or {})
     return PolicySettings(
         exprs=exprs, slot_exprs=slot_exprs, extra_attrs=extra, latch_exprs=latch,
-        killing_timeout=_int(cfg, "KILLING_TIMEOUT", 30),
-        match_timeout=_int(cfg, "MATCH_TIMEOUT", 120),
-        polling_interval=_int(cfg, "POLLING_INTERVAL", 5),
-        update_interval=_int(cfg, "UPDATE_INTERVAL", 300),
-        alive_interval=_int(cfg, "ALIVE_INTERVAL", 300),
-        max_claim_alives_missed=_int(cfg, "MAX_CLAIM_ALIVES_MISSED", 6),
-        hibernate_check_interval=_int(cfg, "HIBERNATE_CHECK_INTERVAL", 0),
-        enable_backfill=bool(cfg.get_bool("ENABLE_BACKFILL", False)),
+        killing_timeout=_int(cfg, "KILLING_TIMEOUT"),
+        match_timeout=_int(cfg, "MATCH_TIMEOUT"),
+        polling_interval=_int(cfg, "POLLING_INTERVAL"),
+        update_interval=_int(cfg, "UPDATE_INTERVAL"),
+        alive_interval=_int(cfg, "ALIVE_INTERVAL"),
+        max_claim_alives_missed=_int(cfg, "MAX_CLAIM_ALIVES_MISSED"),
+        hibernate_check_interval=_int(cfg, "HIBERNATE_CHECK_INTERVAL"),
+        enable_backfill=bool(cfg.get_bool("ENABLE_BACKFILL")),
     )

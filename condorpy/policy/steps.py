@@ -1,0 +1,201 @@
+"""One policy step per state: what a slot in Owner, Unclaimed, Matched, Claimed,
+Preempting, Backfill or Drained does at ``now``, given its policy expressions.
+
+A step makes at most one move (through :class:`condorpy.policy.moves.Moves`, checked
+against the manual's transitions); :meth:`StateSteps.settle` repeats steps until the
+slot stays where it is.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from condorpy.policy.engine_state import EngineState
+from condorpy.policy.evaluation import is_true
+from condorpy.policy.moves import Moves
+from condorpy.policy.records import (Continue, EvictWhy, KillStarter, Retirement,
+                                     RunBenchmarks, Slot, StartBackfill, StopBenchmarks)
+from condorpy.policy.slot_eval import SlotEval
+from condorpy.policy.states import Activity, State
+
+S, A = State, Activity
+_MAX_SETTLE = 12                            # transitions one slot may take in one cycle
+# Enum members bound once: reading State.CLAIMED costs a descriptor call each time, and
+# the cycle's per-slot path tests these for every slot.
+_CLAIMED, _IDLE, _BUSY = S.CLAIMED, A.IDLE, A.BUSY
+
+
+class StateSteps:
+    """The per-state steps of the slot state machine."""
+
+    def __init__(self, st: EngineState, ev: SlotEval, moves: Moves) -> None:
+        self._st = st
+        self._ev = ev
+        self._moves = moves
+        # step by state, looked up once per step instead of an if-chain
+        self._steps: dict[State, Callable[[Slot], None]] = {
+            S.OWNER: self.owner, S.UNCLAIMED: self.unclaimed, S.MATCHED: self.matched,
+            S.CLAIMED: self.claimed, S.PREEMPTING: self.preempting,
+            S.BACKFILL: self.backfill, S.DRAINED: self.drained}
+
+    def settle(self, slot: Slot) -> None:
+        """Step ``slot`` until it stays (at most _MAX_SETTLE moves)."""
+        # The first step outside the loop: most slots do not move in a cycle.
+        st, ac = slot.state, slot.activity
+        if st is _CLAIMED:  # the common case, without hashing an Enum (Python code)
+            self.claimed(slot)
+        else:
+            self._steps[st](slot)
+        if slot.deleted or (slot.state is st and slot.activity is ac):
+            return
+        steps = self._steps
+        for _ in range(_MAX_SETTLE - 1):
+            st, ac = slot.state, slot.activity
+            if st is _CLAIMED:
+                self.claimed(slot)
+            else:
+                steps[st](slot)
+            if slot.deleted or (slot.state is st and slot.activity is ac):
+                return
+
+    # ------------------------------------------------------------------ steps
+    def owner(self, slot: Slot) -> None:
+        machine = self._st.machine
+        if machine.draining and slot.kind != "dynamic":
+            self._moves.go(slot, S.DRAINED, A.RETIRING, "36", "draining")
+        elif not self._ev.is_owner(slot) and not machine.shutting_down:
+            self._moves.go(slot, S.UNCLAIMED, A.IDLE, "1", "IS_OWNER is not True")
+
+    def matched(self, slot: Slot) -> None:
+        st = self._st
+        if self._ev.start_locally_false(slot):
+            self._moves.to_owner_from_matched(slot, "START is locally False")
+        elif slot.matched_since is not None and \
+                st.now - slot.matched_since >= st.settings.match_timeout:
+            self._moves.to_owner_from_matched(slot, "MATCH_TIMEOUT expired")
+
+    def drained(self, slot: Slot) -> None:
+        """Drained slots move together: MachineWide.after_cycle finishes draining."""
+
+    def unclaimed(self, slot: Slot) -> None:
+        st, ev, go = self._st, self._ev, self._moves.go
+        machine = st.machine
+        if machine.draining and slot.kind != "dynamic":
+            go(slot, S.DRAINED, A.RETIRING, "37", "draining")
+        elif ev.is_owner(slot) or machine.shutting_down:
+            if slot.activity is A.BENCHMARKING:
+                st.emit(StopBenchmarks(st.now, slot.name))
+            go(slot, S.OWNER, A.IDLE, "2", "IS_OWNER is True")
+        elif slot.activity is A.IDLE:
+            if is_true(ev.eval(slot, "RUNBENCHMARKS", False)):
+                go(slot, S.UNCLAIMED, A.BENCHMARKING, "3", "RUNBENCHMARKS is True")
+                st.emit(RunBenchmarks(st.now, slot.name))
+            elif st.settings.enable_backfill and slot.kind != "dynamic" and \
+                    is_true(ev.eval(slot, "START_BACKFILL", False)):
+                go(slot, S.BACKFILL, A.IDLE, "7", "START_BACKFILL is True")
+                st.emit(StartBackfill(st.now, slot.name))
+
+    def claimed(self, slot: Slot) -> None:
+        claim = slot.claim
+        assert claim is not None
+        ac = slot.activity
+        moves = self._moves
+        if self._st.now - claim.last_alive > claim.lease:
+            moves.evict(slot, EvictWhy.LEASE, "claim lease expired", retire=False)
+            return
+        ev = self._ev
+        if ac is _IDLE:
+            if ev.start_locally_false(slot):
+                moves.evict(slot, EvictWhy.OWNER, "START is locally False")
+            elif ev.worklife_over(slot, claim) and claim.jobs_run > 0:
+                moves.evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
+            return
+        if ac is _BUSY:
+            # eval and is_true inline for the common case: every busy slot, every cycle
+            names = ev.plain_lc if not ev.has_vanilla else ev.names_for(slot)
+            v = ev.evaluate(slot.ad, names["WANT_SUSPEND"], claim.ad)
+            if v is True or (v is not False and is_true(v)):
+                if is_true(ev.eval(slot, "SUSPEND")):
+                    moves.suspend(slot, "14", "SUSPEND is True")
+                return
+            v = ev.evaluate(slot.ad, names["PREEMPT"], claim.ad)
+            if v is True or (v is not False and is_true(v)):
+                moves.retire(slot, EvictWhy.OWNER, "PREEMPT is True")
+            return
+        if ac is A.RETIRING:
+            self._retiring(slot)
+        elif ac is A.SUSPENDED:
+            self._suspended(slot)
+
+    def _retiring(self, slot: Slot) -> None:
+        ev, moves = self._ev, self._moves
+        r = slot.retirement
+        if r is not None and r.why is EvictWhy.RANK and slot.pending is None:
+            slot.retirement = None
+            moves.go(slot, S.CLAIMED, A.BUSY, "19", "preempting claim went away")
+            return
+        if is_true(ev.eval(slot, "WANT_SUSPEND")) and is_true(ev.eval(slot, "SUSPEND")):
+            moves.suspend(slot, "20", "SUSPEND is True")
+            return
+        if moves.retirement_over(slot):
+            moves.preempt(slot, "18", "retirement time over")
+
+    def _suspended(self, slot: Slot) -> None:
+        st, ev, moves = self._st, self._ev, self._moves
+        claim = slot.claim
+        assert claim is not None
+        if is_true(ev.eval(slot, "CONTINUE")):
+            st.emit(Continue(st.now, slot.name, claim=claim.id))
+            if slot.retirement is not None:
+                moves.go(slot, S.CLAIMED, A.RETIRING, "16", "CONTINUE is True")
+            else:
+                moves.go(slot, S.CLAIMED, A.BUSY, "15", "CONTINUE is True")
+        elif slot.retirement is None and is_true(ev.eval(slot, "PREEMPT")):
+            slot.retirement = Retirement(EvictWhy.OWNER, st.now)
+            if moves.retirement_over(slot):
+                moves.preempt(slot, "17", "PREEMPT is True and no retirement time left")
+            else:
+                st.emit(Continue(st.now, slot.name, claim=claim.id))
+                moves.go(slot, S.CLAIMED, A.RETIRING, "16", "PREEMPT is True")
+        elif slot.retirement is not None and moves.retirement_over(slot):
+            moves.preempt(slot, "17", "retirement time over while suspended")
+
+    def preempting(self, slot: Slot) -> None:
+        st, moves = self._st, self._moves
+        claim = slot.claim
+        if slot.activity is A.VACATING:
+            if claim is None or claim.job is None:
+                moves.leave_preempting(slot)
+            elif is_true(self._ev.eval(slot, "KILL")):
+                moves.kill(slot, "21", "KILL is True")
+            elif slot.vacate_deadline is not None and st.now >= slot.vacate_deadline:
+                moves.kill(slot, "21", "vacate time over")
+        elif slot.activity is A.KILLING:
+            if claim is None or claim.job is None:
+                moves.leave_preempting(slot)
+            elif not slot.starter_killed and slot.killing_since is not None and \
+                    st.now - slot.killing_since >= st.settings.killing_timeout:
+                slot.starter_killed = True
+                st.emit(KillStarter(st.now, slot.name, claim=claim.id,
+                                    reason="KILLING_TIMEOUT expired"))
+
+    def backfill(self, slot: Slot) -> None:
+        st, moves = self._st, self._moves
+        if slot.activity is A.BUSY:
+            if st.machine.draining or st.machine.shutting_down:
+                moves.stop_backfill(slot, "owner", "machine is draining or shutting down")
+            elif is_true(self._ev.eval(slot, "EVICT_BACKFILL", False)):
+                moves.stop_backfill(slot, "owner", "EVICT_BACKFILL is True")
+        elif slot.activity is A.IDLE:
+            nxt = slot.backfill_next
+            if nxt == "owner":
+                slot.backfill_next = None
+                moves.go(slot, S.OWNER, A.IDLE, "30", "backfill client gone")
+            elif nxt == "matched":
+                slot.backfill_next = None
+                slot.matched_since = st.now
+                moves.go(slot, S.MATCHED, A.IDLE, "32", "matched; backfill client gone")
+            elif nxt == "claimed" and slot.backfill_claim is not None:
+                claim, slot.backfill_claim, slot.backfill_next = slot.backfill_claim, None, None
+                moves.install_claim(slot, claim)
+                moves.go(slot, S.CLAIMED, A.IDLE, "31", "claimed; backfill client gone")
