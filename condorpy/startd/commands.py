@@ -14,17 +14,22 @@ import itertools
 import logging
 import os
 from array import array
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol
 
 from condorpy.classad import ClassAd, Expr, Undefined
+from condorpy.clock import Clock
+from condorpy.config import Config
 from condorpy.errors import ClassAdError, QueueError, RequestError
-from condorpy.policy.records import DrainRefused, DrainStarted
+from condorpy.policy.engine import PolicyEngine
+from condorpy.policy.records import DrainRefused, DrainStarted, Output
+from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.startd import control
-from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, parse_constraint
+from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
+from condorpy.startd.job_log import JobLog
+from condorpy.startd.starter_handle import StarterHandle
 from condorpy.starter import reserved
-
-if TYPE_CHECKING:
-    from condorpy.startd.daemon import RunningJob, Startd
 
 log = logging.getLogger("condorpy.startd")
 
@@ -32,9 +37,41 @@ log = logging.getLogger("condorpy.startd")
 _KEPT_TEXT = 1 << 20
 
 
+class Handles(Protocol):
+    """The starter handles, as the commands show them."""
+
+    def of_claim(self, claim_id: str) -> StarterHandle | None: ...
+
+    def __len__(self) -> int: ...
+
+
+@dataclass
+class CommandPorts:
+    """Everything the control commands use, and nothing more."""
+
+    engine: PolicyEngine
+    store: JobStore
+    schedd: LocalSchedd
+    handles: Handles
+    clock: Clock
+    job_log: JobLog
+    config: Callable[[], Config]                 # the daemon's configuration now
+    apply: Callable[[list[Output]], None]        # carry out the engine's outputs
+    reconfig: Callable[[], set[str]]
+    cycle_times: Callable[[], list[float]]
+    metrics_bound: Callable[[], tuple[str, int] | None]
+    socket: Path
+    log_dir: Path
+    uid: int
+    started_at: float
+
+    def schedd_name(self) -> str:
+        return f"condorpy@{self.engine.hostname}"
+
+
 class Commands:
-    def __init__(self, daemon: "Startd") -> None:
-        self.d = daemon
+    def __init__(self, ports: CommandPorts) -> None:
+        self.d = ports
 
     def dispatch(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
         if command not in control.COMMANDS:
@@ -43,20 +80,20 @@ class Commands:
         return handler(args, peer)
 
     def _admin(self, peer: control.Peer) -> bool:
-        return control.is_admin(peer, self.d.uid, self.d.cfg.get("CONDORPY_ADMIN_GROUP"))
+        return control.is_admin(peer, self.d.uid, self.d.config().get("CONDORPY_ADMIN_GROUP"))
 
     # Read-only commands ------------------------------------------------------
     def ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return {"pid": os.getpid(), "since": self.d.started_at, "user": peer.user,
-                "slots": len(self.d.engine.slots), "running": len(self.d.running),
-                "cycle_seconds": list(self.d.cycle_times), "metrics": self.d.metrics.bound}
+                "slots": len(self.d.engine.slots), "running": len(self.d.handles),
+                "cycle_seconds": list(self.d.cycle_times()), "metrics": self.d.metrics_bound()}
 
     # q, history and status stream their ads (control.Streamed): each ad is turned into
     # text only as the reply is written, and the loop serves others in between.
     def q(self, args: dict[str, Any], peer: control.Peer) -> Any:
         expr = parse_constraint(args.get("constraint"))
         return control.Streamed(
-            {"schedd": self.d._schedd_name(), "address": str(self.d.paths.socket),
+            {"schedd": self.d.schedd_name(), "address": str(self.d.socket),
              "now": self.d.clock.time()}, "ads",
             self._queue_ads(self.d.store.jobs(expr, args.get("limit")), expr))
 
@@ -102,10 +139,9 @@ class Commands:
         dirs: dict[str, str] = {}
         for ad in self.d.engine.ads():
             cid = ad.evaluate("ClaimId")
-            jid = self.d.by_claim.get(cid) if isinstance(cid, str) else None
-            rj = self.d.running.get(jid) if jid is not None else None
+            rj = self.d.handles.of_claim(cid) if isinstance(cid, str) else None
             if rj is not None:
-                ad["JobId"] = str(rj.job_id)
+                ad["JobId"] = rj.name
                 # the local queue is this machine's own schedd
                 ad["ClientMachine"] = self.d.engine.hostname
                 if rj.launched is not None:
@@ -114,19 +150,19 @@ class Commands:
                     ad["JobPid"] = rj.job_pid
                 where = _job_dir(rj)
                 if where is not None:
-                    dirs[str(rj.job_id)] = where
-                rec = self.d.store.job(rj.job_id)
+                    dirs[rj.name] = where
+                rec = self.d.store.job(rj.job_id) if rj.job_id is not None else None
                 if rec is not None:
                     ad["JobCmd"] = rec.ad.evaluate("Cmd")
             ads.append(ad.to_old())
-        return {"now": self.d.clock.time(), "name": self.d._schedd_name(), "pid": os.getpid(),
-                "log": str(self.d.paths.log), "ads": ads, "job_dirs": dirs}
+        return {"now": self.d.clock.time(), "name": self.d.schedd_name(), "pid": os.getpid(),
+                "log": str(self.d.log_dir), "ads": ads, "job_dirs": dirs}
 
     def config_val(self, args: dict[str, Any], peer: control.Peer) -> Any:
         out = {}
         for name in args.get("names", []):
-            where = self.d.cfg.where(str(name))
-            out[str(name)] = {"value": self.d.cfg.get(str(name)),
+            where = self.d.config().where(str(name))
+            out[str(name)] = {"value": self.d.config().get(str(name)),
                               "where": f"{where[0]}:{where[1]}" if where else None}
         return out
 
@@ -143,7 +179,7 @@ class Commands:
         cluster = args.get("cluster")       # an integer or null (control.ARGS)
         # The owner is whoever is on the other end of the socket, never the ad.
         user = peer.user
-        full_user = f"{user}@{self.d.cfg.get('UID_DOMAIN') or self.d.engine.hostname}"
+        full_user = f"{user}@{self.d.config().get('UID_DOMAIN') or self.d.engine.hostname}"
         now = int(self.d.clock.time())
         ads = []
         for i, text in enumerate(texts):
@@ -176,11 +212,10 @@ class Commands:
         except QueueError as exc:
             raise RequestError(f"submission by {user} refused: {exc.message}") from None
         log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
-        for rec in self.d.store.jobs(f"ClusterId == {cluster_id}"):
-            self.d._log_event(rec.ad, lambda ul: ul.submitted(self.d._schedd_name()))
-            if rec.status is JobStatus.IDLE and self.d.idle_jobs is not None:
-                self.d.idle_jobs[rec.job_id] = rec
-        self.d.need_match = True
+        records = self.d.store.jobs(f"ClusterId == {cluster_id}")
+        for rec in records:
+            self.d.job_log.submitted(rec.ad, self.d.schedd_name())
+        self.d.schedd.submitted(records)
         return {"cluster": cluster_id, "count": len(ads)}
 
     def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:
@@ -220,7 +255,7 @@ class Commands:
                 done.append(str(rec.job_id))
                 continue
             reason = str(args.get("reason") or f"via condorpy rm (by user {peer.user})")
-            self.d._stop_job(rec, JobStatus.REMOVED, reason, 0)
+            self.d.schedd.stop_job(rec, JobStatus.REMOVED, reason, 0)
             done.append(str(rec.job_id))
         return done
 
@@ -230,7 +265,7 @@ class Commands:
             if rec.status in (JobStatus.HELD, JobStatus.COMPLETED, JobStatus.REMOVED):
                 continue
             reason = str(args.get("reason") or f"via condorpy hold (by user {peer.user})")
-            self.d._stop_job(rec, JobStatus.HELD, reason, 1)
+            self.d.schedd.stop_job(rec, JobStatus.HELD, reason, 1)
             done.append(str(rec.job_id))
         return done
 
@@ -239,18 +274,17 @@ class Commands:
         for rec in self._select(args, peer):
             if rec.status is not JobStatus.HELD:
                 continue
-            self.d._set_status(rec.job_id, JobStatus.IDLE)
             reason = str(args.get("reason") or f"via condorpy release (by user {peer.user})")
-            self.d._log_event(rec.ad, lambda ul: ul.released(reason))
+            self.d.schedd.release(rec, reason)
             done.append(str(rec.job_id))
-        self.d.need_match = True
+        self.d.schedd.wake()
         return done
 
     # Administration ------------------------------------------------------------
     def vacate(self, args: dict[str, Any], peer: control.Peer) -> Any:
         slots: list[str | None] = [str(s).split("@")[0] for s in args.get("slots", [])]
         for name in slots or [None]:
-            self.d._apply(self.d.engine.vacate(self.d.clock.time(), name, bool(args.get("fast"))))
+            self.d.apply(self.d.engine.vacate(self.d.clock.time(), name, bool(args.get("fast"))))
         return "ok"
 
     def drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
@@ -258,7 +292,7 @@ class Commands:
                                 str(args.get("on_completion", "resume")),
                                 args.get("reason") or f"by command (user {peer.user})",
                                 None, args.get("check"), args.get("start"))
-        self.d._apply(out)
+        self.d.apply(out)
         refused = [o for o in out if isinstance(o, DrainRefused)]
         if refused:
             raise RequestError(refused[0].reason)
@@ -266,14 +300,14 @@ class Commands:
         return {"request_id": started[0].request_id if started else None}
 
     def cancel_drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        self.d._apply(self.d.engine.cancel_drain(self.d.clock.time(), args.get("request_id")))
-        self.d.need_match = True
+        self.d.apply(self.d.engine.cancel_drain(self.d.clock.time(), args.get("request_id")))
+        self.d.schedd.wake()
         return "ok"
 
     def off(self, args: dict[str, Any], peer: control.Peer) -> Any:
         how = str(args.get("how", "graceful"))
         log.info("condorpy off -%s by %s", how, peer.user)
-        self.d._apply(self.d.engine.off(self.d.clock.time(), how))
+        self.d.apply(self.d.engine.off(self.d.clock.time(), how))
         return "ok"
 
     def on(self, args: dict[str, Any], peer: control.Peer) -> Any:
@@ -292,7 +326,7 @@ def _paused(chunks: Iterator[list[JobRecord]]) -> Iterator[Any]:
         yield control.PAUSE
 
 
-def _job_dir(rj: "RunningJob") -> str | None:
+def _job_dir(rj: StarterHandle) -> str | None:
     """The job's working directory, as condor_who shows it: the job process's cwd
     when it can be read, else the sandbox its starter made."""
     if rj.job_pid is not None:

@@ -18,20 +18,22 @@ import os
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
 from condorpy.classad import ClassAd, Undefined
 from condorpy.classad.expr import Expr
 from condorpy.config import Config
 from condorpy.errors import CondorpyError, HookError, JobAdError
-from condorpy.startd.children import Child, ChildResult
+from condorpy.clock import Clock
+from condorpy.policy.engine import PolicyEngine
+from condorpy.policy.records import Output
+from condorpy.startd.children import Child, ChildResult, ChildRunner
 from condorpy.startd.hookproto import CronAd, CronMode, CronParser, parse_mode, parse_period
 from condorpy.startd.hookproto import route, values
-from condorpy.startd.hooks import HookStats, _excerpt, _hook_env
+from condorpy.startd.hooks import HookStats, excerpt, hook_env
+from condorpy.startd.metrics import MetricsStats
 from condorpy.starter.arguments import job_environment
 
-if TYPE_CHECKING:
-    from condorpy.startd.daemon import Startd
 
 log = logging.getLogger("condorpy.startd")
 
@@ -131,20 +133,35 @@ class _Job:
     last_success: float | None = None
 
 
+@dataclass
+class CronPorts:
+    """Everything startd cron and the benchmarks use, and nothing more."""
+
+    engine: PolicyEngine
+    children: ChildRunner
+    clock: Clock
+    metrics: MetricsStats
+    config: Callable[[], Config]                 # the daemon's configuration now
+    apply: Callable[[list[Output]], None]        # carry out the engine's outputs
+    wake: Callable[[], None]                     # evaluate the policy at once
+    stopping: Callable[[], bool]
+    env: dict[str, str]
+
+
 class StartdCron:
-    def __init__(self, daemon: Startd, stats: HookStats) -> None:
-        self.d = daemon
+    def __init__(self, ports: CronPorts, stats: HookStats) -> None:
+        self.d = ports
         self.stats = stats
         self.jobs: dict[str, _Job] = {}
         self.ads: dict[str, tuple[CronAd, CronSpec]] = {}   # ad name -> latest ad
         self._applied_all: dict[str, Any] = {}
         self._applied_slot: dict[str, dict[str, Any]] = {}
         self.max_load = 0.1
-        self.bench = Benchmarks(daemon, self)
+        self.bench = Benchmarks(ports, self)
 
     # ------------------------------------------------------------ configuration
     def configure(self, reconfig: bool = False) -> None:
-        cfg = self.d.cfg
+        cfg = self.d.config()
         try:
             self.max_load = cfg.get_float("STARTD_CRON_MAX_JOB_LOAD", 0.1)
         except CondorpyError as exc:
@@ -169,7 +186,7 @@ class StartdCron:
                         pass
                 if spec.reconfig_rerun and job.child is None:
                     job.next_at = now
-        self.d.metrics.stats.declare_cron(specs)
+        self.d.metrics.declare_cron(specs)
         for name, spec in specs.items():
             if name not in self.jobs:
                 self.jobs[name] = _Job(spec, None if spec.mode is CronMode.ON_DEMAND else now)
@@ -178,7 +195,7 @@ class StartdCron:
 
     # ------------------------------------------------------------ running
     def step(self, now: float) -> None:
-        if self.d.stopping is not None:
+        if self.d.stopping():
             return
         for job in self.jobs.values():
             if job.next_at is None or now < job.next_at:
@@ -231,7 +248,7 @@ class StartdCron:
         # Periodic jobs count their period between starts.
         job.next_at = self._after_run(spec, now)
         job.parser = CronParser(spec.name, spec.prefix)
-        env = _hook_env(self.d.env)
+        env = hook_env(self.d.env)
         env.update(dict(spec.env))
         streaming = spec.mode is CronMode.WAIT_FOR_EXIT
         parser = job.parser
@@ -252,10 +269,10 @@ class StartdCron:
         self.stats.count(spec.name, result)
         now = self.d.clock.monotonic()
         problem = result.problem()
-        self.d.metrics.stats.cron_run(spec.name, problem is None)
+        self.d.metrics.cron_run(spec.name, problem is None)
         if problem is not None:
             log.warning("STARTD_CRON job %s (%s) %s%s", spec.name, spec.executable, problem,
-                        _excerpt(" stderr: ", result.stderr))
+                        excerpt(" stderr: ", result.stderr))
         if result.error is None and not result.timed_out and not result.overflow:
             got = parser.feed(result.stdout) if spec.mode is not CronMode.WAIT_FOR_EXIT \
                 else []
@@ -277,7 +294,7 @@ class StartdCron:
             self.ads[cad.name] = (cad, spec)
         self.publish()
         # The policy sees the new values now, not at the next POLLING_INTERVAL.
-        self.d.next_cycle = self.d.clock.monotonic()
+        self.d.wake()
 
     # ------------------------------------------------------------ publishing
     def publish(self) -> None:
@@ -339,8 +356,8 @@ class Benchmarks:
     """RUNBENCHMARKS: the BENCHMARKS_JOBLIST jobs, one at a time, then every slot that
     asked goes back to Unclaimed/Idle (benchmarks_done)."""
 
-    def __init__(self, daemon: Startd, cron: StartdCron) -> None:
-        self.d = daemon
+    def __init__(self, ports: CronPorts, cron: StartdCron) -> None:
+        self.d = ports
         self.cron = cron
         self.specs: list[CronSpec] = []
         self.waiting: set[str] = set()
@@ -349,7 +366,7 @@ class Benchmarks:
         self.results: dict[str, Any] = {}
 
     def configure(self) -> None:
-        cfg = self.d.cfg
+        cfg = self.d.config()
         names = cfg.get_list("BENCHMARKS_JOBLIST") if cfg.get("BENCHMARKS_JOBLIST") \
             is not None else ["mips", "kflops"]
         specs = []
@@ -393,7 +410,7 @@ class Benchmarks:
             [spec.name, *spec.args]
         self.child = self.d.children.spawn(
             f"BENCHMARKS_{spec.name}", argv, lambda r: self._ended(spec, parser, r),
-            executable=spec.executable, env=_hook_env(self.d.env), cwd="/",
+            executable=spec.executable, env=hook_env(self.d.env), cwd="/",
             timeout=spec.timeout)
 
     def _ended(self, spec: CronSpec, parser: CronParser, result: ChildResult) -> None:
@@ -402,7 +419,7 @@ class Benchmarks:
         problem = result.problem()
         if problem is not None:
             log.warning("benchmark %s (%s) %s%s", spec.name, spec.executable, problem,
-                        _excerpt(" stderr: ", result.stderr))
+                        excerpt(" stderr: ", result.stderr))
             return
         for cad in parser.feed(result.stdout) + parser.close():
             self.results.update(values(cad.ad))
@@ -418,6 +435,6 @@ class Benchmarks:
             d.engine.set(now, self.results)
         for slot in sorted(self.waiting):
             if slot in d.engine.slots:
-                d._apply(d.engine.benchmarks_done(now, slot))
+                d.apply(d.engine.benchmarks_done(now, slot))
         self.waiting.clear()
-        d.next_cycle = d.clock.monotonic()
+        d.wake()

@@ -23,22 +23,24 @@ import logging
 import os
 import pwd
 import re
-import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from condorpy.classad import ClassAd
-from condorpy.config import Config, load_config
+from condorpy.clock import Clock
+from condorpy.config import Config
 from condorpy.errors import ClassAdError, CondorpyError, HookError
+from condorpy.policy.engine import PolicyEngine
+from condorpy.policy.records import Output
 from condorpy.policy.states import State
+from condorpy.queue.matchmaker import new_claim_id
 from condorpy.slots.model import Refusal
-from condorpy.startd.children import ChildResult
+from condorpy.startd.children import ChildRunner, ChildResult
 from condorpy.startd.hookproto import (ExitHow, HookVerdict, check_fetched, hook_status,
                                        hook_stdin, parse_reply_ad)
-from condorpy.queue.jobstore import JobId, JobRecord, JobStatus
-
-if TYPE_CHECKING:
-    from condorpy.startd.daemon import RunningJob, Startd
+from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
+from condorpy.startd.metrics import MetricsStats
+from condorpy.startd.starter_handle import Phase, StarterHandle
 
 log = logging.getLogger("condorpy.startd")
 
@@ -85,9 +87,44 @@ class _JobHooks:
     updating: bool = False
 
 
+class Runner(Protocol):
+    """The resource manager, as far as the hooks start and end jobs."""
+
+    def apply(self, outputs: list[Output]) -> None: ...
+
+    def activate(self, job_id: JobId, claim_id: str, slot: str) -> bool: ...
+
+    def launch(self, claim_id: str, slot_name: str) -> None: ...
+
+    def finish(self, h: StarterHandle, final: dict[str, Any] | None) -> None: ...
+
+    def slot_of(self, claim_id: str) -> str: ...
+
+    def job(self, job_id: JobId) -> StarterHandle | None: ...
+
+
+@dataclass
+class HookPorts:
+    """Everything the hooks use, and nothing more."""
+
+    runner: Runner
+    engine: PolicyEngine
+    store: JobStore
+    children: ChildRunner
+    clock: Clock
+    stats: MetricsStats
+    config: Callable[[], Config]            # the daemon's configuration now
+    starter_config: Callable[[], Config]    # read afresh as the STARTER
+    set_status: Callable[..., None]         # the local queue's set_status
+    stopping: Callable[[], bool]
+    env: dict[str, str]
+    uid: int
+    started_at: float
+
+
 class JobHooks:
-    def __init__(self, daemon: Startd) -> None:
-        self.d = daemon
+    def __init__(self, ports: HookPorts) -> None:
+        self.d = ports
         self.stats = HookStats()
         self.slots: dict[str, _SlotFetch] = {}
         self.jobs: dict[JobId, _JobHooks] = {}
@@ -100,10 +137,10 @@ class JobHooks:
 
     def _starter_cfg(self) -> Config:
         try:
-            return load_config(self.d.config_path, env=self.d.env, subsystem="STARTER")
+            return self.d.starter_config()
         except CondorpyError as exc:
             log.warning("job hooks: cannot read the starter's configuration: %s", exc)
-            return self.d.cfg
+            return self.d.config()
 
     def reconfig(self) -> None:
         self._bad_paths.clear()
@@ -121,7 +158,7 @@ class JobHooks:
         return self._keywords[slot_id]
 
     def _slot_keyword(self, slot_id: int) -> str | None:
-        cfg = self.d.cfg
+        cfg = self.d.config()
         kw = cfg.get(f"SLOT{slot_id}_JOB_HOOK_KEYWORD") or cfg.get("STARTD_JOB_HOOK_KEYWORD")
         return kw.strip() if kw and kw.strip() else None
 
@@ -193,21 +230,21 @@ class JobHooks:
         def finished(result: ChildResult) -> None:
             self.stats.count(name, result)
             problem = result.problem()
-            self.d.metrics.stats.hook_run(kind, problem is None)
+            self.d.stats.hook_run(kind, problem is None)
             if result.error is not None:
                 log.warning("hook %s: %s", name, result.error)
             elif problem is not None:
                 log.warning("hook %s (%s, pid %d) %s%s", name, path, result.pid, problem,
-                            _excerpt(" stderr: ", result.stderr))
+                            excerpt(" stderr: ", result.stderr))
             elif result.stderr.strip():
                 log.info("hook %s (%s, pid %d) printed to stderr:%s", name, path,
-                         result.pid, _excerpt(" ", result.stderr))
+                         result.pid, excerpt(" ", result.stderr))
             if done is not None:
                 done(result)
 
         self.d.children.spawn(name, [path, *args, *self._args(cfg, keyword, kind)], finished,
                               stdin=stdin, timeout=self._timeout(cfg, keyword, kind),
-                              env=_hook_env(self.d.env), user=user, cwd=cwd or "/")
+                              env=hook_env(self.d.env), user=user, cwd=cwd or "/")
         return True
 
     # -------------------------------------------------------------- fetch work
@@ -215,20 +252,20 @@ class JobHooks:
         """Run FETCH_WORK for every slot that is due (HTCondor's tryFetchWork)."""
         d = self.d
         if self._enabled is None:
-            cfg = d.cfg
+            cfg = d.config()
             # a keyword is a name: any non-empty value turns the hooks on
             self._enabled = any(
                 (n.upper() == "STARTD_JOB_HOOK_KEYWORD"
                  or re.fullmatch(r"SLOT\d+_JOB_HOOK_KEYWORD", n, re.I) is not None)
                 and (cfg.get(n) or "").strip() != "" for n in cfg.names())
-        if not self._enabled or d.stopping is not None or d.engine.machine.draining or \
+        if not self._enabled or d.stopping() or d.engine.machine.draining or \
                 d.engine.machine.shutting_down:
             return
         for slot in list(d.engine.slots.values()):
             if slot.deleted or slot.kind == "dynamic":
                 continue
             kw = self.slot_keyword(slot.slot_id)
-            if kw is None or self.path(d.cfg, kw, "FETCH_WORK") is None:
+            if kw is None or self.path(d.config(), kw, "FETCH_WORK") is None:
                 continue
             st = self.slots.setdefault(slot.name, _SlotFetch())
             if st.fetching or now < st.next_at:
@@ -243,7 +280,7 @@ class JobHooks:
                 st.next_at = now + max(delay, 1)
                 continue
             st.fetching = True
-            started = self._run(d.cfg, kw, "FETCH_WORK", [], hook_stdin(slot.ad),
+            started = self._run(d.config(), kw, "FETCH_WORK", [], hook_stdin(slot.ad),
                                 self._on_fetched(slot.name, kw))
             if not started:
                 st.fetching = False
@@ -256,7 +293,7 @@ class JobHooks:
         return min(due) if due else None
 
     def _delay(self, slot_ad: ClassAd) -> int:
-        text = self.d.cfg.get("FetchWorkDelay")
+        text = self.d.config().get("FetchWorkDelay")
         if not text:
             return DEFAULT_FETCH_DELAY_S
         ad = slot_ad.copy()
@@ -314,9 +351,9 @@ class JobHooks:
         refused = slot.state is not State.UNCLAIMED
         if not refused and slot.kind == "partitionable":
             refused = isinstance(d.engine.layout.sized(slot.layer, ad, slot.ad), Refusal)
-        claim_id = f"<condorpy>#{int(d.started_at)}#{secrets.token_hex(12)}"
+        claim_id = new_claim_id(d.started_at)
         if not refused:
-            d._apply(d.engine.request_claim(now, claim_id, ad, slot_name))
+            d.runner.apply(d.engine.request_claim(now, claim_id, ad, slot_name))
             refused = not d.engine.has_claim(claim_id)
         if refused:
             log.info("%s: fetched work refused by the slot's policy", slot_name)
@@ -329,34 +366,26 @@ class JobHooks:
         cluster = d.store.submit([ad])
         job_id = JobId(cluster, proc if isinstance(proc, int) and
                        not isinstance(proc, bool) else 0)
-        claimed = d._slot_of(claim_id)
+        claimed = d.runner.slot_of(claim_id)
         d.store.record_claim(claim_id, claimed, "claimed", job_id)
-        d.by_claim[claim_id] = job_id
         rec = d.store.job(job_id)
         assert rec is not None
         self._reply(keyword, True, rec.ad, d.engine.slots[claimed].ad, claim_id)
         log.info("job %s: fetched by %s_HOOK_FETCH_WORK, claims %s", job_id, keyword, claimed)
-        from condorpy.startd.daemon import RunningJob
-        d.running[job_id] = RunningJob(job_id, claim_id, claimed)
-        d._apply(d.engine.activate(now, claim_id))
-        rj = d.running.get(job_id)
-        if rj is not None and rj.launched is None and rj.state != "preparing":
-            d.running.pop(job_id, None)
-            d.by_claim.pop(claim_id, None)
-            d._apply(d.engine.release(now, claim_id))
+        if not d.runner.activate(job_id, claim_id, claimed):
             d.store.release_claim(claim_id)
-            d._set_status(job_id, JobStatus.REMOVED, reason="the slot would not start it")
+            d.set_status(job_id, JobStatus.REMOVED, reason="the slot would not start it")
             return False
         return True
 
     def _reply(self, keyword: str, accepted: bool, job: ClassAd, slot: ClassAd | None,
                claim_id: str | None) -> None:
         ads = (job,) if slot is None else (job, slot)
-        self._run(self.d.cfg, keyword, "REPLY_FETCH", ["accept" if accepted else "reject"],
+        self._run(self.d.config(), keyword, "REPLY_FETCH", ["accept" if accepted else "reject"],
                   hook_stdin(*ads, claim_id=claim_id))
 
     # ------------------------------------------------------------ starter hooks
-    def prepare(self, rj: RunningJob, rec: JobRecord, claim_id: str, slot_name: str) -> bool:
+    def prepare(self, rj: StarterHandle, rec: JobRecord, claim_id: str, slot_name: str) -> bool:
         """Run PREPARE_JOB_BEFORE_TRANSFER then PREPARE_JOB (those defined) before the
         job's starter is launched; True while they run (the daemon launches once they
         have said go)."""
@@ -371,7 +400,7 @@ class JobHooks:
                  if self.path(self.starter_cfg, kw, k) is not None]
         return self._prepare_next(rj, rec, claim_id, slot_name, kw, kinds)
 
-    def _prepare_next(self, rj: RunningJob, rec: JobRecord, claim_id: str, slot_name: str,
+    def _prepare_next(self, rj: StarterHandle, rec: JobRecord, claim_id: str, slot_name: str,
                       kw: str, kinds: list[str]) -> bool:
         if not kinds:
             return False
@@ -382,43 +411,42 @@ class JobHooks:
                                                      kind, rest),
                             user=_owner(rec.ad, self.d.uid),
                             cwd=cwd if isinstance(cwd, str) and os.path.isdir(cwd) else None)
-        if started:
-            rj.state = "preparing"
+        if started and rj.phase is not Phase.PREPARING:
+            rj.on_preparing()
         return started
 
     def _prepared(self, job_id: JobId, claim_id: str, slot_name: str,
                   result: ChildResult, kind: str, rest: list[str]) -> None:
         d = self.d
-        rj = d.running.get(job_id)
+        rj = d.runner.job(job_id)
         if rj is None or rj.claim_id != claim_id:
             return
-        if not d.engine.has_claim(claim_id) or rj.evicted or rj.after is not None:
+        if not d.engine.has_claim(claim_id) or rj.leaving:
             # The slot was taken back, or the job removed, while the hook ran.
-            rj.state = "starting"
-            d._finish(rj, None)
+            d.runner.finish(rj, None)
             return
         problem = result.problem()
         if problem is not None:
             sub = result.exit_code if result.exit_code is not None else 0
-            d._finish(rj, {"HoldReason": f"{_kw_of(self, job_id)}_HOOK_{kind} {problem}",
+            d.runner.finish(rj, {"HoldReason": f"{_kw_of(self, job_id)}_HOOK_{kind} {problem}",
                            "HoldReasonCode": HOLD_PREPARE_FAILED, "HoldReasonSubCode": sub})
             return
         try:
             out = parse_reply_ad(result.stdout, f"{kind} for job {job_id}")
         except HookError as exc:
-            d._finish(rj, {"HoldReason": str(exc), "HoldReasonCode": HOLD_PREPARE_FAILED})
+            d.runner.finish(rj, {"HoldReason": str(exc), "HoldReasonCode": HOLD_PREPARE_FAILED})
             return
         if out is not None:
             verdict, code, msg = hook_status(out)
             if verdict is HookVerdict.HOLD:
-                d._finish(rj, {"HoldReason": msg or f"HookStatusCode {code}",
+                d.runner.finish(rj, {"HoldReason": msg or f"HookStatusCode {code}",
                                "HoldReasonCode": HOLD_PREPARE_FAILED,
                                "HoldReasonSubCode": code})
                 return
             if verdict is HookVerdict.REQUEUE:
                 log.info("job %s: %s sends it back (%d: %s)", job_id, kind, code, msg)
                 rj.evicted = True
-                d._finish(rj, None)
+                d.runner.finish(rj, None)
                 return
             attrs = {k: out.evaluate(k) for k in out.keys()
                      if k.lower() not in ("hookstatuscode", "hookstatusmessage")}
@@ -429,19 +457,22 @@ class JobHooks:
         if rest and rec is not None and \
                 self._prepare_next(rj, rec, claim_id, slot_name, _kw_of(self, job_id), rest):
             return
-        rj.state = "starting"
+        rj.on_prepared()
         self.prepared.add(job_id)
-        d._launch(claim_id, slot_name)
+        d.runner.launch(claim_id, slot_name)
 
-    def usage(self, rj: RunningJob, usage: dict[str, Any]) -> None:
+    def usage(self, rj: StarterHandle, usage: dict[str, Any]) -> None:
         """A usage report from the job's starter: UPDATE_JOB_INFO on HTCondor's schedule."""
-        hooks = self.jobs.get(rj.job_id)
+        job_id = rj.job_id
+        if job_id is None:
+            return          # a pool's job: its shadow runs its hooks
+        hooks = self.jobs.get(job_id)
         if hooks is None:
-            rec = self.d.store.job(rj.job_id)
+            rec = self.d.store.job(job_id)
             kw = self.job_keyword(rec.ad) if rec is not None else None
             if kw is None or self.path(self.starter_cfg, kw, "UPDATE_JOB_INFO") is None:
                 return
-            hooks = self.jobs[rj.job_id] = _JobHooks(kw)
+            hooks = self.jobs[job_id] = _JobHooks(kw)
         now = self.d.clock.monotonic()
         if hooks.next_update is None:
             first = self.starter_cfg.get_float("STARTER_INITIAL_UPDATE_INTERVAL",
@@ -450,11 +481,11 @@ class JobHooks:
         if now < hooks.next_update or hooks.updating:
             return
         hooks.next_update = now + self.starter_cfg.get_float("STARTER_UPDATE_INTERVAL", 300.0)
-        rec = self.d.store.job(rj.job_id)
+        rec = self.d.store.job(job_id)
         if rec is None:
             return
         ad = rec.ad.copy()
-        ad["JobState"] = "Running" if rj.state != "suspended" else "Suspended"
+        ad["JobState"] = "Suspended" if rj.phase is Phase.SUSPENDED else "Running"
         if rj.job_pid is not None:
             ad["JobPid"] = rj.job_pid
         for k, v in usage.items():
@@ -468,7 +499,7 @@ class JobHooks:
                          hook_stdin(ad), done, user=_owner(rec.ad, self.d.uid)):
             hooks.updating = False
 
-    def outcome(self, rj: RunningJob, rec: JobRecord | None, status: JobStatus, reason: str,
+    def outcome(self, rj: StarterHandle, rec: JobRecord | None, status: JobStatus, reason: str,
                 code: int, subcode: int) -> tuple[JobStatus, str, int, int]:
         """A fetched job never goes back to the local queue: its source requeues it."""
         if rec is not None and status is JobStatus.IDLE and \
@@ -477,10 +508,12 @@ class JobHooks:
                     "to its source", 0, 0)
         return status, reason, code, subcode
 
-    def job_ended(self, rj: RunningJob, rec: JobRecord | None, status: JobStatus,
+    def job_ended(self, rj: StarterHandle, rec: JobRecord | None, status: JobStatus,
                   attrs: dict[str, Any]) -> None:
         """The job left its slot: EVICT_CLAIM for evicted fetched work, JOB_EXIT with how
         it left, and a fetch at once on the slot it came from."""
+        if rj.job_id is None:
+            return
         self.prepared.discard(rj.job_id)
         self.jobs.pop(rj.job_id, None)
         if rec is None:
@@ -490,14 +523,15 @@ class JobHooks:
         for k, v in attrs.items():
             ad[k] = v
         # Evicted: taken off its slot (or its starter lost) rather than ended on its own.
-        evicted = rj.after is None and status is not JobStatus.HELD and \
+        after = rj.stop.status if rj.stop is not None else None
+        evicted = after is None and status is not JobStatus.HELD and \
             (rj.evicted or ("ExitCode" not in attrs and "ExitSignal" not in attrs))
         fetched_kw = rec.ad.evaluate(FETCHED)
         slot = d.engine.slots.get(rj.slot)
         if evicted and isinstance(fetched_kw, str) and slot is not None:
-            self._run(d.cfg, fetched_kw, "EVICT_CLAIM", [],
+            self._run(d.config(), fetched_kw, "EVICT_CLAIM", [],
                       hook_stdin(ad, slot.ad, claim_id=rj.claim_id))
-        if rj.after is JobStatus.REMOVED:
+        if after is JobStatus.REMOVED:
             how = ExitHow.REMOVE
         elif status is JobStatus.HELD:
             how = ExitHow.HOLD
@@ -533,14 +567,14 @@ def _kw_of(hooks: JobHooks, job_id: JobId) -> str:
     return h.keyword if h is not None else "?"
 
 
-def _excerpt(lead: str, text: str) -> str:
+def excerpt(lead: str, text: str) -> str:
     text = " ".join(text.split())
     if not text:
         return ""
     return lead + (text[:300] + "..." if len(text) > 300 else text)
 
 
-def _hook_env(env: dict[str, str]) -> dict[str, str]:
+def hook_env(env: dict[str, str]) -> dict[str, str]:
     # The daemon's service environment is not the hook's business.
     return {k: v for k, v in env.items() if k not in ("NOTIFY_SOCKET", "INVOCATION_ID",
                                                       "LISTEN_FDS", "LISTEN_PID")}

@@ -32,7 +32,7 @@ import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from condorpy.classad import ClassAd
 from condorpy.errors import ClassAdError, CondorpyError
@@ -41,11 +41,10 @@ from condorpy.pool.cedar import Writer
 from condorpy.pool.shadow import SessionInfo, get_sec_session_info
 from condorpy.pool.security import Op, Send
 from condorpy.pool.server import claim_session_key, parse_claim_id
-from condorpy.queue.jobstore import JobStore, StarterRecord
+from condorpy.queue.jobstore import JobStore
 
 if TYPE_CHECKING:
     from condorpy.pool.connection import AsyncExchange
-    from condorpy.startd.daemon import Startd
     from condorpy.startd import pool_transfer
     from condorpy.startd.pool_link import PoolJob, PoolLink
 
@@ -483,70 +482,76 @@ def stored(store: JobStore) -> dict[int, StoredClaim]:
     return out
 
 
-def adopt(startd: "Startd", srec: StarterRecord, alive: bool) -> bool:
-    """Re-create the claim of the pool job ``srec`` and its job as the earlier daemon
-    had them. False: no stored claim (or it cannot be re-created); the caller stops
-    the job as before."""
-    link = startd.pool
-    if link is None:
-        return False
-    rec = startd.pool_stored.pop(-srec.job_id.cluster, None)
-    if rec is None:
-        return False
-    result = Path(srec.execute_dir) / "final.ad"
-    if not alive and not result.exists():
-        log.warning("pool: job %s of %s vanished with no result while the daemon was "
-                    "away; its shadow will hear it is gone", srec.job_id,
-                    _engine_id(rec.claim_id))
-        drop_scratch(rec)
-        startd.store.forget_pool_claim(_engine_id(rec.claim_id))
-        startd.store.forget_starter(srec.job_id)
-        return True
-    eid = _recreate(startd, link, rec)
-    if eid is None:
-        drop_scratch(rec)
-        startd.store.forget_pool_claim(_engine_id(rec.claim_id))
-        return False
-    from condorpy.startd.daemon import RunningJob, _CONNECT_TIMEOUT_S, _read_result
-    from condorpy.startd.forkserver import Launched
-    launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
-                        srec.socket_path, str(result), "")
-    job = link.jobs[eid]
-    rj = RunningJob(srec.job_id, eid, job.slot or srec.slot, launched=launched,
-                    connect_by=startd.clock.monotonic() + _CONNECT_TIMEOUT_S)
-    startd.running[srec.job_id] = rj
-    startd.by_claim[eid] = srec.job_id
-    if alive:
-        log.info("job %s: re-adopted the starter %d of pool job %s in %s; waiting for "
-                 "its shadow to reconnect", srec.job_id, srec.pid, _job_name(job), rj.slot)
-        startd.metrics.stats.adopted("adopted")
-    else:
-        log.info("job %s: pool job %s ended while the daemon was away; its exit is kept "
-                 "for its shadow", srec.job_id, _job_name(job))
-        startd.metrics.stats.adopted("finished")
-        startd._finish(rj, _read_result(result))
-    return True
+@dataclass(frozen=True)
+class PoolAdoption:
+    """A pool job's starter found at start-up whose claim was re-created: ``final`` is
+    the result the job left if it ended while the daemon was away; ``gone``: the job
+    vanished and was forgotten (the daemon only forgets its starter row)."""
+
+    eid: str
+    slot: str
+    job_name: str
+    final: dict[str, Any] | None = None
+    gone: bool = False
 
 
-def adopt_rest(startd: "Startd") -> None:
-    """Stored claims with no starter left: a job whose exit its shadow has not heard is
-    kept for it; the rest are dropped."""
-    link = startd.pool
-    for number, rec in sorted(startd.pool_stored.items()):
+class StoredClaims:
+    """TEMPORARY adapter (daemon-parts): the pool side's ``adopt_starter`` /
+    ``adopt_rest`` over the stored claims, until the pool package offers them itself."""
+
+    def __init__(self, link: "PoolLink | None", store: JobStore,
+                 apply: "Callable[[list[Any]], None]") -> None:
+        self.link = link
+        self.store = store
+        self.apply = apply
+        self.stored = stored(store)
+
+    def adopt_starter(self, number: int, execute_dir: str, alive: bool) -> PoolAdoption | None:
+        """Re-create the claim of pool job ``number`` and its job as the earlier daemon
+        had them. None: no stored claim (or it cannot be re-created)."""
+        link = self.link
+        if link is None:
+            return None
+        rec = self.stored.pop(number, None)
+        if rec is None:
+            return None
+        result = Path(execute_dir) / "final.ad"
         eid = _engine_id(rec.claim_id)
-        if link is not None and rec.final is not None:
-            if _recreate(startd, link, rec) is not None:
-                job = link.jobs[eid]
-                job.ended = True
-                job.final = dict(rec.final)
-                link.apply(link.engine.job_exit(link.clock.time(), eid,
-                                                _exit_code(rec.final)))
-                log.info("pool: the exit of job %s of %s is kept for its shadow",
-                         _job_name(job), eid)
-                continue
-        drop_scratch(rec)
-        startd.store.forget_pool_claim(eid)
-    startd.pool_stored = {}
+        if not alive and not result.exists():
+            log.warning("pool: job %s of %s vanished with no result while the daemon was "
+                        "away; its shadow will hear it is gone", number, eid)
+            drop_scratch(rec)
+            self.store.forget_pool_claim(eid)
+            return PoolAdoption(eid, rec.slot, "", None, gone=True)
+        got = _recreate(self.apply, link, rec)
+        if got is None:
+            drop_scratch(rec)
+            self.store.forget_pool_claim(eid)
+            return None
+        from condorpy.startd.job_end import read_result
+        job = link.jobs[got]
+        return PoolAdoption(got, job.slot or rec.slot, _job_name(job),
+                            None if alive else read_result(result))
+
+    def adopt_rest(self) -> None:
+        """Stored claims with no starter left: a job whose exit its shadow has not heard
+        is kept for it; the rest are dropped."""
+        link = self.link
+        for number, rec in sorted(self.stored.items()):
+            eid = _engine_id(rec.claim_id)
+            if link is not None and rec.final is not None:
+                if _recreate(self.apply, link, rec) is not None:
+                    job = link.jobs[eid]
+                    job.ended = True
+                    job.final = dict(rec.final)
+                    link.apply(link.engine.job_exit(link.clock.time(), eid,
+                                                    _exit_code(rec.final)))
+                    log.info("pool: the exit of job %s of %s is kept for its shadow",
+                             _job_name(job), eid)
+                    continue
+            drop_scratch(rec)
+            self.store.forget_pool_claim(eid)
+        self.stored = {}
 
 
 def _exit_code(final: dict[str, Any]) -> int | None:
@@ -554,7 +559,7 @@ def _exit_code(final: dict[str, Any]) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
-def _recreate(startd: "Startd", link: "PoolLink", rec: StoredClaim) -> str | None:
+def _recreate(apply: "Callable[[list[Any]], None]", link: "PoolLink", rec: StoredClaim) -> str | None:
     """The claim in the engine (carving its d-slot again) and in the link."""
     from condorpy.policy.records import StartJob
     from condorpy.startd.pool_link import PoolJob
@@ -570,13 +575,13 @@ def _recreate(startd: "Startd", link: "PoolLink", rec: StoredClaim) -> str | Non
         log.error("pool: the stored claim %s names slot %s, which this configuration "
                   "lacks", eid, rec.target)
         return None
-    startd._apply([o for o in engine.request_claim(link.clock.time(), eid, request,
+    apply([o for o in engine.request_claim(link.clock.time(), eid, request,
                                                    rec.target)
                    if not isinstance(o, StartJob)])
     if not engine.has_claim(eid):
         log.error("pool: the claim %s could not be re-created in %s", eid, rec.target)
         return None
-    startd._apply([o for o in engine.activate(link.clock.time(), eid, job_ad)
+    apply([o for o in engine.activate(link.clock.time(), eid, job_ad)
                    if not isinstance(o, StartJob)])
     slot = next((s.name for s in engine.slots.values()
                  if s.claim is not None and s.claim.id == eid), rec.slot)

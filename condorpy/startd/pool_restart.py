@@ -8,23 +8,53 @@ frees its slot. The shadow has meanwhile lost its connection with no reconnect o
 offer and requeues the job; a stopping daemon (SIGTERM) tells the shadow itself
 (``job_exit``, requeue) before it goes. Either way the job runs again only once, from
 its schedd's queue.
+
+The job store keeps a pool job's starter in the row of a negative job id (``-N.0``,
+``N`` its number); this module is the one place that knows it. The daemon itself tells
+pool jobs apart by their handle's origin (:class:`~condorpy.startd.starter_handle.
+PoolClaim`).
 """
 
 from __future__ import annotations
 
 from condorpy.startd.forkserver import Launched
+from condorpy.startd.starter_handle import Origin, PoolClaim
+from typing import Protocol
+
 from condorpy.queue.jobstore import JobId, JobStore, StarterRecord
 
 
+class StarterRows(Protocol):
+    def record_starter(self, starter: StarterRecord) -> None: ...
+
+
+def pool_number(number: int) -> int:
+    """A pool job's number as the pool side hands it (negative, as the store keeps it)
+    or as the daemon keeps it (positive): the latter."""
+    return abs(number)
+
+
+def row_id(origin: Origin) -> JobId:
+    """The job store's id for a starter's row."""
+    if isinstance(origin, PoolClaim):
+        return JobId(-origin.number, 0)
+    return origin.job_id
+
+
+def number_of_row(job_id: JobId) -> int | None:
+    """The pool job number a starter row stands for; None: a local job's row."""
+    return -job_id.cluster if job_id.cluster < 0 else None
+
+
 def is_pool_job(job_id: JobId) -> bool:
-    """Jobs run for a pool's shadow have negative numbers: they are not in the local
-    queue."""
-    return job_id.cluster < 0
+    """Whether a starter row is a pool job's (not in the local queue)."""
+    return number_of_row(job_id) is not None
 
 
-def record_pool_starter(store: JobStore, job_id: JobId, launched: Launched,
+def record_pool_starter(store: StarterRows, job_id: JobId, launched: Launched,
                         job_dir: str, slot: str, now: float) -> None:
-    """Note a pool job's starter, so that a daemon that did not see it end can find it."""
+    """Note a pool job's starter (``job_id``: its row, :func:`row_id`), so that a daemon
+    that did not see it end can find it."""
     store.record_starter(StarterRecord(job_id, launched.pid, launched.boot_id,
                                        launched.start_ticks, launched.socket_path,
                                        job_dir, slot, int(now)))
@@ -33,5 +63,5 @@ def record_pool_starter(store: JobStore, job_id: JobId, launched: Launched,
 def last_pool_number(store: JobStore) -> int:
     """The highest number a recorded pool job has: new ones must not reuse it (its job
     directory, its place in the daemon's tables)."""
-    return max((-s.job_id.cluster for s in store.starters() if is_pool_job(s.job_id)),
+    return max((n for s in store.starters() if (n := number_of_row(s.job_id)) is not None),
                default=0)

@@ -15,6 +15,31 @@ from condorpy.starter.settings import MemoryPolicy, StarterSettings
 
 _SLOT_USER = re.compile(r"^SLOT(\d+)_USER$", re.IGNORECASE)
 
+# Every knob a starter reads (with SLOT<N>_USER): :func:`settings_from_knobs` and the
+# custom memory limits (condorpy.starter.ads.custom_memory_limit). The startd sends
+# these with every launch, so the fork server needs no configuration of its own.
+KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
+         "CONDORPY_CGROUP_PIDS_MAX", "CONDORPY_CGROUP_CPU_MAX", "USE_PID_NAMESPACES",
+         "STARTER_ALLOW_RUNAS_OWNER", "CONDORPY_ALLOW_ROOT_JOBS", "BASE_CGROUP",
+         "CONDORPY_USE_CGROUPS", "KILLING_TIMEOUT", "STARTER_UPDATE_INTERVAL",
+         "CONDORPY_ENFORCE_DISK_USAGE", "FULL_HOSTNAME",
+         "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR")
+
+
+def knob_names(cfg: KnobReader) -> list[str]:
+    """The names of :data:`KNOBS` and the SLOT<N>_USER knobs ``cfg`` defines."""
+    return [*KNOBS, *(n for n in cfg.names() if _SLOT_USER.match(n))]
+
+
+def starter_knobs(cfg: KnobReader) -> dict[str, str]:
+    """What a starter needs of the configuration (read as the STARTER), as text."""
+    out = {}
+    for name in knob_names(cfg):
+        value = cfg.get(name)
+        if value is not None:
+            out[name] = value
+    return out
+
 
 def settings_from_knobs(cfg: KnobReader, *, execute: str,
                         custom_hard_mb: int | None = None,

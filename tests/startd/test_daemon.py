@@ -249,9 +249,14 @@ def test_desktop_policy_suspends_on_a_keystroke_and_resumes(tmp_path: Path) -> N
             os.utime(tty, (away, away))         # and goes away again
             wait_for(lambda: counts(d).get(2) == 1, 10, d.output)
             import htcondor2
-            kinds = [e.type.name for e in
-                     htcondor2.JobEventLog(str(work / "job.log")).events(stop_after=0)]
-            assert "JOB_SUSPENDED" in kinds and "JOB_UNSUSPENDED" in kinds
+
+            def kinds() -> list[str]:
+                return [e.type.name for e in
+                        htcondor2.JobEventLog(str(work / "job.log")).events(stop_after=0)]
+            # The queue says Running once the starter is told; the starter writes the
+            # event once it has resumed the job.
+            wait_for(lambda: "JOB_UNSUSPENDED" in kinds(), 10, d.output)
+            assert "JOB_SUSPENDED" in kinds()
             d.cli("rm", "-all")
             wait_for(lambda: counts(d).get(3) == 1, 30, d.output)
         finally:

@@ -1,0 +1,255 @@
+"""The local schedd's running side: the matchmaker that offers idle jobs to free slots,
+and the job's own policy (periodic_hold/release/remove, on_exit_*, the SYSTEM_PERIODIC_*
+knobs) that the schedd evaluates.
+
+It claims a slot through the engine's claim request, as a pool's schedd does, and
+activates the claim through the :class:`Execute` port (the daemon's resource manager),
+so it never imports :mod:`condorpy.startd`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import Any, Callable, Protocol
+
+from condorpy.classad import Budget, CallContext, ClassAd
+from condorpy.clock import Clock
+from condorpy.policy import job_policy
+from condorpy.policy.engine import PolicyEngine
+from condorpy.policy.records import Output
+from condorpy.policy.states import State
+from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
+from condorpy.slots.model import Refusal
+
+log = logging.getLogger("condorpy.startd")
+
+MATCH_BATCH = 64            # jobs started per matchmaking pass before yielding
+DEFAULT_VACATE_S = 600.0    # JobMaxVacateTime when the job says nothing
+
+Outcome = tuple[JobStatus, str, int, int]     # status, reason, hold code, hold subcode
+
+_DECIDED = {job_policy.JobAction.HOLD: JobStatus.HELD,
+            job_policy.JobAction.REMOVE: JobStatus.REMOVED,
+            job_policy.JobAction.REQUEUE: JobStatus.IDLE,
+            job_policy.JobAction.RELEASE: JobStatus.IDLE}
+
+
+class Execute(Protocol):
+    """What the schedd asks of the side that runs jobs."""
+
+    def apply(self, outputs: list[Output]) -> None: ...
+
+    def activate(self, job_id: JobId, claim_id: str, slot: str) -> bool: ...
+
+    def slot_of(self, claim_id: str) -> str: ...
+
+    def is_running(self, job_id: JobId) -> bool: ...
+
+    def leaving(self, job_id: JobId) -> bool: ...
+
+    def stop_running(self, job_id: JobId, status: JobStatus, reason: str, code: int,
+                     subcode: int, grace_s: float) -> bool: ...
+
+
+class JobEvents(Protocol):
+    """The job's user log, for the events the schedd writes."""
+
+    def stopped(self, ad: ClassAd, status: JobStatus, reason: str, code: int,
+                subcode: int = 0) -> None: ...
+
+    def released(self, ad: ClassAd, reason: str) -> None: ...
+
+
+def new_claim_id(started_at: float) -> str:
+    return f"<condorpy>#{int(started_at)}#{secrets.token_hex(12)}"
+
+
+class LocalSchedd:
+    def __init__(self, engine: PolicyEngine, store: JobStore, clock: Clock,
+                 execute: Execute, events: JobEvents, *, started_at: float,
+                 knob: Callable[[str], str | None],
+                 periodic_interval: Callable[[], int] = lambda: 60,
+                 stats_held: Callable[[int], None] = lambda code: None) -> None:
+        self.engine = engine
+        self.store = store
+        self.clock = clock
+        self.execute = execute
+        self.events = events
+        self.started_at = started_at
+        self.knob = knob                      # the configuration, for SYSTEM_PERIODIC_*
+        self.periodic_interval = periodic_interval
+        self.stats_held = stats_held
+        self.need_match = True
+        self.next_periodic = 0.0
+        self._idle_jobs: dict[JobId, JobRecord] | None = None
+
+    # ------------------------------------------------------------------ the queue
+    def idle(self) -> dict[JobId, JobRecord]:
+        """The idle jobs, read from the store once and then kept by every change the
+        daemon makes (it is the store's only writer)."""
+        if self._idle_jobs is None:
+            self._idle_jobs = {r.job_id: r for r in self.store.jobs()
+                               if r.status is JobStatus.IDLE}
+        return self._idle_jobs
+
+    def wake(self) -> None:
+        self.need_match = True
+
+    def job_back(self, rec: JobRecord) -> None:
+        """A job is idle again (its run ended, it was released or submitted)."""
+        if self._idle_jobs is not None:
+            self._idle_jobs[rec.job_id] = rec
+        self.need_match = True
+
+    def submitted(self, records: list[JobRecord]) -> None:
+        for rec in records:
+            if rec.status is JobStatus.IDLE and self._idle_jobs is not None:
+                self._idle_jobs[rec.job_id] = rec
+        self.need_match = True
+
+    def set_status(self, job_id: JobId, status: JobStatus, **why: Any) -> None:
+        rec = self.store.set_status(job_id, status, **why)
+        if status is JobStatus.IDLE:
+            self.idle()[job_id] = rec
+            self.need_match = True
+        else:
+            self.idle().pop(job_id, None)
+
+    def stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int,
+                 subcode: int = 0) -> None:
+        """Hold or remove a job. A running one is stopped as the shadow does: a soft
+        kill with the job's KillSig, then a hard kill once the vacate time (the job's
+        JobMaxVacateTime, else 600 s) has passed; it becomes ``status`` once it ended."""
+        grace = _number(rec.ad.evaluate("JobMaxVacateTime"), DEFAULT_VACATE_S)
+        if self.execute.stop_running(rec.job_id, status, reason, code, subcode, grace):
+            return
+        self.set_status(rec.job_id, status, reason=reason, code=code or None,
+                        subcode=subcode or None)
+        self.events.stopped(rec.ad, status, reason, code, subcode)
+        if status is JobStatus.HELD:
+            self.stats_held(code)
+
+    def release(self, rec: JobRecord, reason: str) -> None:
+        self.set_status(rec.job_id, JobStatus.IDLE)
+        self.events.released(rec.ad, reason)
+
+    # ------------------------------------------------------------- matchmaking
+    def match(self) -> None:
+        """Offer idle jobs to slots, priority then submission order, through the engine's
+        claim request and activation (what a pool's schedd does)."""
+        self.need_match = False
+        if self.engine.machine.draining or self.engine.machine.shutting_down:
+            return
+        idle = [r for r in self.idle().values() if not self.execute.is_running(r.job_id)]
+        idle.sort(key=lambda r: (-_number(r.ad.evaluate("JobPrio"), 0), r.job_id))
+        started = 0
+        for rec in idle:
+            if started >= MATCH_BATCH:
+                self.need_match = True
+                break
+            if not self.free_slots():
+                break
+            if self.try_start(rec):
+                started += 1
+                self.idle().pop(rec.job_id, None)
+
+    def free_slots(self) -> list[str]:
+        out = []
+        for s in self.engine.slots.values():
+            if s.deleted or s.leaving or s.kind == "dynamic" or s.state is not State.UNCLAIMED:
+                continue
+            if s.kind == "partitionable" and s.resources.get("Cpus", 0) <= 0:
+                continue        # nothing left to carve a job from
+            out.append(s.name)
+        return out
+
+    def try_start(self, rec: JobRecord) -> bool:
+        now = self.clock.time()
+        candidates = []
+        # The job's Requirements and Rank are the user's: against every free slot
+        # together they get one evaluation's default budget, not one per slot.
+        ctx = self.job_ctx()
+        ctx.budget = budget = Budget(clock=self.clock.monotonic)
+        for name in self.free_slots():
+            slot = self.engine.slots[name]
+            req = rec.ad.evaluate("Requirements", slot.ad, ctx)
+            if budget.exceeded:
+                break
+            if req is not True:
+                continue
+            # A partitionable slot that cannot carve this job is not asked: no claim,
+            # nothing written.
+            if slot.kind == "partitionable" and \
+                    isinstance(self.engine.layout.sized(slot.layer, rec.ad, slot.ad), Refusal):
+                continue
+            rank = _number(rec.ad.evaluate("Rank", slot.ad, ctx), 0.0)
+            if budget.exceeded:
+                break
+            candidates.append((-rank, slot.slot_id, name))
+        if budget.exceeded:
+            # Held rather than left idle: an idle job would cost this again on every
+            # match cycle, and its owner would never learn why it does not run.
+            reason = ("the job's Requirements and Rank exceeded their evaluation budget "
+                      f"({budget.steps} steps, {budget.seconds:g} s) when matched")
+            log.warning("job %s: %s: held", rec.job_id, reason)
+            self.stop_job(rec, JobStatus.HELD, reason, job_policy.HOLD_SYSTEM_POLICY)
+            return False
+        for _, _, name in sorted(candidates):
+            claim_id = new_claim_id(self.started_at)
+            self.execute.apply(self.engine.request_claim(now, claim_id, rec.ad, name))
+            if not self.engine.has_claim(claim_id):
+                continue
+            # The claim is on disk before the job is started on it.
+            self.store.record_claim(claim_id, self.execute.slot_of(claim_id), "claimed",
+                                    rec.job_id)
+            if not self.execute.activate(rec.job_id, claim_id, name):
+                continue    # not activated: the claim went back, the job stays idle
+            return True
+        return False
+
+    # ------------------------------------------------------------ job policy
+    def system_policy(self) -> job_policy.SystemPolicy:
+        return job_policy.SystemPolicy.from_config(self.knob)
+
+    def job_ctx(self) -> CallContext:
+        return CallContext(now=self.clock.time, tz_offset=self.clock.utc_offset)
+
+    def at_exit(self, ad: ClassAd) -> Outcome | None:
+        """The job's on_exit_hold / on_exit_remove (and the system's) once it ended."""
+        got = job_policy.at_exit(ad, int(JobStatus.RUNNING), self.system_policy(),
+                                 self.job_ctx(), self.clock.time())
+        if got is None:
+            return None
+        return _DECIDED[got.action], got.reason, got.code, got.subcode
+
+    def periodic(self) -> None:
+        """The jobs' periodic_hold, periodic_release and periodic_remove (and the
+        SYSTEM_PERIODIC_* knobs), every PERIODIC_EXPR_INTERVAL as the schedd does."""
+        self.next_periodic = self.clock.monotonic() + max(1, self.periodic_interval())
+        system, ctx, now = self.system_policy(), self.job_ctx(), self.clock.time()
+        for rec in self.store.jobs():
+            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                if not self.store.left_in_queue(rec):
+                    self.store.to_history(rec.job_id)
+                continue
+            if self.execute.leaving(rec.job_id):
+                continue        # already on its way out
+            got = job_policy.periodic(rec.ad, int(rec.status), system, ctx, now,
+                                      running=self.execute.is_running(rec.job_id))
+            if got is None:
+                continue
+            log.info("job %s: %s (%s)", rec.job_id, got.action.value, got.reason)
+            if got.action is job_policy.JobAction.RELEASE:
+                self.release(rec, got.reason)
+            elif got.action is job_policy.JobAction.HOLD and rec.status is not JobStatus.HELD:
+                self.stop_job(rec, JobStatus.HELD, got.reason, got.code, got.subcode)
+            elif got.action is job_policy.JobAction.REMOVE:
+                self.stop_job(rec, JobStatus.REMOVED, got.reason, 0)
+
+
+def _number(value: Any, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value)
+
