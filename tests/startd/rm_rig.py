@@ -146,9 +146,13 @@ class Rig:
             out[s] = out.get(s, 0) + 1
         return out
 
+    def status(self, job: str) -> int:
+        return int(self.attr(job, "JobStatus"))
+
     def attr(self, job: str, name: str) -> Any:
-        rec = self.store.job(_job_id(job))
-        assert rec is not None
+        """An attribute of the job, in the queue or else in the history."""
+        rec = self.store.job(_job_id(job)) or self.history().get(job)
+        assert rec is not None, f"no job {job}"
         return rec.ad.evaluate(name)
 
     # ------------------------------------------------------------------ the loop
@@ -190,8 +194,8 @@ class Rig:
             told = self.channel.told(h.name)
             if "soft_kill" in told or "hard_kill" in told:
                 assert h.launched is not None
-                self.says(h.name, {"event": "done",
-                                   "ad": {"ExitBySignal": True, "ExitSignal": 15}})
+                self.rm.on_starter_io(h.origin, [{"event": "done",
+                                       "ad": {"ExitBySignal": True, "ExitSignal": 15}}], False)
                 self.launcher.alive_pids.discard(h.launched.pid)
                 gone.append(h.name)
         return gone

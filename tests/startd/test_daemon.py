@@ -1,4 +1,8 @@
-"""The daemon end to end on this host: real `condorpy startd`, real starters, real jobs."""
+"""The daemon end to end on this host: real `condorpy startd`, real starters, real jobs.
+
+Tests that started a daemon only to check a decision (rm/hold/release, vacate and drain,
+the drain and off kinds, the policy interval, periodic job policy, leave_in_queue) run
+in-process on the resource manager: tests/startd/test_resource_manager.py."""
 
 from __future__ import annotations
 
@@ -55,43 +59,6 @@ def test_jobs_run_and_complete_with_their_outputs(daemon: Daemon, tmp_path: Path
     assert "0 jobs; 0 completed" in q
     hist = daemon.cli("history").stdout
     assert hist.count(" C ") == 4 or hist.count(" C  ") + hist.count(" C ") >= 4
-
-
-def test_rm_hold_release(daemon: Daemon, tmp_path: Path) -> None:
-    work = _jobs_dir(tmp_path)
-    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
-                   "log = job.log\nqueue 3\n", work)
-    wait_for(lambda: counts(daemon).get(2) == 2, 30, daemon.output)
-    running = [j for j, s in daemon.statuses().items() if s == 2]
-    idle = [j for j, s in daemon.statuses().items() if s == 1]
-    assert "held" in daemon.cli("hold", running[0]).stdout
-    assert "marked for removal" in daemon.cli("rm", running[1]).stdout
-    wait_for(lambda: daemon.statuses().get(running[0]) == 5
-             and daemon.statuses().get(running[1]) == 3, 30, daemon.output)
-    # The idle job takes a freed slot; the held one stays held until released.
-    wait_for(lambda: daemon.statuses().get(idle[0]) == 2, 30, daemon.output)
-    assert "HOLD_REASON" in daemon.cli("q", "-hold").stdout
-    daemon.cli("release", running[0])
-    wait_for(lambda: daemon.statuses().get(running[0]) == 2, 30, daemon.output)
-    daemon.cli("rm", "-all")
-    wait_for(lambda: set(daemon.statuses().values()) == {3}, 30, daemon.output)
-
-
-def test_vacate_requeues_and_drain_stops_new_jobs(daemon: Daemon, tmp_path: Path) -> None:
-    work = _jobs_dir(tmp_path)
-    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
-                   "queue 2\n", work)
-    wait_for(lambda: counts(daemon).get(2) == 2, 30, daemon.output)
-    daemon.cli("drain", "-fast")
-    # Evicted by the drain, the jobs go back to the queue and are not started again.
-    wait_for(lambda: counts(daemon).get(1) == 2, 30, daemon.output)
-    status = daemon.cli("status").stdout
-    assert "Drained" in status or "Retiring" in status
-    daemon.cli("drain", "-cancel")
-    wait_for(lambda: counts(daemon).get(2) == 2, 30, daemon.output)
-    daemon.cli("vacate", "-fast")
-    wait_for(lambda: counts(daemon).get(1) == 2 or counts(daemon).get(2) == 2, 30)
-    daemon.cli("rm", "-all")
 
 
 def test_sigkill_in_the_middle_of_twenty_jobs(tmp_path: Path) -> None:
@@ -325,49 +292,6 @@ def test_every_queue_form_through_the_daemon(daemon: Daemon, tmp_path: Path) -> 
     assert (work / "b.dat.out").read_text() == "b.dat\n"
 
 
-@pytest.mark.parametrize("how", ["graceful", "quick"])
-def test_drain_kinds(how: str, tmp_path: Path) -> None:
-    d = Daemon(tmp_path, extra="MAXJOBRETIREMENTTIME = 3600\n")
-    d.start()
-    try:
-        work = _jobs_dir(tmp_path)
-        submit(d, "executable = /bin/sleep\narguments = 3\nrequest_memory = 16\nqueue 3\n",
-               work)
-        wait_for(lambda: counts(d).get(2) == 2, 30, d.output)
-        d.cli("drain", f"-{how}")
-        if how == "graceful":
-            # the running jobs retire (finish), the idle one is not started
-            wait_for(lambda: counts(d).get(4) == 2, 30, d.output)
-            assert counts(d).get(1) == 1
-        else:
-            # quick: no retirement, the jobs are evicted back to the queue
-            wait_for(lambda: counts(d).get(1) == 3, 30, d.output)
-        assert "Drained" in d.cli("status").stdout
-        d.cli("drain", "-cancel")
-        wait_for(lambda: counts(d).get(4) == 3, 60, d.output)
-    finally:
-        d.stop()
-        d.kill_leftovers()
-
-
-@pytest.mark.parametrize("how", ["graceful", "peaceful"])
-def test_off_kinds_let_jobs_finish(how: str, tmp_path: Path) -> None:
-    d = Daemon(tmp_path, extra="MAXJOBRETIREMENTTIME = 3600\n")
-    d.start()
-    try:
-        work = _jobs_dir(tmp_path)
-        submit(d, "executable = /bin/sleep\narguments = 3\nrequest_memory = 16\nqueue 2\n",
-               work)
-        wait_for(lambda: counts(d).get(2) == 2, 30, d.output)
-        d.cli("off", f"-{how}")
-        assert d.proc is not None
-        d.proc.wait(60)
-        assert counts(d).get(4) == 2          # they finished before the daemon left
-    finally:
-        d.stop()
-        d.kill_leftovers()
-
-
 def test_reconfig_applies_a_changed_knob(daemon: Daemon) -> None:
     assert daemon.cli("config-val", "-startd", "START").stdout.strip() == "True"
     with open(daemon.config, "a") as fh:
@@ -382,19 +306,6 @@ def test_reconfig_applies_a_changed_knob(daemon: Daemon) -> None:
     res = daemon.cli("reconfig", check=False)
     assert res.returncode == 1 and "POLLING_INTERVAL = soon" in res.stderr
     assert daemon.call("ping")["pid"] > 0      # still running on the old configuration
-
-
-def test_policy_is_evaluated_every_polling_interval_once_claimed(daemon: Daemon,
-                                                                 tmp_path: Path) -> None:
-    import time
-    work = _jobs_dir(tmp_path)
-    submit(daemon, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
-                   "request_disk = 10\nqueue\n", work)
-    wait_for(lambda: counts(daemon).get(2) == 1, 30, daemon.output)
-    before = len(daemon.call("ping")["cycle_seconds"])
-    time.sleep(3.5)                      # POLLING_INTERVAL = 1 in the test configuration
-    assert len(daemon.call("ping")["cycle_seconds"]) >= before + 2
-    daemon.cli("rm", "-all")
 
 
 def _slot_kinds(d: Daemon) -> dict[str, str]:
@@ -462,59 +373,3 @@ def test_who_shows_each_running_job_with_its_pid_and_directory(daemon: Daemon,
     assert os.readlink(f"/proc/{row[-2]}/cwd") == str(work)
     daemon.cli("rm", "-all")
 
-
-def test_periodic_hold_release_and_remove_are_applied(tmp_path: Path) -> None:
-    d = Daemon(tmp_path, extra="PERIODIC_EXPR_INTERVAL = 1\n")
-    d.start()
-    try:
-        work = _jobs_dir(tmp_path)
-        # 1.0 runs and is held by its own periodic_hold, with its reason and code 3
-        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
-                  "periodic_hold = JobStatus == 2 && time() - EnteredCurrentStatus > 1\n"
-                  "periodic_hold_reason = \"ran too long\"\nperiodic_hold_subcode = 7\n"
-                  "queue\n", work)
-        # 2.0 is submitted on hold and released by periodic_release, then completes
-        submit(d, "executable = /bin/true\nrequest_memory = 16\nhold = true\n"
-                  "periodic_release = true\nqueue\n", work)
-        # 3.0 runs and is removed by periodic_remove
-        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
-                  "periodic_remove = JobStatus == 2\nqueue\n", work)
-        wait_for(lambda: d.statuses() == {"1.0": 5, "2.0": 4, "3.0": 3}, 60,
-                 lambda: f"{d.statuses()} {d.output()}")
-        held = d.cli("q", "1.0", "-af", "HoldReason", "HoldReasonCode",
-                     "HoldReasonSubCode").stdout.strip()
-        assert held == "ran too long 3 7"
-        removed = d.cli("history", "3.0", "-af", "RemoveReason").stdout.strip()
-        assert removed == "The job attribute PeriodicRemove expression 'JobStatus == 2' " \
-                          "evaluated to TRUE"
-        assert not d.db().execute("SELECT pid FROM starters").fetchall()
-    finally:
-        d.stop()
-        d.kill_leftovers()
-
-
-def test_leave_in_queue_keeps_a_finished_job_until_it_turns_false_or_rm(tmp_path: Path) -> None:
-    d = Daemon(tmp_path, extra="PERIODIC_EXPR_INTERVAL = 1\n")
-    d.start()
-    try:
-        work = _jobs_dir(tmp_path)
-        submit(d, "executable = /bin/true\nrequest_memory = 16\nleave_in_queue = true\n"
-                  "queue\n", work)
-        submit(d, "executable = /bin/true\nrequest_memory = 16\n"
-                  "leave_in_queue = time() - CompletionDate < 2\nqueue\n", work)
-        wait_for(lambda: d.statuses() == {"1.0": 4, "2.0": 4}, 30, d.output)
-        q = d.cli("q", "-af", "ClusterId", "JobStatus").stdout.split("\n")
-        assert "1 4" in q
-        # 2.0 leaves once its expression turns false; 1.0 stays until rm
-        wait_for(lambda: d.cli("q", "-af", "ClusterId").stdout.split() == ["1"], 30,
-                 d.output)
-        assert "2" in d.cli("history", "-af", "ClusterId").stdout.split()
-        assert d.cli("hold", "1.0", check=False).returncode == 1
-        assert d.statuses()["1.0"] == 4           # a finished job is not held
-        d.cli("rm", "1.0")
-        assert d.cli("q", "-af", "ClusterId").stdout.split() == []
-        assert sorted(d.cli("history", "-af", "ClusterId", "JobStatus").stdout
-                      .strip().split("\n")) == ["1 4", "2 4"]
-    finally:
-        d.stop()
-        d.kill_leftovers()

@@ -344,52 +344,5 @@ def test_reconfig_moves_the_endpoint() -> None:
         m.close()
 
 
-# --- the daemon's wiring -----------------------------------------------------------
-
-def _scrape(d: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    from prometheus_client.parser import text_string_to_metric_families
-    port = d.call("ping")["metrics"][1]
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                  timeout=10).read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
-
-
-def test_daemon_counts_evictions_and_readoptions(tmp_path: Any) -> None:
-    import signal
-
-    from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
-    d = Daemon(tmp_path / "ep", cpus=1)
-    d.start()
-    try:
-        work = tmp_path / "work"
-        work.mkdir()
-        submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
-                  "queue 1\n", work)
-        # Vacate once the daemon has heard from the job's starter (its start latency
-        # is measured then): a soft kill sent before the starter is connected is lost.
-        wait_for(lambda: counts(d).get(2) == 1 and _scrape(d)[
-            ("condorpy_job_start_latency_seconds_count", ())] == 1, 30, d.output)
-        d.call("vacate")
-
-        def evicted() -> bool:
-            got = _scrape(d)
-            return got[("condorpy_evictions_total", (("cause", "vacate"),))] == 1 and \
-                got[("condorpy_jobs_exited_total", (("outcome", "evicted"),))] == 1
-        wait_for(evicted, 30, lambda: d.output() + str(_scrape(d)))
-        # The job runs again; a daemon killed under it re-adopts its starter and does
-        # not count a new start.
-        wait_for(lambda: counts(d).get(2) == 1 and
-                 _scrape(d)[("condorpy_starters", ())] == 1, 30, d.output)
-        d.restart(signal.SIGKILL)
-        wait_for(lambda: _scrape(d)[("condorpy_starters", ())] == 1, 30, d.output)
-        got = _scrape(d)
-        assert got[("condorpy_starters_adopted_total", (("result", "adopted"),))] == 1
-        assert got[("condorpy_starters_adopted_total", (("result", "lost"),))] == 0
-        assert got[("condorpy_jobs_started_total", ())] == 0
-        busy = sum(v for (name, labels), v in got.items() if name == "condorpy_slots"
-                   and ("state", "Claimed") in labels and ("activity", "Busy") in labels)
-        assert busy == 1
-    finally:
-        d.stop()
-        d.kill_leftovers()
+# The daemon's counting of evictions and re-adoptions runs in-process:
+# tests/startd/test_resource_manager.py::test_daemon_counts_evictions_and_readoptions.
