@@ -172,20 +172,17 @@ class Startd:
                                      signal.SIGCHLD: lambda sig: self.children.reap_all()})
         # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/pool_link.py
         self.pool: PoolLink | None = None
+        self.rm.pool_host = host = PoolHost(self.paths, self.store, self.rm, self.commands,
+                                            self.uid)
         if pool_cfg is not None:
             try:
-                self.pool = PoolLink(pool_cfg, self.engine, sel, self.clock,
-                                     self.rm.apply, self._pool_host(),
-                                     pool_reconnect.previous_port(self.store))
+                self.pool = PoolLink(pool_cfg, self.engine, sel, self.clock, self.rm.apply,
+                                     host, pool_reconnect.previous_port(self.store))
                 pool_reconnect.remember_port(self.store, self.pool)
             except CondorpyError:
                 self.server.close()
                 raise
             self.rm.pool = self.pool
-        self.rm.pool_host = self._pool_host()
-
-    def _pool_host(self) -> PoolHost:
-        return PoolHost(self.paths, self.store, self.rm, self.commands, self.uid)
 
     @staticmethod
     def _max_starter_failures(cfg: Config) -> int:

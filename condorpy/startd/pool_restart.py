@@ -17,11 +17,11 @@ PoolClaim`).
 
 from __future__ import annotations
 
-from condorpy.startd.forkserver import Launched
-from condorpy.startd.starter_handle import Origin, PoolClaim
 from typing import Protocol
 
 from condorpy.queue.jobstore import JobId, JobStore, StarterRecord
+from condorpy.startd.forkserver import Launched
+from condorpy.startd.starter_handle import Origin, PoolClaim
 
 
 class StarterRows(Protocol):
