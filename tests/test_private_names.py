@@ -45,20 +45,10 @@ ALLOWED: frozenset[str] = frozenset({
 # entry must still be flagged (test_pending_files_are_still_flagged), so it goes as soon
 # as its file is clean.
 PENDING: dict[str, str] = {
-    "condorpy/startd/commands.py":
-        "the control commands call the daemon's private _apply, _stop_job, _set_status, "
-        "_log_event, _schedd_name; being rewritten onto ports (#22)",
-    "condorpy/startd/cron.py":
-        "imports hooks._excerpt and hooks._hook_env and calls the daemon's _apply; being "
-        "rewritten (#22)",
-    "condorpy/startd/hooks.py":
-        "calls the daemon's _apply, _finish, _launch, _slot_of, _set_status; being "
-        "rewritten onto ports (#22)",
     "condorpy/startd/pool_now.py":
         "reads the pool link's _mint, _ads, _fresh_claim_ids; being rewritten (#22)",
     "condorpy/startd/pool_reconnect.py":
-        "imports daemon._CONNECT_TIMEOUT_S and daemon._read_result and calls the link's "
-        "and the daemon's privates; being rewritten (#22)",
+        "calls the link's privates; being rewritten (#22)",
 }
 
 
