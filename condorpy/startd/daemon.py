@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from condorpy.classad import Budget, CallContext, ClassAd, Error, Undefined
+from condorpy.classad import Budget, CallContext, ClassAd
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
 from condorpy.errors import ClassAdError, CondorpyError, QueueError, StartdError
@@ -56,8 +56,9 @@ from condorpy.startd import journal
 from condorpy.startd.journal import fields
 from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.placement import Placement, place
-from condorpy.startd.pool_link import PoolLink, pool_settings
-from condorpy.startd import pool_reconnect, pool_restart
+from condorpy.startd.poolside import PoolLink, pool_settings, previous_port, remember_port
+from condorpy.startd import pool_restart
+from condorpy.startd.results import read_result
 from condorpy.starter import reserved
 from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, make_dirs
 from condorpy.starter.userlog import UserLog
@@ -148,15 +149,14 @@ class Startd:
         self.children = ChildRunner(self.sel, self.clock)
         self.hooks = JobHooks(self)
         self.cron = StartdCron(self, self.hooks.stats)
-        # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/pool_link.py
+        # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/poolside/
         self.pool: PoolLink | None = None
-        self.pool_stored: dict[int, pool_reconnect.StoredClaim] = {}   # while adopting
         if pool_cfg is not None:
             try:
                 self.pool = PoolLink(pool_cfg, self.engine, self.sel, self.clock,
                                      self._apply, self,
-                                     pool_reconnect.previous_port(self.store))
-                pool_reconnect.remember_port(self.store, self.pool)
+                                     previous_port(self.store))
+                remember_port(self.store, self.pool)
             except CondorpyError:
                 self.launcher.close()
                 raise
@@ -590,7 +590,7 @@ class Startd:
         assert rj.launched is not None
         if same_process(rj.launched.pid, rj.launched.start_ticks, rj.launched.boot_id):
             return False
-        self._finish(rj, _read_result(Path(rj.launched.result_path)))
+        self._finish(rj, read_result(Path(rj.launched.result_path)))
         return True
 
     def _starter_io(self, rj: RunningJob) -> None:
@@ -828,7 +828,6 @@ class Startd:
         """Take back every starter the previous daemon left running; record the ends of
         those that finished meanwhile; requeue jobs whose starter vanished."""
         now = self.clock.time()
-        self.pool_stored = pool_reconnect.stored(self.store)
         for srec in self.store.starters():
             rec = self.store.job(srec.job_id)
             launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
@@ -840,7 +839,7 @@ class Startd:
                 f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
             if rec is None:
                 if pool_restart.is_pool_job(srec.job_id) and \
-                        pool_reconnect.adopt(self, srec, alive):
+                        self._adopt_pool(srec, launched, alive):
                     continue    # its shadow may reconnect to it
                 if pool_restart.is_pool_job(srec.job_id) and alive:
                     self._stop_orphan(srec.job_id, launched, srec.slot)
@@ -874,14 +873,15 @@ class Startd:
                     log.info("job %s: its starter %d ended while the daemon was away",
                              srec.job_id, srec.pid)
                     self.metrics.stats.adopted("finished")
-                    self._finish(rj, _read_result(result))
+                    self._finish(rj, read_result(result))
                 else:
                     log.warning("job %s: its starter %d vanished; the job goes back to "
                                 "the queue", srec.job_id, srec.pid)
                     rj.evicted = True
                     self.metrics.stats.adopted("lost")
                     self._finish(rj, None)
-        pool_reconnect.adopt_rest(self)
+        if self.pool is not None:
+            self.pool.adopt_rest()
         # Claims the store holds for jobs that never got a starter recorded.
         for c in self.store.claims():
             if c.job_id is None or c.job_id not in self.running:
@@ -892,6 +892,29 @@ class Startd:
                 self._set_status(rec.job_id, JobStatus.IDLE)
         if self.pool is not None:
             self.pool.skip_numbers(pool_restart.last_pool_number(self.store))
+
+    def _adopt_pool(self, srec: StarterRecord, launched: Launched, alive: bool) -> bool:
+        """The pool side's answer for a pool job's starter (poolside/adoption.py).
+        False: no claim to take it back to; the caller stops the job as before."""
+        got = self.pool.adopt_starter(-srec.job_id.cluster, srec.execute_dir, alive) \
+            if self.pool is not None else None
+        if got is None:
+            return False
+        if got.gone:
+            self.store.forget_starter(srec.job_id)
+            return True
+        rj = RunningJob(srec.job_id, got.eid, got.slot, launched=launched,
+                        connect_by=self.clock.monotonic() + _CONNECT_TIMEOUT_S)
+        self.running[srec.job_id] = rj
+        self.by_claim[got.eid] = srec.job_id
+        if alive:
+            log.info("job %s: re-adopted the starter %d of pool job %s in %s; waiting for "
+                     "its shadow to reconnect", srec.job_id, srec.pid, got.job_name, rj.slot)
+            self.metrics.stats.adopted("adopted")
+        else:
+            self.metrics.stats.adopted("finished")
+            self._finish(rj, got.final)
+        return True
 
     def _stop_orphan(self, job_id: JobId, launched: Launched, slot: str) -> None:
         """A pool job whose starter outlived a killed daemon: its shadow cannot take it
@@ -1070,23 +1093,6 @@ def _number(value: Any, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
     return float(value)
-
-
-def _read_result(path: Path) -> dict[str, Any] | None:
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    try:
-        ad = ClassAd.parse_old(text, source=str(path))
-    except ClassAdError:
-        return None
-    out = {}
-    for name in ad.keys():
-        v = ad.evaluate(name)
-        if v is not Undefined and v is not Error:
-            out[name] = v
-    return out
 
 
 # The knobs a starter reads (condorpy/starter/knobs.py), sent with every launch so the
