@@ -16,6 +16,7 @@ from condorpy.clock import Clock
 from condorpy.errors import CondorpyError
 from condorpy.pool import filetransfer as ft
 from condorpy.pool import shadow as wire
+from condorpy.pool.connection import AsyncExchange
 from condorpy.pool.security import Await, Op
 from condorpy.pool.sinful import parse_address
 from condorpy.queue.jobstore import JobStore
@@ -171,16 +172,15 @@ class ShadowSide:
         if host is not None:
             host.signal_pool_job(eid, "hard_kill" if hard else "soft_kill")
 
-    def connection_closed(self, ex: object) -> None:
+    def connection_closed(self, ex: AsyncExchange) -> None:
         """An inbound connection closed: the jobs it carried wait for their shadow to
         reconnect, or are killed (their shadow is gone and they must not run on
         unseen)."""
         jobs = [job for job in self.table.jobs() if job.exchange is ex]
         waits = any([self.leases.shadow_lost(job) for job in jobs])   # every job
-        error = getattr(ex, "error", None)
-        if error is not None:
+        if ex.error is not None:
             # a shadow that went away from a job it can come back to is no error
-            (log.info if waits else log.error)("pool: %s", error)
+            (log.info if waits else log.error)("pool: %s", ex.error)
         for job in jobs:
             if job.exchange is ex and not job.ended:
                 log.warning("pool: the shadow of %s went away; killing the job", job.eid)
