@@ -44,12 +44,7 @@ ALLOWED: frozenset[str] = frozenset({
 # Files another change is rewriting right now (issue #22, "the daemon as parts"). Each
 # entry must still be flagged (test_pending_files_are_still_flagged), so it goes as soon
 # as its file is clean.
-PENDING: dict[str, str] = {
-    "condorpy/startd/pool_now.py":
-        "reads the pool link's _mint, _ads, _fresh_claim_ids; being rewritten (#22)",
-    "condorpy/startd/pool_reconnect.py":
-        "calls the link's privates; being rewritten (#22)",
-}
+PENDING: dict[str, str] = {}
 
 
 def _private(name: str) -> bool:

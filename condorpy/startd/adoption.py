@@ -15,7 +15,8 @@ from condorpy.clock import Clock
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import StartJob
 from condorpy.queue.jobstore import JobId, JobStatus, JobStore, StarterRecord
-from condorpy.startd import job_end, pool_restart
+from condorpy.startd import pool_restart
+from condorpy.startd.results import read_result
 from condorpy.startd.forkserver import Launched
 from condorpy.startd.journal import fields
 from condorpy.startd.metrics import MetricsStats
@@ -124,7 +125,7 @@ class Adopter:
             log.info("job %s: its starter %d ended while the daemon was away",
                      srec.job_id, srec.pid)
             self.stats.adopted("finished")
-            self.rm.finish(h, job_end.read_result(result))
+            self.rm.finish(h, read_result(result))
         else:
             log.warning("job %s: its starter %d vanished; the job goes back to "
                         "the queue", srec.job_id, srec.pid)

@@ -34,7 +34,7 @@ from condorpy.policy.records import Output
 from condorpy.queue.jobstore import HistoryLimits, JobId, JobStatus, JobStore
 from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
-from condorpy.startd import control, journal, pool_reconnect, pool_restart
+from condorpy.startd import control, journal, pool_restart
 from condorpy.startd.adoption import Adopter
 from condorpy.startd.children import ChildRunner
 from condorpy.startd.commands import CommandPorts, Commands
@@ -50,7 +50,8 @@ from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, make_dirs
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.policy_timers import PolicyTimers
-from condorpy.startd.pool_link import PoolLink, pool_settings
+from condorpy.startd.poolside import PoolLink, pool_settings, previous_port, remember_port
+from condorpy.startd.poolside.adoption import WithoutPool
 from condorpy.startd.ports import ForkLauncher
 from condorpy.startd.resources import Launching, ResourceManager
 from condorpy.startd.sources import Signals, StarterLinks, Ticker
@@ -170,15 +171,15 @@ class Startd:
                                      signal.SIGINT: self._stop_signal,
                                      signal.SIGHUP: self._reconfig_signal,
                                      signal.SIGCHLD: lambda sig: self.children.reap_all()})
-        # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/pool_link.py
+        # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/poolside/
         self.pool: PoolLink | None = None
         self.rm.pool_host = host = PoolHost(self.paths, self.store, self.rm, self.commands,
                                             self.uid)
         if pool_cfg is not None:
             try:
                 self.pool = PoolLink(pool_cfg, self.engine, sel, self.clock, self.rm.apply,
-                                     host, pool_reconnect.previous_port(self.store))
-                pool_reconnect.remember_port(self.store, self.pool)
+                                     host, previous_port(self.store))
+                remember_port(self.store, self.pool)
             except CondorpyError:
                 self.server.close()
                 raise
@@ -218,8 +219,8 @@ class Startd:
         self.rm.launching.cgroup = self.placement.starters
         self.rm.apply(self.engine.take_output())
         Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
-                self.schedd, pool_reconnect.StoredClaims(self.pool, self.store,
-                                                         self.rm.apply),
+                self.schedd,
+                self.pool if self.pool is not None else WithoutPool(self.store),
                 self.started_at).adopt()
         if self.pool is not None:
             self.pool.skip_numbers(pool_restart.last_pool_number(self.store))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from condorpy.classad import ClassAd, Error, Undefined
+from condorpy.classad import ClassAd
 from condorpy.errors import ClassAdError
 from condorpy.queue.jobstore import JobRecord, JobStatus
 from condorpy.startd.starter_handle import StarterHandle
@@ -79,24 +79,6 @@ def number(value: Any, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
     return float(value)
-
-
-def read_result(path: Path) -> dict[str, Any] | None:
-    """The final ad a starter left in its result file; None when there is none."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    try:
-        ad = ClassAd.parse_old(text, source=str(path))
-    except ClassAdError:
-        return None
-    out = {}
-    for name in ad.keys():
-        v = ad.evaluate(name)
-        if v is not Undefined and v is not Error:
-            out[name] = v
-    return out
 
 
 def sent_ad(job_dir: Path) -> ClassAd | None:

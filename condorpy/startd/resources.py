@@ -25,7 +25,9 @@ from condorpy.policy.records import (Action, ClaimEnded, ClaimRefused, Continue,
                                      RunBenchmarks, SoftKill, StartBackfill, StartJob,
                                      StateChange, Suspend)
 from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
-from condorpy.startd import job_end, pool_restart
+from condorpy.startd import job_end
+from condorpy.startd import pool_restart
+from condorpy.startd.results import read_result
 from condorpy.startd.forkserver import LaunchRequest, Launched
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.journal import fields
@@ -327,7 +329,7 @@ class ResourceManager:
                           e.socket_path)
             elif isinstance(e, Finish):
                 final = e.final if e.result_path is None else \
-                    job_end.read_result(Path(e.result_path))
+                    read_result(Path(e.result_path))
                 self.finish(h, final)
             elif isinstance(e, JobStarted):
                 self.stats.job_running(h.name, self.clock.monotonic())

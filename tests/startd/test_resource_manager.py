@@ -468,7 +468,7 @@ class _FakePoolSide:
 
 
 def test_pool_readoption_follows_the_pool_sides_answer(tmp_path: Path) -> None:
-    from condorpy.startd.pool_reconnect import PoolAdoption
+    from condorpy.startd.poolside import PoolAdoption
     rig = Rig(tmp_path)
     _pool_row(rig, 1, 700)           # alive, re-created: adopted
     _pool_row(rig, 2, 701)           # ended meanwhile: its end recorded

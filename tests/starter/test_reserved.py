@@ -10,7 +10,7 @@ import pytest
 from condorpy.classad import ClassAd
 from condorpy.errors import SubmitError
 from condorpy.startd.hooks import FETCHED
-from condorpy.startd.pool_link import pool_job_ad
+from condorpy.startd.poolside import pool_job_ad
 from condorpy.queue.submit import parse_submit
 from condorpy.starter.reserved import (SUBMITTED_ON_HOLD_CODE, SUBMITTED_ON_HOLD_REASON,
                                        admit_submitted, internal_attributes, is_internal,

@@ -14,72 +14,60 @@ and alive interval carry over).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from condorpy.classad import ClassAd
 from condorpy.errors import SecurityError
 from condorpy.policy.records import CoalesceRefused
 from condorpy.pool import claims, coalesce, collector
 from condorpy.pool.cedar import Writer
-from condorpy.pool.server import parse_claim_id
-
-if TYPE_CHECKING:
-    from condorpy.startd.pool_link import PoolLink
+from condorpy.startd.poolside.claims import ClaimTable, engine_id, session_of
 
 log = logging.getLogger("condorpy.startd.pool")
 
 
-def _session(claim_id: str) -> str:
-    try:
-        return parse_claim_id(claim_id).session_id
-    except ValueError:
-        return ""
-
-
-def serve(link: "PoolLink", cmd: coalesce.Coalesce, session_id: str, peer: str) -> Writer:
+def serve(table: ClaimTable, slot_ads: Callable[[], dict[str, ClassAd]],
+          cmd: coalesce.Coalesce, session_id: str, peer: str) -> Writer:
     """The reply to ``COALESCE_SLOTS`` that came on claim session ``session_id``."""
-    from condorpy.startd.pool_link import engine_id
     w = Writer(crypto=True)
-    if session_id not in {_session(c) for c in cmd.claim_ids}:
+    if session_id not in {session_of(c) for c in cmd.claim_ids}:
         # a claim's session speaks for that claim only
         raise SecurityError("COALESCE_SLOTS names no claim of the session it came on",
                             peer=peer)
-    unknown = [c for c in cmd.claim_ids if c not in link.pool_claims]
+    unknown = [c for c in cmd.claim_ids if table.by_claim_id(c) is None]
     if unknown:
         log.info("pool: COALESCE_SLOTS from %s refused: %s is no claim of this daemon",
-                 peer, _session(unknown[0]) or "<malformed>")
+                 peer, session_of(unknown[0]) or "<malformed>")
         return coalesce.reply(w, coalesce.INVALID_REQUEST,
                               "can't find slot with given claim ID")
-    new = link._mint()
-    out = link.engine.coalesce(link.clock.time(), [engine_id(c) for c in cmd.claim_ids],
-                               engine_id(new), cmd.ad)
-    link.apply(out)
+    engine = table.engine
+    new = table.mint()
+    out = engine.coalesce(table.clock.time(), [engine_id(c) for c in cmd.claim_ids],
+                          engine_id(new), cmd.ad)
+    table.apply(out)
     refused = next((o for o in out if isinstance(o, CoalesceRefused)), None)
-    if refused is not None or not link.engine.has_claim(engine_id(new)):
-        link.sessions.pop(_session(new), None)
+    if refused is not None or not engine.has_claim(engine_id(new)):
+        table.spend(new)
         why = refused.reason if refused is not None else "Unable to coalesce any slots"
         result = (coalesce.INVALID_STATE if refused is not None and refused.retry
                   else coalesce.FAILURE if refused is None or refused.reason.startswith(
                       "machine is") else coalesce.INVALID_REQUEST)
         log.info("pool: COALESCE_SLOTS from %s: %s (%s)", peer, why, result)
         return coalesce.reply(w, result, why)
-    first = link.pool_claims[cmd.claim_ids[0]]
+    first = table.by_claim_id(cmd.claim_ids[0])
+    assert first is not None
+    schedd, alive_interval = first.request.scheduler_addr, first.request.alive_interval
     for cid in cmd.claim_ids:
         # the victims' claims are spent (the engine ended them); so are their sessions,
         # once this connection, which already holds its key, is done
-        link.pool_claims.pop(cid, None)
-        link.next_alive.pop(cid, None)
-        link.next_refresh.pop(cid, None)
-        link.sessions.pop(_session(cid), None)
-        for slot, c in list(link.claim_ids.items()):
-            if c == cid:
-                del link.claim_ids[slot]
-    link.pool_claims[new] = claims.RequestClaim(new, cmd.ad, first.scheduler_addr,
-                                                first.alive_interval)
-    slot = next(s.name for s in link.engine.slots.values()
+        table.drop(engine_id(cid), f"coalesced for job {cmd.ad.get('ClusterId')}."
+                   f"{cmd.ad.get('ProcId')}")
+    table.grant(new, claims.RequestClaim(new, cmd.ad, schedd, alive_interval))
+    slot = next(s.name for s in engine.slots.values()
                 if s.claim is not None and s.claim.id == engine_id(new))
-    link.claim_ids[slot] = new
-    link._fresh_claim_ids = True
-    ad = collector.slot_ads(link._ads()[slot], link.address, new).public
+    table.publish(slot, new)
+    table.changed()
+    ad = collector.slot_ads(slot_ads()[slot], table.address, new).public
     log.info("pool: %d claim(s) of %s coalesced into %s for job %s.%s", len(cmd.claim_ids),
-             first.scheduler_addr, slot, cmd.ad.get("ClusterId"), cmd.ad.get("ProcId"))
+             schedd, slot, cmd.ad.get("ClusterId"), cmd.ad.get("ProcId"))
     return coalesce.reply(w, coalesce.SUCCESS, claim_id=new, slot_ad=ad)

@@ -1,4 +1,4 @@
-"""A pool job's scratch directory (condorpy/startd/pool_transfer.py), on a real file
+"""A pool job's scratch directory (condorpy/startd/poolside/transfer.py), on a real file
 system: when files travel, the job ad the starter runs, what goes back, the refusals."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.pool import filetransfer as ft
-from condorpy.startd import pool_transfer as pt
+from condorpy.startd.poolside import transfer as pt
 
 
 def ad(text: str) -> ClassAd:

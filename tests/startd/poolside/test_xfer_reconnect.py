@@ -1,5 +1,5 @@
-"""File transfer across a shadow's reconnect (condorpy/startd/pool_reconnect.py with
-pool_transfer.py): the stored claim carries what the output transfer needs, a
+"""File transfer across a shadow's reconnect (condorpy/startd/poolside/reconnect.py with
+transfer.py): the stored claim carries what the output transfer needs, a
 restarted daemon rebuilds the job's scratch and session from it, a reconnected
 shadow's transfer server and session replace the old ones, and the scratch goes
 when the claim ends for good."""
@@ -17,11 +17,10 @@ from condorpy.pool import reconnect
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import Receive, Send
 from condorpy.pool.shadow import GET_SEC_SESSION_INFO, SessionInfo
-from condorpy.startd import pool_reconnect
 from condorpy.queue.jobstore import JobStore
-from condorpy.startd.pool_transfer import Scratch
-from tests.startd.test_pool_reconnect import (CID, EID, GJID, PEER, _job, _LeaseLink,
-                                              _record, _Store)
+from condorpy.startd.poolside import claimstore
+from condorpy.startd.poolside.transfer import Scratch
+from tests.startd.poolside.test_reconnect import CID, EID, GJID, PEER, _job, _Rig, _record, _Store
 
 SESSION = SessionInfo("filetrans#1", "[Encryption=\"YES\";]", "s3cr3t-session-key")
 KEY = "transfer-key-secret"
@@ -40,12 +39,12 @@ def test_the_stored_claim_carries_the_output_transfer_and_rebuilds_it(
         tmp_path: Path) -> None:
     scratch = tmp_path / "dir_pool_3"
     scratch.mkdir()
-    fields = pool_reconnect.transfer_fields(_xfer_job(scratch))
+    fields = claimstore.transfer_fields(_xfer_job(scratch))
     rec = _record(**fields)
     with JobStore(tmp_path) as store:
         store.put_pool_claim(EID, rec.to_json())
     with JobStore(tmp_path) as store:            # a restarted daemon
-        back = pool_reconnect.stored(store)[4]
+        back = claimstore.stored(store)[4]
     assert back == rec
     assert back.files() == Scratch(scratch, "run.sh", {"in.txt": (1_000, 3)})
     assert back.session() == SESSION
@@ -74,7 +73,7 @@ def test_a_damaged_transfer_field_drops_the_row_with_a_log_line(
     with JobStore(tmp_path) as store:
         store.put_pool_claim(EID, json.dumps(raw))
         with caplog.at_level(logging.ERROR, "condorpy.startd.pool"):
-            assert pool_reconnect.stored(store) == {}
+            assert claimstore.stored(store) == {}
         assert store.pool_claims() == []
     assert "is damaged" in caplog.text
 
@@ -91,21 +90,14 @@ def test_a_reconnected_shadow_gets_the_output_on_its_own_transfer_server(
     scratch = tmp_path / "dir_pool_3"
     scratch.mkdir()
     job = _xfer_job(scratch)
-    link = _LeaseLink(job)
-    link.host = type("Host", (), {"store": _Store()})()  # type: ignore[assignment]
-    link.stored[EID] = _record(**pool_reconnect.transfer_fields(job))
-    loop: list[str] = []
-
-    def shadow_loop(peer: str, j: Any) -> Any:
-        loop.append(peer)
-        yield from ()
-    link._shadow_loop = shadow_loop                       # type: ignore[attr-defined]
+    rig = _Rig(job, _Store(), _record(last_contact=0.0, lease=60,
+                                      **claimstore.transfer_fields(job)))
     payload = reconnect.request(reconnect.RECONNECT_JOB, CID, GJID,
                                 TransferSocket="<127.0.0.9:7001>",
                                 TransferKey="new-key").payload()
     req = reconnect.parse_request(Reader(payload, PEER, crypto=True))
     with caplog.at_level(logging.DEBUG, "condorpy.startd.pool"):
-        gen = pool_reconnect.serve(link, req, EID, "127.0.0.9:5", object())  # type: ignore[arg-type]
+        gen = rig.server.serve(req, EID, "127.0.0.9:5", object())  # type: ignore[arg-type]
         assert isinstance(next(gen), Send)               # CA_RECONNECT_JOB's success
         ask = next(gen)                                  # the session, asked again
         assert isinstance(ask, Send)
@@ -113,11 +105,12 @@ def test_a_reconnected_shadow_gets_the_output_on_its_own_transfer_server(
         assert isinstance(next(gen), Receive)
         with pytest.raises(StopIteration):
             gen.send(_shadow_answer("claim#1", "[]", "k1", "filetrans#2", "[]", "k2"))
-    assert loop == ["127.0.0.9:5"]
+    assert rig.shadows.loops == ["127.0.0.9:5"]
     assert job.ad["TransferSocket"] == "<127.0.0.9:7001>"
     assert job.ad["TransferKey"] == "new-key"
     assert job.transfer_session == SessionInfo("filetrans#2", "[]", "k2")
-    rec = link.stored[EID]                               # what a restart would use
+    rec = rig.table.row(EID)                             # what a restart would use
+    assert rec is not None
     assert (rec.transfer_socket, rec.transfer_key) == ("<127.0.0.9:7001>", "new-key")
     assert rec.session() == SessionInfo("filetrans#2", "[]", "k2")
     for secret in ("new-key", "k2", KEY, SESSION.key):
@@ -126,11 +119,10 @@ def test_a_reconnected_shadow_gets_the_output_on_its_own_transfer_server(
 
 def test_a_shadow_that_answers_no_session_keeps_the_earlier_one(tmp_path: Path) -> None:
     job = _xfer_job(tmp_path)
-    link = _LeaseLink(job)
-    link._shadow_loop = lambda peer, j: iter(())          # type: ignore[attr-defined]
+    rig = _Rig(job, row=_record(last_contact=0.0, lease=60))
     payload = reconnect.request(reconnect.RECONNECT_JOB, CID, GJID).payload()
     req = reconnect.parse_request(Reader(payload, PEER, crypto=True))
-    gen = pool_reconnect.serve(link, req, EID, PEER, object())  # type: ignore[arg-type]
+    gen = rig.server.serve(req, EID, PEER, object())  # type: ignore[arg-type]
     next(gen), next(gen), next(gen)
     with pytest.raises(StopIteration):
         gen.send(Writer(crypto=True).put_int(-1).put_int(22).payload())
@@ -145,17 +137,16 @@ def test_an_ended_jobs_scratch_stays_until_its_lease_runs_out(tmp_path: Path) ->
     job = _xfer_job(scratch)
     job.lease, job.last_contact = 60, 0.0
     job.ended, job.final = True, {"ExitCode": 0}
-    link = _LeaseLink(job)
-    link.stored[EID] = _record(last_contact=0.0, lease=60,
-                               **pool_reconnect.transfer_fields(job))
-    assert pool_reconnect.awaits_shadow(link, job)     # type: ignore[arg-type]
-    pool_reconnect.shadow_lost(link, job)              # type: ignore[arg-type]
-    link.clock.advance(59)
-    pool_reconnect.tick(link)                          # type: ignore[arg-type]
+    rig = _Rig(job, row=_record(last_contact=0.0, lease=60,
+                                **claimstore.transfer_fields(job)))
+    assert rig.table.awaits_shadow(job)
+    rig.leases.shadow_lost(job)
+    rig.clock.advance(59)
+    rig.leases.tick()
     assert (scratch / "out.txt").read_text() == "result\n"
-    link.clock.advance(1)
-    pool_reconnect.tick(link)                          # type: ignore[arg-type]
-    assert not scratch.exists() and link.engine.released == [EID]
+    rig.clock.advance(1)
+    rig.leases.tick()
+    assert not scratch.exists() and rig.engine.released == [EID]
 
 
 def test_a_released_claims_scratch_is_removed(tmp_path: Path) -> None:
@@ -163,11 +154,11 @@ def test_a_released_claims_scratch_is_removed(tmp_path: Path) -> None:
     scratch.mkdir()
     job = _xfer_job(scratch)
     job.ended = True
-    link = _LeaseLink(job)
-    link.stored[EID] = _record(**pool_reconnect.transfer_fields(job))
-    link.pool_claims.clear()                            # the schedd released it
-    pool_reconnect.tick(link)                           # type: ignore[arg-type]
-    assert not scratch.exists() and link.stored == {}
+    store = _Store()
+    rig = _Rig(job, store, _record(**claimstore.transfer_fields(job)))
+    store.rows[EID] = "the row"
+    rig.table.drop(EID, "released by its schedd")
+    assert not scratch.exists() and store.rows == {} and rig.table.jobs() == []
 
 
 def test_an_evicted_jobs_scratch_stays_for_its_connected_shadow(tmp_path: Path) -> None:
@@ -176,9 +167,10 @@ def test_an_evicted_jobs_scratch_stays_for_its_connected_shadow(tmp_path: Path) 
     scratch.mkdir()
     job = _xfer_job(scratch)
     job.ended = True
-    job.exchange = object()
-    link = _LeaseLink(job)
-    link.stored[EID] = _record(**pool_reconnect.transfer_fields(job))
-    link.pool_claims.clear()
-    pool_reconnect.tick(link)                           # type: ignore[arg-type]
-    assert scratch.exists() and link.stored == {}
+    job.exchange = object()                             # type: ignore[assignment]
+    store = _Store()
+    rig = _Rig(job, store, _record(**claimstore.transfer_fields(job)))
+    store.rows[EID] = "the row"
+    rig.table.drop(EID, "the policy ended it")
+    assert scratch.exists() and store.rows == {}
+    assert rig.table.job(EID) is job                     # its shadow still hears its end
