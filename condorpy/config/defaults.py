@@ -187,10 +187,15 @@ CODE_DEFAULTS: dict[str, str] = {
     # condorpy's own knobs (HTCondor knows none of them, so it too reports them undefined)
     "CONDORPY_USE_CGROUPS": "true",
     "CONDORPY_ENFORCE_DISK_USAGE": "true",
+    # how often a starter measures its job and tells the daemon (HTCondor's
+    # STARTER_UPDATE_INTERVAL, 300 s, is the cadence of updates sent on, e.g. to an
+    # update hook: policy and metrics here read usage far fresher than that)
+    "CONDORPY_USAGE_INTERVAL": "5",
     # the schedd's history file: files of at most 20 MB, two old ones kept
     "MAX_HISTORY_LOG": "20971520",
     "MAX_HISTORY_ROTATIONS": "2",
     "STARTER_ALLOW_RUNAS_OWNER": "true",
+    "STARTER_UPDATE_INTERVAL": "300",
     "MAXJOBRETIREMENTTIME": "0",
     "RANK": "0",
     "NUM_SLOTS": "",

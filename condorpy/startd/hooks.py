@@ -40,13 +40,13 @@ from condorpy.startd.hookproto import (ExitHow, HookVerdict, check_fetched, hook
                                        hook_stdin, parse_reply_ad)
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
 from condorpy.startd.metrics import MetricsStats
+from condorpy.starter.knobs import initial_update_interval, update_interval
 from condorpy.startd.starter_handle import Phase, StarterHandle
 
 log = logging.getLogger("condorpy.startd")
 
 DEFAULT_TIMEOUT_S = 30.0          # <KW>_HOOK_<TYPE>_TIMEOUT when unset
 DEFAULT_FETCH_DELAY_S = 300       # FetchWorkDelay when undefined (HTCondor's 5 minutes)
-INITIAL_UPDATE_S = 8.0            # STARTER_INITIAL_UPDATE_INTERVAL default
 HOLD_PREPARE_FAILED = 19          # CONDOR_HOLD_CODE HookPrepareJobFailure
 FETCHED = "CondorpyFetchedFrom"   # marks a job that came from a fetch-work hook
 _HOOK_TYPES = ("FETCH_WORK", "REPLY_FETCH", "EVICT_CLAIM", "PREPARE_JOB",
@@ -475,12 +475,10 @@ class JobHooks:
             hooks = self.jobs[job_id] = _JobHooks(kw)
         now = self.d.clock.monotonic()
         if hooks.next_update is None:
-            first = self.starter_cfg.get_float("STARTER_INITIAL_UPDATE_INTERVAL",
-                                               INITIAL_UPDATE_S)
-            hooks.next_update = now + first
+            hooks.next_update = now + initial_update_interval(self.starter_cfg)
         if now < hooks.next_update or hooks.updating:
             return
-        hooks.next_update = now + self.starter_cfg.get_float("STARTER_UPDATE_INTERVAL", 300.0)
+        hooks.next_update = now + update_interval(self.starter_cfg)
         rec = self.d.store.job(job_id)
         if rec is None:
             return

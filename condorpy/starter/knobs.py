@@ -21,7 +21,7 @@ _SLOT_USER = re.compile(r"^SLOT(\d+)_USER$", re.IGNORECASE)
 KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
          "CONDORPY_CGROUP_PIDS_MAX", "CONDORPY_CGROUP_CPU_MAX", "USE_PID_NAMESPACES",
          "STARTER_ALLOW_RUNAS_OWNER", "CONDORPY_ALLOW_ROOT_JOBS", "BASE_CGROUP",
-         "CONDORPY_USE_CGROUPS", "KILLING_TIMEOUT", "STARTER_UPDATE_INTERVAL",
+         "CONDORPY_USE_CGROUPS", "KILLING_TIMEOUT", "CONDORPY_USAGE_INTERVAL",
          "CONDORPY_ENFORCE_DISK_USAGE", "FULL_HOSTNAME",
          "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR")
 
@@ -60,18 +60,29 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
     pids = cfg.get_int("CONDORPY_CGROUP_PIDS_MAX")
     return StarterSettings(
         execute=execute, memory_policy=policy,
-        disable_swap=cfg.get_bool("DISABLE_SWAP_FOR_JOB", False),
+        disable_swap=cfg.knob_bool("DISABLE_SWAP_FOR_JOB"),
         machine_memory_mb=configured_memory_mb(cfg),
         custom_hard_mb=custom_hard_mb, custom_soft_mb=custom_soft_mb,
         pids_max=pids if pids else None,
         enforce_cpu_max=cfg.get_bool("CONDORPY_CGROUP_CPU_MAX", False),
-        use_pid_namespaces=cfg.get_bool("USE_PID_NAMESPACES", False),
-        allow_runas_owner=cfg.get_bool("STARTER_ALLOW_RUNAS_OWNER", True),
+        use_pid_namespaces=cfg.knob_bool("USE_PID_NAMESPACES"),
+        allow_runas_owner=cfg.knob_bool("STARTER_ALLOW_RUNAS_OWNER"),
         slot_users=slot_users,
         allow_root_jobs=cfg.get_bool("CONDORPY_ALLOW_ROOT_JOBS", False),
         cgroup_base=cfg.get("BASE_CGROUP") or None,
         use_cgroups=wants_cgroups(cfg),
-        kill_timeout_s=cfg.get_float("KILLING_TIMEOUT", 30.0),
-        update_interval_s=cfg.get_float("STARTER_UPDATE_INTERVAL", 5.0),
+        kill_timeout_s=cfg.knob_float("KILLING_TIMEOUT"),
+        update_interval_s=cfg.knob_float("CONDORPY_USAGE_INTERVAL"),
         enforce_disk=enforces_disk(cfg),
         hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn())
+
+
+# The cadence of a running job's updates (HTCondor's starter sends them to its shadow;
+# here an UPDATE_JOB_INFO hook hears them): the first after
+# STARTER_INITIAL_UPDATE_INTERVAL, then every STARTER_UPDATE_INTERVAL.
+def initial_update_interval(cfg: KnobReader) -> float:
+    return cfg.knob_float("STARTER_INITIAL_UPDATE_INTERVAL")
+
+
+def update_interval(cfg: KnobReader) -> float:
+    return cfg.knob_float("STARTER_UPDATE_INTERVAL")

@@ -28,6 +28,7 @@ RUNBENCHMARKS = False
 POLLING_INTERVAL = 1
 CONDORPY_ALLOW_ROOT_JOBS = true
 STARTER_UPDATE_INTERVAL = 1
+CONDORPY_USAGE_INTERVAL = 1
 # a free port each: daemons of tests running side by side never collide
 CONDORPY_METRICS_ADDRESS = 127.0.0.1:0
 """

@@ -35,7 +35,7 @@ from condorpy.starter.protocol import Command, StarterClient
 
 PR_SET_CHILD_SUBREAPER = 36
 SLOT_AD = 'Name = "slot1@test"\nCpus = 1\nMemory = 256\n'
-KNOBS = {"STARTER_UPDATE_INTERVAL": "0.2", "KILLING_TIMEOUT": "5"}
+KNOBS = {"CONDORPY_USAGE_INTERVAL": "0.2", "KILLING_TIMEOUT": "5"}
 
 
 # --- the encoding, without I/O ----------------------------------------------------------
@@ -454,7 +454,7 @@ def test_vm_starter_runs_in_the_requested_cgroup_and_its_job_below() -> None:
         launched = server.launch(LaunchRequest(
             job_id="11.0", job_ad=job("/bin/sleep", "30", n=11), slot_ad=SLOT_AD,
             execute=str(execute), result_path=str(tmp / "11.0.ad"),
-            knobs={"BASE_CGROUP": "htcondor", "STARTER_UPDATE_INTERVAL": "0.2"},
+            knobs={"BASE_CGROUP": "htcondor", "CONDORPY_USAGE_INTERVAL": "0.2"},
             cgroup=str(service / "starters.leaf")))
         client = connect(launched)
         try:

@@ -170,7 +170,7 @@ def test_install_starts_the_service_through_ready(deb: Path) -> None:
     job.chmod(0o755)
     CONFIG_DIR.mkdir(parents=True, exist_ok=True)
     TEST_CONFIG.write_text("NUM_CPUS = 2\nMEMORY = 512\nPOLLING_INTERVAL = 1\n"
-                           "STARTER_UPDATE_INTERVAL = 2\n")
+                           "CONDORPY_USAGE_INTERVAL = 2\n")
     DROPIN.parent.mkdir(parents=True, exist_ok=True)
     DROPIN.write_text(f"[Service]\nWatchdogSec={WATCHDOG_S}s\nRestartSec=2s\n")
     # The VM sees the host's root: a container's policy-rc.d ("exit 101": start no

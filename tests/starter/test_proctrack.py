@@ -107,7 +107,7 @@ def run_starter(work: Path, script: str, marker: str) -> tuple[ClassAd, str]:
     res = subprocess.run([sys.executable, "-m", "condorpy", "starter", "--job-ad",
                           str(work / "job.ad"), "--slot-ad", str(work / "slot.ad"),
                           "--execute", str(work / "execute"), "--result",
-                          str(work / "final.ad"), "--set", "STARTER_UPDATE_INTERVAL=0.2",
+                          str(work / "final.ad"), "--set", "CONDORPY_USAGE_INTERVAL=0.2",
                           "--set", "CONDORPY_USE_CGROUPS=false"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr

@@ -25,7 +25,7 @@ from condorpy.starter.cgroup import own_cgroup
 MOUNT = "/sys/fs/cgroup"
 KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY=hard", "DISABLE_SWAP_FOR_JOB=true",
          "CONDORPY_CGROUP_PIDS_MAX=32", "BASE_CGROUP=htcondor",
-         "STARTER_UPDATE_INTERVAL=0.2", "KILLING_TIMEOUT=5")
+         "CONDORPY_USAGE_INTERVAL=0.2", "KILLING_TIMEOUT=5")
 
 
 def cgroup_state(path: str) -> dict[str, object]:
