@@ -15,7 +15,7 @@ address) and ``Result``. ``CA_RECONNECT_JOB`` goes to that address on the same c
 session; it carries the shadow's ``ShadowIpAddr``, ``ShadowVersion``, ``UidDomain``,
 ``TransferKey`` and ``TransferSocket`` and is answered with the starter-info ad (as
 ``register_starter_info`` sends it) and ``Result``; the connection then carries the
-starter's calls to the shadow (``condorpy/startd/pool_reconnect.py``).
+starter's calls to the shadow (``condorpy/startd/poolside/reconnect.py``).
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ CREATE TABLE starters (
 
 # Added after schema version 1 without a version change: an older condorpy ignores it.
 # One row per claim a pool's schedd holds with a job on it (condorpy/startd/
-# pool_reconnect.py); the record holds the claim id's key, so it is never logged.
+# poolside/claimstore.py); the record holds the claim id's key, so it is never logged.
 _POOL_CLAIMS = """
 CREATE TABLE IF NOT EXISTS pool_claims (claim TEXT PRIMARY KEY, record TEXT NOT NULL)
 """
@@ -791,7 +791,7 @@ class JobStore:
                     "ORDER BY claim_id")]
 
 
-    # --- pool claims and small settings (condorpy/startd/pool_reconnect.py) ----------
+    # --- pool claims and small settings (condorpy/startd/poolside/claimstore.py) ----------
 
     def put_pool_claim(self, claim: str, record: str) -> None:
         """Store (or replace) the record of pool claim ``claim`` (its public id)."""

@@ -1,5 +1,5 @@
 """The daemon's commands: what ``condorpy q``, ``rm``, ``drain``... and the pool's own
-tools (through :mod:`condorpy.startd.pool_link`) ask of it.
+tools (through :mod:`condorpy.startd.poolside`) ask of it.
 
 Every handler is named for its command in :data:`condorpy.startd.control.COMMANDS` and
 answers through the daemon's engine, job store and job lifecycle, so the local CLI and

@@ -1,6 +1,6 @@
 """What becomes of jobs run for a pool's shadow that cannot be reconnected.
 
-A job with a job lease survives a daemon restart (``pool_reconnect.py``). One without
+A job with a job lease survives a daemon restart (``poolside/reconnect.py``). One without
 (``JobLeaseDuration`` 0 or missing, no ``GlobalJobId``) must never run on unseen: its
 starter is recorded in the job store as it is launched, and a daemon that restarts
 after being killed (SIGKILL, a crash) finds the starter still running, stops it and

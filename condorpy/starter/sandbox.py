@@ -25,7 +25,7 @@ JOB_AD_FILE = ".job.ad"
 MACHINE_AD_FILE = ".machine.ad"
 # the job ad attribute naming a scratch directory made for the job beforehand
 PREPARED_SCRATCH_ATTR = "CondorpyPreparedScratch"
-# the names the daemon gives the scratch directories it makes (pool_transfer.py)
+# the names the daemon gives the scratch directories it makes (startd/poolside/transfer.py)
 PREPARED_PREFIX = "dir_pool_"
 
 

@@ -281,7 +281,7 @@ class Starter:
                                           job_ad_text=self.job_ad_text,
                                           machine_ad_text=self.machine_ad_text, tag=self.tag)
             return
-        # a pool job whose files were transferred in (startd/pool_transfer.py)
+        # a pool job whose files were transferred in (startd/poolside/transfer.py)
         try:
             self.sandbox = adopt_sandbox(prepared, self.settings.execute, user,
                                          job_ad_text=self.job_ad_text,

@@ -192,7 +192,7 @@ def test_user_log_opened_while_other_threads_run_changes_no_ids_of_theirs(
 @pytest.mark.skipif(not ROOT, reason="needs root: the reader is root, the files a user's")
 def test_root_reads_only_the_jobs_own_regular_files_below_its_directory(
         tmp_path: Path, roots: dict[str, Path], attacker: User) -> None:
-    """A pool job's outputs are read by root (startd/pool_transfer.py) and sent to the
+    """A pool job's outputs are read by root (startd/poolside/transfer.py) and sent to the
     submitter: a directory of the output swapped for a link to root's directory, a
     hard link to root's file, a FIFO, are refused; the job's own file is read."""
     box = tmp_path / "dir_pool_1"
