@@ -32,13 +32,13 @@ condorpy_alive() {
 
 # wait_gone SECONDS PID...: true once none of the processes is left.
 condorpy_wait_gone() {
-    n=$(($1 * 5)); shift
+    wn=$(($1 * 5)); shift
     while :; do
         left=""
         for p in "$@"; do condorpy_alive "$p" && left="$left $p"; done
         [ -z "$left" ] && return 0
-        [ "$n" -gt 0 ] || return 1
-        sleep 0.2; n=$((n - 1))
+        [ "$wn" -gt 0 ] || return 1
+        sleep 0.2; wn=$((wn - 1))
     done
 }
 
@@ -54,7 +54,7 @@ condorpy_scope_dirs() {
                 */condorpy-jobs.scope) echo "$dir" ;;
                 *.scope) [ -d "$dir/starters.leaf" ] && echo "$dir" ;;
             esac
-        done
+        done || true
     return 0
 }
 
@@ -62,7 +62,7 @@ condorpy_scope_dirs() {
 condorpy_daemons() {
     find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -lname "$CONDORPY_QUEUE.lock" \
         2>/dev/null | cut -d/ -f3 | sort -u |
-        while read -r p; do condorpy_same_root "$p" && echo "$p"; done
+        while read -r p; do condorpy_same_root "$p" && echo "$p"; done || true
     return 0
 }
 
@@ -79,7 +79,7 @@ PY
     while read -r p start; do
         [ "$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20)" = "$start" ] \
             && condorpy_same_root "$p" && echo "$p"
-    done
+    done || true
     return 0
 }
 
@@ -157,7 +157,7 @@ condorpy_state_users() {
     } | cut -d/ -f3 | sort -u | while read -r p; do
         case "$keep" in *" $p "*) continue ;; esac
         condorpy_same_root "$p" && echo "$p"
-    done
+    done || true
     return 0
 }
 
@@ -170,7 +170,7 @@ condorpy_kill_jobs() {
     [ -n "$cgroups$pids" ] || return 0
     [ -n "$pids" ] && condorpy_say "killing what is left of condorpy: $pids"
     kill -KILL $pids 2>/dev/null || true
-    n=75        # 15 s
+    kn=75        # 15 s
     while :; do
         busy=""
         for cg in $cgroups; do
@@ -180,11 +180,11 @@ condorpy_kill_jobs() {
             fi
         done
         [ -z "$busy" ] && condorpy_wait_gone 0 $pids && break
-        if [ "$n" -le 0 ]; then
+        if [ "$kn" -le 0 ]; then
             condorpy_say "still not empty after 15 s:$busy (pids: $(for cg in $busy; do condorpy_cgroup_procs "$cg"; done | tr '\n' ' '))"
             break
         fi
-        sleep 0.2; n=$((n - 1))
+        sleep 0.2; kn=$((kn - 1))
     done
     for dir in $(condorpy_scope_dirs); do
         # Empty now: the stop is quick, and the unit goes with it (also when a stop
@@ -226,13 +226,13 @@ condorpy_end_jobs() {
 # Remove directories that jobs may still be writing into: again and again for up to
 # 30 s, ending what still writes there; what is left after that is said, not fatal.
 condorpy_remove_state() {
-    n=60
+    rn=60
     while :; do
         rm -rf "$@" 2>/dev/null || true
         left=""
         for d in "$@"; do [ -e "$d" ] && left="$left $d"; done
         [ -z "$left" ] && return 0
-        if [ "$n" -le 0 ]; then
+        if [ "$rn" -le 0 ]; then
             condorpy_say "could not remove everything in 30 s; left:"
             find $left 2>/dev/null | head -n 20 >&2 || true
             condorpy_may_act && for p in $(condorpy_state_users); do
@@ -241,7 +241,7 @@ condorpy_remove_state() {
             return 0
         fi
         condorpy_may_act && condorpy_kill_jobs purge
-        sleep 0.5; n=$((n - 1))
+        sleep 0.5; rn=$((rn - 1))
     done
 }
 # --- end of the jobs' part ---------------------------------------------------------
