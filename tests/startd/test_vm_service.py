@@ -62,6 +62,7 @@ echo done > done.$1
 WRITER = """#!/bin/sh
 trap '' TERM
 echo $$ > "$2/pid.$1"
+cd "${_CONDOR_SCRATCH_DIR:?}"
 pwd > "$2/sandbox.$1"
 write() {
     i=0
