@@ -69,7 +69,7 @@ write() {
     while :; do
         i=$((i + 1))
         mkdir -p "$1/d$((i % 20))"
-        echo "$i" > "$1/d$((i % 20))/f$i"
+        echo "$i" > "$1/d$((i % 20))/f$((i % 200))"
     done
 }
 write a &
@@ -135,12 +135,13 @@ def home() -> Path:
     return Path(pwd.getpwnam(USER).pw_dir)
 
 
-def submit(name: str, seconds: int | str, executable: str = "job.sh") -> int:
+def submit(name: str, seconds: int | str, executable: str = "job.sh",
+           disk_kb: int = 1024) -> int:
     """Submit the job script as the ordinary user; its cluster id."""
     sub = home() / f"{name}.sub"
     sub.write_text(f"executable = {executable}\narguments = {name} {seconds}\n"
                    f"log = {name}.log\noutput = {name}.out\nerror = {name}.err\n"
-                   f"request_memory = {MEMORY_MB}\nrequest_disk = 1024\nqueue\n")
+                   f"request_memory = {MEMORY_MB}\nrequest_disk = {disk_kb}\nqueue\n")
     os.chown(sub, pwd.getpwnam(USER).pw_uid, pwd.getpwnam(USER).pw_gid)
     out = sh("condorpy", "submit", sub.name, user=USER, cwd=home()).stdout
     cluster = int(out.strip().rstrip(".").split()[-1])
@@ -389,13 +390,13 @@ def install_again(deb: Path) -> None:
 
 def start_writer(name: str) -> tuple[int, Path, set[int]]:
     """A writer job, once it is writing: its cluster, sandbox and processes."""
-    cluster = submit(name, str(home()), "writer.sh")
+    cluster = submit(name, str(home()), "writer.sh", disk_kb=20480)
     pid = job_pid(name)
     sandbox = Path(wait_for("the writer's sandbox", lambda: (home() / f"sandbox.{name}")
                             .exists() and (home() / f"sandbox.{name}").read_text().strip(),
                             60))
     assert str(sandbox).startswith("/var/lib/condorpy/execute/"), sandbox
-    wait_for("the writer to write", lambda: len(list(sandbox.glob("d*/f*"))) > 200, 120)
+    wait_for("the writer to write", lambda: len(list(sandbox.glob("*/d*/f*"))) > 100, 120)
     cg = Path(f"/proc/{pid}/cgroup").read_text().strip().split("::")[-1]
     assert cg.startswith(f"/system.slice/{SCOPE}/"), cg
     procs = {int(p) for p in (CGROOT / cg.lstrip("/") / "cgroup.procs").read_text().split()}
@@ -436,10 +437,11 @@ def test_purge_while_a_job_writes_ends_it_first(deb: Path) -> None:
     spool = Path(f"/var/lib/condorpy/spool/jobs/{cluster}.0")
     assert spool.is_dir(), spool
     stray = subprocess.Popen(["sh", "-c", 'trap "" TERM; i=0; while :; do i=$((i + 1)); '
-                              'mkdir -p d$((i % 20)); echo $i > d$((i % 20))/f$i; done'],
+                              'mkdir -p d$((i % 20)); echo $i > d$((i % 20))/f$((i % 200)); '
+                              'done'],
                              cwd=spool, stdin=subprocess.DEVNULL)
     try:
-        wait_for("the stray writer to write", lambda: len(list(spool.glob("d*/f*"))) > 200,
+        wait_for("the stray writer to write", lambda: len(list(spool.glob("d*/f*"))) > 100,
                  60)
         t0 = time.monotonic()
         res = sh("dpkg", "--purge", "condorpy", timeout=600)
