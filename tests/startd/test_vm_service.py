@@ -8,8 +8,12 @@ below ``condorpy-jobs.scope`` with its memory limit, ``systemctl reload`` applyi
 changed knob while it runs, ``systemctl restart`` leaving it running and recording
 its end once, ``kill -STOP`` on the daemon answered by the watchdog with another
 job surviving it, the journal's structured fields, and ``dpkg --purge`` leaving
-nothing behind. Each test needs the ones before it; the module stops at the first
-failure.
+nothing behind. Then the package again, twice, each time with a job that ignores
+SIGTERM and writes files into its sandbox as fast as it can: ``dpkg --purge`` with it
+running (and a stray writer in the job's spool directory, the race seen in CI:
+``rm: cannot remove .../spool/jobs/12.0: Directory not empty``), and ``dpkg -r`` (the
+job ends, its queue and spool stay) followed by ``dpkg --purge``. Each test needs the
+ones before it; the module stops at the first failure.
 """
 
 from __future__ import annotations
@@ -51,6 +55,25 @@ else
     sleep $2
 fi
 echo done > done.$1
+"""
+
+# A job that writes as fast as it can, in two processes, into nested directories of
+# its sandbox, and ignores SIGTERM: removing the state under it races every rm.
+WRITER = """#!/bin/sh
+trap '' TERM
+echo $$ > "$2/pid.$1"
+cd "${_CONDOR_SCRATCH_DIR:?}"
+pwd > "$2/sandbox.$1"
+write() {
+    i=0
+    while :; do
+        i=$((i + 1))
+        mkdir -p "$1/d$((i % 20))"
+        echo "$i" > "$1/d$((i % 20))/f$((i % 200))"
+    done
+}
+write a &
+write b
 """
 
 state: dict[str, Any] = {}
@@ -112,12 +135,13 @@ def home() -> Path:
     return Path(pwd.getpwnam(USER).pw_dir)
 
 
-def submit(name: str, seconds: int | str) -> int:
+def submit(name: str, seconds: int | str, executable: str = "job.sh",
+           disk_kb: int = 1024) -> int:
     """Submit the job script as the ordinary user; its cluster id."""
     sub = home() / f"{name}.sub"
-    sub.write_text(f"executable = job.sh\narguments = {name} {seconds}\n"
+    sub.write_text(f"executable = {executable}\narguments = {name} {seconds}\n"
                    f"log = {name}.log\noutput = {name}.out\nerror = {name}.err\n"
-                   f"request_memory = {MEMORY_MB}\nrequest_disk = 1024\nqueue\n")
+                   f"request_memory = {MEMORY_MB}\nrequest_disk = {disk_kb}\nqueue\n")
     os.chown(sub, pwd.getpwnam(USER).pw_uid, pwd.getpwnam(USER).pw_gid)
     out = sh("condorpy", "submit", sub.name, user=USER, cwd=home()).stdout
     cluster = int(out.strip().rstrip(".").split()[-1])
@@ -347,4 +371,125 @@ def test_purge_leaves_no_unit_state_or_process(deb: Path) -> None:
             if b"condorpy.startd" in cmd or b"/usr/bin/condorpy" in cmd:
                 left.append(cmd.decode(errors="replace"))
     assert left == [], left
+    shutil.rmtree(home(), ignore_errors=True)
+
+
+def install_again(deb: Path) -> None:
+    """The package once more, on a machine it was purged from, with a writer job."""
+    h = home()
+    h.mkdir(exist_ok=True)
+    user = pwd.getpwnam(USER)
+    os.chown(h, user.pw_uid, user.pw_gid)
+    writer = h / "writer.sh"
+    writer.write_text(WRITER)
+    writer.chmod(0o755)
+    sh("dpkg", "-i", str(deb), timeout=600)
+    assert running_active(), journal_tail()
+    sh("systemctl", "is-active", SCOPE)
+
+
+def start_writer(name: str) -> tuple[int, Path, set[int]]:
+    """A writer job, once it is writing: its cluster, sandbox and processes."""
+    cluster = submit(name, str(home()), "writer.sh", disk_kb=20480)
+    pid = job_pid(name)
+    sandbox = Path(wait_for("the writer's sandbox", lambda: (home() / f"sandbox.{name}")
+                            .exists() and (home() / f"sandbox.{name}").read_text().strip(),
+                            60))
+    assert str(sandbox).startswith("/var/lib/condorpy/execute/"), sandbox
+    wait_for("the writer to write", lambda: len(list(sandbox.glob("*/d*/f*"))) > 100, 120)
+    cg = Path(f"/proc/{pid}/cgroup").read_text().strip().split("::")[-1]
+    assert cg.startswith(f"/system.slice/{SCOPE}/"), cg
+    procs = {int(p) for p in (CGROOT / cg.lstrip("/") / "cgroup.procs").read_text().split()}
+    assert pid in procs and len(procs) >= 2, procs
+    return cluster, sandbox, procs
+
+
+def condorpy_processes() -> list[str]:
+    """Processes of condorpy or working in its state."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if b"condorpy.startd" in cmd or b"/usr/bin/condorpy" in cmd or \
+                cwd.startswith("/var/lib/condorpy"):
+            left.append(f"{entry.name} {cwd} {cmd.decode(errors='replace')}")
+    return left
+
+
+def assert_no_unit_left(removed_only: bool = False) -> None:
+    listed = sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
+                UNIT, SCOPE).stdout.strip()
+    if removed_only:
+        # Until purge, the service's enablement is remembered (the wants link stays), so
+        # systemd still lists it: not found, and not running.
+        assert listed in ("", f"{UNIT} not-found inactive dead {UNIT}"), listed
+    else:
+        assert listed == "", listed
+    for cg in (f"system.slice/{UNIT}", f"system.slice/{SCOPE}"):
+        assert not (CGROOT / cg).exists(), f"cgroup {cg} is left"
+
+
+def test_purge_while_a_job_writes_ends_it_first(deb: Path) -> None:
+    install_again(deb)
+    cluster, sandbox, procs = start_writer("w")
+    # And a writer outside every cgroup of condorpy, in the job's spool directory: what
+    # a job that outlived its starter would be, or one of a daemon without cgroups.
+    spool = Path(f"/var/lib/condorpy/spool/jobs/{cluster}.0")
+    assert spool.is_dir(), spool
+    stray = subprocess.Popen(["sh", "-c", 'trap "" TERM; i=0; while :; do i=$((i + 1)); '
+                              'mkdir -p d$((i % 20)); echo $i > d$((i % 20))/f$((i % 200)); '
+                              'done'],
+                             cwd=spool, stdin=subprocess.DEVNULL)
+    try:
+        wait_for("the stray writer to write", lambda: len(list(spool.glob("d*/f*"))) > 100,
+                 60)
+        t0 = time.monotonic()
+        res = sh("dpkg", "--purge", "condorpy", timeout=600)
+        print(f"dpkg --purge with a writer running: {time.monotonic() - t0:.1f} s\n"
+              f"{res.stderr}")
+        assert stray.wait(timeout=30) == -9, "the stray writer was not killed"
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+            stray.wait()
+    assert sh("dpkg-query", "-W", "condorpy", check=False).returncode != 0
+    for path in ("/etc/condorpy", "/var/lib/condorpy", "/var/log/condorpy",
+                 "/run/condorpy"):
+        assert not os.path.lexists(path), f"{path} is left\n{res.stderr}"
+    assert [p for p in procs if alive(p)] == [], procs
+    assert condorpy_processes() == []
+    assert_no_unit_left()
+
+
+def test_remove_ends_jobs_and_keeps_their_state_until_purge(deb: Path) -> None:
+    install_again(deb)
+    cluster, sandbox, procs = start_writer("r")
+    res = sh("dpkg", "-r", "condorpy", timeout=600)
+    assert sh("dpkg-query", "-W", "-f=${Status}", "condorpy").stdout == \
+        "deinstall ok config-files", res.stderr
+    # The jobs end with the program that ran them...
+    assert [p for p in procs if alive(p)] == [], procs
+    assert condorpy_processes() == []
+    assert_no_unit_left(removed_only=True)
+    # ... their data stays, as configuration does: the queue still has the job, to run
+    # again when the package comes back; dpkg -r is not dpkg --purge.
+    assert Path("/etc/condorpy/condor_config").is_file()
+    db = Path("/var/lib/condorpy/spool/condorpy_queue.sqlite3")
+    assert db.is_file() and Path(f"/var/lib/condorpy/spool/jobs/{cluster}.0").is_dir()
+    out = sh("python3", "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1])"
+             ".execute('SELECT cluster FROM jobs').fetchall())", str(db)).stdout
+    assert f"({cluster}," in out, out
+    assert Path("/var/log/condorpy").is_dir()
+    res = sh("dpkg", "--purge", "condorpy", timeout=600)
+    assert sh("dpkg-query", "-W", "condorpy", check=False).returncode != 0
+    for path in ("/etc/condorpy", "/var/lib/condorpy", "/var/log/condorpy",
+                 "/run/condorpy"):
+        assert not os.path.lexists(path), f"{path} is left\n{res.stderr}"
+    assert condorpy_processes() == []
+    assert_no_unit_left()
     shutil.rmtree(home(), ignore_errors=True)
