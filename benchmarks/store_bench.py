@@ -69,7 +69,7 @@ def history_figures(spool: Path, rows: int) -> None:
         size = os.path.getsize(spool / DB_NAME)
         print(f"history: {rows} finished jobs ({size / 1e6:.0f} MB store; filled in "
               f"{t_fill:.1f} s)")
-        t_all, ads = _t(lambda: json.dumps({"ads": [r.ad.to_old() for r in st.history()]}))
+        t_all, ads = _t(lambda: json.dumps({"ads": [r.ad.to_old() for r in st.history.find()]}))
         print(f"  before: the whole history read, parsed and encoded (what `history "
               f"-limit 1` made the daemon do) {t_all:.2f} s, "
               f"{len(ads) / 1e6:.0f} MB of reply")  # type: ignore[arg-type]
@@ -79,10 +79,10 @@ def history_figures(spool: Path, rows: int) -> None:
             "DESC, cluster DESC, proc DESC LIMIT 1").fetchall())
         db.close()
         print(f"  before: the old query with a limit (sorts the table) {t_old * 1e3:.1f} ms")
-        t_one, _ = _t(lambda: [r.ad.to_old() for r in st.history_iter(limit=1)])
-        t_ten, _ = _t(lambda: [r.ad.to_old() for r in st.history_iter(limit=10)])
-        t_con, got = _t(lambda: list(st.history_iter("ProcId == 999", limit=5)))
-        print(f"  after: history_iter(limit=1) {t_one * 1e3:.2f} ms; limit=10 "
+        t_one, _ = _t(lambda: [r.ad.to_old() for r in st.history.iter(limit=1)])
+        t_ten, _ = _t(lambda: [r.ad.to_old() for r in st.history.iter(limit=10)])
+        t_con, got = _t(lambda: list(st.history.iter("ProcId == 999", limit=5)))
+        print(f"  after: history.iter(limit=1) {t_one * 1e3:.2f} ms; limit=10 "
               f"{t_ten * 1e3:.2f} ms; a constraint matching 1 row in 1000, limit 5 "
               f"{t_con * 1e3:.1f} ms ({len(got)} found)")  # type: ignore[arg-type]
 
@@ -115,7 +115,7 @@ def rotation_cost(base: Path) -> None:
         spool = Path(tempfile.mkdtemp(dir=base))
         with JobStore(spool, history=limits) as st:
             t, _ = _t(lambda: _clusters(st, 10_000, finished=True))  # noqa: B023
-            live, rots = st.history_size()
+            live, rots = st.history.size()
         out.append((t, live, rots))
     (t0, _, _), (t1, live, rots) = out
     print(f"history rotation: 10,000 jobs into the history {t0:.2f} s without rotation, "

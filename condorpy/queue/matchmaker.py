@@ -201,8 +201,8 @@ class LocalSchedd:
             if not self.engine.has_claim(claim_id):
                 continue
             # The claim is on disk before the job is started on it.
-            self.store.record_claim(claim_id, self.execute.slot_of(claim_id), "claimed",
-                                    rec.job_id)
+            self.store.claims.record(claim_id, self.execute.slot_of(claim_id), "claimed",
+                                     rec.job_id)
             if not self.execute.activate(rec.job_id, claim_id, name):
                 continue    # not activated: the claim went back, the job stays idle
             return True

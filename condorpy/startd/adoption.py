@@ -71,7 +71,7 @@ class Adopter:
     def adopt(self) -> None:
         """Take back every starter the previous daemon left running; record the ends of
         those that finished meanwhile; requeue jobs whose starter vanished."""
-        for srec in self.store.starters():
+        for srec in self.store.starters.all():
             launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
                                 srec.socket_path, str(Path(srec.execute_dir) / "final.ad"),
                                 "")
@@ -80,15 +80,15 @@ class Adopter:
             if number is not None:
                 self._pool_job(srec, number, launched, alive)
             elif self.store.job(srec.job_id) is None:
-                self.store.forget_starter(srec.job_id)
+                self.store.starters.forget(srec.job_id)
             else:
                 self._local_job(srec, launched, alive)
         if self.pool is not None:
             self.pool.adopt_rest()
         # Claims the store holds for jobs that never got a starter recorded.
-        for c in self.store.claims():
+        for c in self.store.claims.all():
             if c.job_id is None or not self.rm.is_running(c.job_id):
-                self.store.release_claim(c.claim_id)
+                self.store.claims.release(c.claim_id)
         for rec in self.store.jobs():
             if rec.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and \
                     not self.rm.is_running(rec.job_id):
@@ -97,7 +97,7 @@ class Adopter:
     def _local_job(self, srec: StarterRecord, launched: Launched, alive: bool) -> None:
         rec = self.store.job(srec.job_id)
         assert rec is not None
-        claim_id = next((c.claim_id for c in self.store.claims()
+        claim_id = next((c.claim_id for c in self.store.claims.all()
                          if c.job_id == srec.job_id), None) or \
             f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
         h = StarterHandle(LocalJob(srec.job_id), claim_id, srec.slot)
@@ -141,10 +141,10 @@ class Adopter:
             if alive:
                 self.stop_orphan(number, launched, srec.slot)
             else:
-                self.store.forget_starter(srec.job_id)
+                self.store.starters.forget(srec.job_id)
             return
         if got.gone:
-            self.store.forget_starter(srec.job_id)
+            self.store.starters.forget(srec.job_id)
             return
         h = StarterHandle(PoolClaim(got.eid, number), got.eid, got.slot or srec.slot)
         h.on_adopted(launched, self.clock.monotonic())

@@ -126,7 +126,7 @@ class Commands:
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # newest first, read only as far as the limit needs (history -limit N), each
         # ad turned into text only as the reply is written
-        chunks = self.d.store.history_chunks(parse_constraint(args.get("constraint")),
+        chunks = self.d.store.history.chunks(parse_constraint(args.get("constraint")),
                                              limit=args.get("limit"))
         return control.Streamed({}, "ads", _paused(chunks))
 

@@ -31,6 +31,7 @@ from condorpy.errors import CondorpyError, QueueError
 from condorpy.machine.probe import measure_activity
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
+from condorpy.queue.claim_rows import PoolClaimRows
 from condorpy.queue.jobstore import HistoryLimits, JobId, JobStatus, JobStore
 from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
@@ -64,17 +65,17 @@ class PoolHost:
     """What the pool side calls back (its ``JobHost``): launches and signals through
     the resource manager, pool tools' commands through the control commands."""
 
-    def __init__(self, paths: StatePaths, store: JobStore, rm: ResourceManager,
+    def __init__(self, paths: StatePaths, pool_rows: PoolClaimRows, rm: ResourceManager,
                  commands: Commands, uid: int) -> None:
         self.paths = paths
-        self._store = store
+        self._pool_rows = pool_rows
         self.rm = rm
         self.commands = commands
         self.uid = uid
 
     @property
-    def store(self) -> JobStore:
-        return self._store
+    def pool_rows(self) -> PoolClaimRows:
+        return self._pool_rows
 
     def launch_pool_job(self, eid: str, slot: str, job_ad: Any, number: int) -> None:
         self.rm.launch_pool_job(eid, slot, job_ad, number)
@@ -173,13 +174,13 @@ class Startd:
                                      signal.SIGCHLD: lambda sig: self.children.reap_all()})
         # joining an HTCondor pool (COLLECTOR_HOST): condorpy/startd/poolside/
         self.pool: PoolLink | None = None
-        self.rm.pool_host = host = PoolHost(self.paths, self.store, self.rm, self.commands,
+        self.rm.pool_host = host = PoolHost(self.paths, self.store.pool, self.rm, self.commands,
                                             self.uid)
         if pool_cfg is not None:
             try:
                 self.pool = PoolLink(pool_cfg, self.engine, sel, self.clock, self.rm.apply,
-                                     host, previous_port(self.store))
-                remember_port(self.store, self.pool)
+                                     host, previous_port(self.store.pool))
+                remember_port(self.store.pool, self.pool)
             except CondorpyError:
                 self.server.close()
                 raise
@@ -220,10 +221,10 @@ class Startd:
         self.rm.apply(self.engine.take_output())
         Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
                 self.schedd,
-                self.pool if self.pool is not None else WithoutPool(self.store),
+                self.pool if self.pool is not None else WithoutPool(self.store.pool),
                 self.started_at).adopt()
         if self.pool is not None:
-            self.pool.skip_numbers(pool_restart.last_pool_number(self.store))
+            self.pool.skip_numbers(pool_restart.last_pool_number(self.store.starters))
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
                                     control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
@@ -344,7 +345,7 @@ class Startd:
             self.pool.reconfig(new_pool)
         self.rm.launching.knobs = knobs
         self.rm.max_starter_failures = failures
-        self.store.set_history_limits(history)
+        self.store.history.set_limits(history)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)
         _log_reconfig(self.engine, changed, change)

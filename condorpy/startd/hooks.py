@@ -367,13 +367,13 @@ class JobHooks:
         job_id = JobId(cluster, proc if isinstance(proc, int) and
                        not isinstance(proc, bool) else 0)
         claimed = d.runner.slot_of(claim_id)
-        d.store.record_claim(claim_id, claimed, "claimed", job_id)
+        d.store.claims.record(claim_id, claimed, "claimed", job_id)
         rec = d.store.job(job_id)
         assert rec is not None
         self._reply(keyword, True, rec.ad, d.engine.slots[claimed].ad, claim_id)
         log.info("job %s: fetched by %s_HOOK_FETCH_WORK, claims %s", job_id, keyword, claimed)
         if not d.runner.activate(job_id, claim_id, claimed):
-            d.store.release_claim(claim_id)
+            d.store.claims.release(claim_id)
             d.set_status(job_id, JobStatus.REMOVED, reason="the slot would not start it")
             return False
         return True

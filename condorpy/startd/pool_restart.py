@@ -19,13 +19,18 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from condorpy.queue.jobstore import JobId, JobStore, StarterRecord
+from condorpy.queue.jobstore import JobId, StarterRecord
 from condorpy.startd.forkserver import Launched
 from condorpy.startd.starter_handle import Origin, PoolClaim
 
 
 class StarterRows(Protocol):
-    def record_starter(self, starter: StarterRecord) -> None: ...
+    """The job store's starter rows (``store.starters``)."""
+
+    def record(self, starter: StarterRecord) -> None: ...
+
+    def all(self) -> list[StarterRecord]: ...
+
 
 
 def pool_number(number: int) -> int:
@@ -51,17 +56,17 @@ def is_pool_job(job_id: JobId) -> bool:
     return number_of_row(job_id) is not None
 
 
-def record_pool_starter(store: StarterRows, job_id: JobId, launched: Launched,
+def record_pool_starter(starters: StarterRows, job_id: JobId, launched: Launched,
                         job_dir: str, slot: str, now: float) -> None:
     """Note a pool job's starter (``job_id``: its row, :func:`row_id`), so that a daemon
     that did not see it end can find it."""
-    store.record_starter(StarterRecord(job_id, launched.pid, launched.boot_id,
+    starters.record(StarterRecord(job_id, launched.pid, launched.boot_id,
                                        launched.start_ticks, launched.socket_path,
                                        job_dir, slot, int(now)))
 
 
-def last_pool_number(store: JobStore) -> int:
+def last_pool_number(starters: StarterRows) -> int:
     """The highest number a recorded pool job has: new ones must not reuse it (its job
     directory, its place in the daemon's tables)."""
-    return max((n for s in store.starters() if (n := number_of_row(s.job_id)) is not None),
+    return max((n for s in starters.all() if (n := number_of_row(s.job_id)) is not None),
                default=0)

@@ -133,10 +133,10 @@ class ResourceManager:
         elif isinstance(a, (HardKill, KillStarter)) and h is not None:
             self._do(h, h.on_kill(starter_too=isinstance(a, KillStarter)))
         elif isinstance(a, ClaimEnded):
-            self.store.release_claim(a.claim)
+            self.store.claims.release(a.claim)
             self.by_claim.pop(a.claim, None)
         elif isinstance(a, ClaimRefused):
-            self.store.release_claim(a.claim)
+            self.store.claims.release(a.claim)
         elif isinstance(a, RunBenchmarks):
             self.on_benchmarks(a.slot)
         elif isinstance(a, (StartBackfill, KillBackfill)):
@@ -255,8 +255,8 @@ class ResourceManager:
             del self.handles[origin]
             self.by_claim.pop(eid, None)
             raise
-        pool_restart.record_pool_starter(self.store, pool_restart.row_id(origin), launched,
-                                         str(job_dir), slot, self.clock.time())
+        pool_restart.record_pool_starter(self.store.starters, pool_restart.row_id(origin),
+                                         launched, str(job_dir), slot, self.clock.time())
 
     def _start(self, h: StarterHandle, name: str, job_ad: ClassAd, job_dir: Path) -> Launched:
         """Launch a starter for ``h`` and reach its socket if it is there yet."""
@@ -386,7 +386,7 @@ class ResourceManager:
                     (h.stop is not None or (final is None and status is JobStatus.HELD)):
                 self.job_log.stopped(rec.ad, status, reason, code, subcode)
         else:
-            self.store.forget_starter(pool_restart.row_id(h.origin))
+            self.store.starters.forget(pool_restart.row_id(h.origin))
         exit_code = attrs.get("ExitCode")
         pool_name = self.pool.job_name(h.claim_id) if self.pool is not None else None
         log.info("job %s%s: ended in %s: %s%s", h.name,

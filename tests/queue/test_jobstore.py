@@ -53,7 +53,7 @@ def test_submit_assigns_clusters_and_reopen_preserves_everything(tmp_path: Path)
                            cluster_id=reserved, owner="bob", submit_dir="/tmp", qdate=5)
         c2 = st.submit(sub, cluster_id=reserved)
         assert (c1, c2) == (1, 2)
-        st.record_claim("claim-1", "slot1_1")
+        st.claims.record("claim-1", "slot1_1")
         rec = st.start_job(JobId(2, 1), starter(JobId(2, 1)), claim_id="claim-1",
                            remote_host="slot1_1@host")
         assert rec.status == JobStatus.RUNNING
@@ -73,12 +73,12 @@ def test_submit_assigns_clusters_and_reopen_preserves_everything(tmp_path: Path)
         assert jobs["2.1"].ad["Args"] == "1"
         assert jobs["2.1"].ad["NumJobStarts"] == 1
         assert jobs["2.1"].ad["RemoteHost"] == "slot1_1@host"
-        (hist,) = st.history()
+        (hist,) = st.history.find()
         assert str(hist.job_id) == "1.1" and hist.status == JobStatus.COMPLETED
         assert hist.ad["CompletionDate"] == 1_000_010
-        (s,) = st.starters()
+        (s,) = st.starters.all()
         assert s == starter(JobId(2, 1))
-        (claim,) = st.claims()
+        (claim,) = st.claims.all()
         assert claim.state == "busy" and claim.job_id == JobId(2, 1)
         assert st.next_cluster_id() == 3
         assert st.new_cluster_id() == 3
@@ -89,7 +89,7 @@ def test_status_transitions_and_history(tmp_path: Path) -> None:
     with JobStore(tmp_path, clock=clock) as st:
         st.submit(ads(2))
         j0, j1 = JobId(1, 0), JobId(1, 1)
-        st.record_claim("c", "slot1")
+        st.claims.record("c", "slot1")
         st.start_job(j0, starter(j0), claim_id="c")
         st.set_status(j0, JobStatus.SUSPENDED)
         assert st.job(j0) is not None and st.job(j0).status == JobStatus.SUSPENDED  # type: ignore[union-attr]
@@ -103,13 +103,13 @@ def test_status_transitions_and_history(tmp_path: Path) -> None:
         clock.t += 1
         st.set_status(j1, JobStatus.REMOVED, reason="by user")
         assert st.jobs() == []
-        assert st.starters() == []           # a finished job's starter is forgotten
-        assert st.claims()[0].state == "idle" and st.claims()[0].job_id is None
-        hist = st.history()
+        assert st.starters.all() == []           # a finished job's starter is forgotten
+        assert st.claims.all()[0].state == "idle" and st.claims.all()[0].job_id is None
+        hist = st.history.find()
         assert [str(h.job_id) for h in hist] == ["1.1", "1.0"]     # newest first
         assert hist[0].ad["RemoveReason"] == "by user"
-        assert [str(h.job_id) for h in st.history("JobStatus == 4")] == ["1.0"]
-        assert len(st.history(limit=1)) == 1
+        assert [str(h.job_id) for h in st.history.find("JobStatus == 4")] == ["1.0"]
+        assert len(st.history.find(limit=1)) == 1
         with pytest.raises(QueueError, match="no job 1.0"):
             st.update(j0, {"A": 1})
 
@@ -422,9 +422,9 @@ def test_sixty_thousand_finished_jobs_stay_within_the_limits_newest_kept(
     with JobStore(tmp_path, history=HistoryLimits(limit, 2)) as st:
         for _ in range(60):
             every += _finish(st, 1000)
-        live, rotations = st.history_size()
-        kept = [r.job_id for r in st.history_iter()]
-        one = len(st.history(limit=1)[0].ad.to_new().encode())
+        live, rotations = st.history.size()
+        kept = [r.job_id for r in st.history.iter()]
+        one = len(st.history.find(limit=1)[0].ad.to_new().encode())
     assert len(rotations) == 2
     assert live <= limit and all(limit - one < r <= limit for r in rotations)
     # newest first, and exactly the newest ones: no gap, nothing old left behind
@@ -439,23 +439,23 @@ def test_a_rotation_happens_before_the_job_that_would_pass_the_limit(
         tmp_path: Path) -> None:
     with JobStore(tmp_path, history=HistoryLimits(1000, 2)) as st:
         first = _finish(st, 1, pad="x" * 600)
-        assert st.history_size()[1] == []
+        assert st.history.size()[1] == []
         second = _finish(st, 1, pad="y" * 600)       # 1200 > 1000: the first rotates
-        live, rotations = st.history_size()
+        live, rotations = st.history.size()
         assert len(rotations) == 1 and live < 1000
         _finish(st, 2, pad="z" * 600)
         _finish(st, 1, pad="w" * 600)
-        assert len(st.history_size()[1]) == 2
-        ids = [r.job_id for r in st.history_iter()]
+        assert len(st.history.size()[1]) == 2
+        ids = [r.job_id for r in st.history.iter()]
         assert first[0] not in ids and second[0] not in ids   # rotated out, oldest first
         # a reconfig to fewer rotations deletes the extra ones at once
-        st.set_history_limits(HistoryLimits(1000, 1))
-        assert len(st.history_size()[1]) == 1
-        assert len(st.history()) == 2
-        size = st.history_size()
+        st.history.set_limits(HistoryLimits(1000, 1))
+        assert len(st.history.size()[1]) == 1
+        assert len(st.history.find()) == 2
+        size = st.history.size()
     # the sizes are in the store: a reopened one goes on from them
     with JobStore(tmp_path, history=HistoryLimits(1000, 1)) as st:
-        assert st.history_size() == size and size[0] > 0
+        assert st.history.size() == size and size[0] > 0
 
 
 def test_history_limits_come_from_the_configuration(tmp_path: Path) -> None:
@@ -479,7 +479,7 @@ def test_no_rotation_when_rotation_is_disabled(tmp_path: Path) -> None:
     with JobStore(tmp_path, history=HistoryLimits(None, 1)) as st:
         for _ in range(3):
             _finish(st, 10, pad="x" * 200)
-        assert st.history_size()[1] == [] and len(st.history()) == 30
+        assert st.history.size()[1] == [] and len(st.history.find()) == 30
 
 
 def test_history_iter_newest_first_with_limit_and_constraint(tmp_path: Path) -> None:
@@ -489,24 +489,24 @@ def test_history_iter_newest_first_with_limit_and_constraint(tmp_path: Path) -> 
         # entered-status times do not decide the order: leaving the queue does
         clock.t -= 1000
         late = _finish(st, 1)
-        assert [r.job_id for r in st.history_iter(limit=3)] == [late[0], ids[-1], ids[-2]]
-        assert [r.job_id for r in st.history_iter(limit=2, newest_first=False)] == ids[:2]
-        odd = [r.job_id.proc for r in st.history_iter("ProcId % 2 == 1", limit=300)]
+        assert [r.job_id for r in st.history.iter(limit=3)] == [late[0], ids[-1], ids[-2]]
+        assert [r.job_id for r in st.history.iter(limit=2, newest_first=False)] == ids[:2]
+        odd = [r.job_id.proc for r in st.history.iter("ProcId % 2 == 1", limit=300)]
         assert odd == list(range(599, 0, -2))
-        assert [r.job_id for r in st.history_iter("ProcId == 3")] == [ids[3]]
-        assert list(st.history_iter(limit=0)) == []
-        assert len(list(st.history_iter())) == 601
+        assert [r.job_id for r in st.history.iter("ProcId == 3")] == [ids[3]]
+        assert list(st.history.iter(limit=0)) == []
+        assert len(list(st.history.iter())) == 601
         with pytest.raises(QueueError, match="bad constraint"):
-            list(st.history_iter("ProcId =="))
+            list(st.history.iter("ProcId =="))
         # a constraint matching little still comes back a chunk of rows at a time,
         # empty chunks included, so that the daemon's loop can serve others between
-        chunks = list(st.history_chunks("ProcId == 3"))
+        chunks = list(st.history.chunks("ProcId == 3"))
         assert [r.job_id for c in chunks for r in c] == [ids[3]]
         assert sum(1 for c in chunks if not c) >= 2
-        assert [len(c) for c in st.history_chunks(limit=300)] == [256, 44]
+        assert [len(c) for c in st.history.chunks(limit=300)] == [256, 44]
         # writing between the rows read does not break the iteration
         seen = 0
-        for _rec in st.history_iter():
+        for _rec in st.history.iter():
             if seen % 100 == 0:
                 _finish(st, 1)
             seen += 1

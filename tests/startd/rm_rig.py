@@ -201,7 +201,7 @@ class Rig:
         return gone
 
     def history(self) -> dict[str, Any]:
-        return {str(r.job_id): r for chunk in self.store.history_chunks() for r in chunk}
+        return {str(r.job_id): r for chunk in self.store.history.chunks() for r in chunk}
 
     def starter_dies(self, job: str) -> None:
         """The starter dies without a word: its socket closes, no result file."""

@@ -35,8 +35,8 @@ def test_a_matched_local_job_starts_on_its_claimed_slot(tmp_path: Path) -> None:
     assert rig.statuses() == {"1.0": 2}
     h = rig.handle("1.0")
     assert h.phase is Phase.RUNNING and h.slot == "slot1_1"
-    assert [s.job_id for s in rig.store.starters()] == [JobId(1, 0)]
-    assert [c.job_id for c in rig.store.claims()] == [JobId(1, 0)]
+    assert [s.job_id for s in rig.store.starters.all()] == [JobId(1, 0)]
+    assert [c.job_id for c in rig.store.claims.all()] == [JobId(1, 0)]
     assert ("Claimed", "Busy") in rig.slot_states()
     assert "CondorpyActivatedAt" in (rig.spool / "jobs" / "1.0" / "job.ad").read_text()
     assert rig.stats.jobs_started == 1
@@ -246,7 +246,7 @@ def test_periodic_hold_release_and_remove_are_applied(tmp_path: Path) -> None:
             rig.attr("1.0", "HoldReasonSubCode")) == ("ran too long", 3, 7)
     assert rig.history()["3.0"].ad.evaluate("RemoveReason") == \
         "The job attribute PeriodicRemove expression 'JobStatus == 2' evaluated to TRUE"
-    assert rig.store.starters() == []
+    assert rig.store.starters.all() == []
 
 
 def test_leave_in_queue_keeps_a_finished_job_until_it_turns_false_or_rm(tmp_path: Path) -> None:
@@ -432,7 +432,7 @@ def test_daemon_counts_evictions_and_readoptions(tmp_path: Path) -> None:
 
 
 def _pool_row(rig: Rig, number: int, pid: int) -> None:
-    rig.store.record_starter(StarterRecord(JobId(-number, 0), pid, "boot", 1,
+    rig.store.starters.record(StarterRecord(JobId(-number, 0), pid, "boot", 1,
                                            str(rig.spool / f"{pid}.sock"),
                                            str(rig.spool / "pool" / str(number)),
                                            "slot1_1", 1))
@@ -450,7 +450,7 @@ def test_a_pool_job_whose_shadow_cannot_come_back_is_stopped(tmp_path: Path) -> 
     rig.rm.tick(rig.clock.monotonic())
     assert rig.channel.told("pool#3") == ["hard_kill"]
     rig.rm.on_starter_io(h.origin, [{"event": "done", "ad": {"ExitSignal": 9}}], False)
-    assert rig.running() == [] and rig.store.starters() == []
+    assert rig.running() == [] and rig.store.starters.all() == []
 
 
 class _FakePoolSide:
@@ -481,4 +481,4 @@ def test_pool_readoption_follows_the_pool_sides_answer(tmp_path: Path) -> None:
     assert sorted(pool.asked) == [(1, True), (2, False), (3, False)] and pool.rest == 1
     assert rig.running() == ["pool#1"] and rig.rm.of_claim("<a>#1") is not None
     assert rig.stats.adoptions["adopted"] == 1 and rig.stats.adoptions["finished"] == 1
-    assert [s.job_id for s in rig.store.starters()] == [JobId(-1, 0)]
+    assert [s.job_id for s in rig.store.starters.all()] == [JobId(-1, 0)]

@@ -17,7 +17,7 @@ from condorpy.classad import ClassAd
 from condorpy.errors import ClassAdError
 from condorpy.policy.records import StartJob
 from condorpy.pool import claims
-from condorpy.queue.jobstore import JobStore
+from condorpy.queue.claim_rows import PoolClaimRows
 from condorpy.startd.poolside.claims import ClaimTable, PoolJob
 from condorpy.startd.poolside.claimstore import StoredClaim, stored
 from condorpy.startd.results import read_result
@@ -50,7 +50,7 @@ def _name_in(job_ad: str) -> str:
 
 
 class Adopter:
-    def __init__(self, table: ClaimTable, store_of: Callable[[], JobStore | None],
+    def __init__(self, table: ClaimTable, store_of: Callable[[], PoolClaimRows | None],
                  skip_numbers: Callable[[int], None]) -> None:
         self.table = table
         self.store_of = store_of
@@ -165,7 +165,7 @@ class WithoutPool:
     scratch directories go at start, and a pool job's starter found running is
     stopped by the daemon."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: PoolClaimRows) -> None:
         self.store = store
 
     def adopt_starter(self, number: int, execute_dir: str, alive: bool
@@ -177,4 +177,4 @@ class WithoutPool:
             log.info("pool: the stored claim %s is dropped: no pool is configured",
                      rec.eid)
             rec.drop_scratch()
-            self.store.forget_pool_claim(rec.eid)
+            self.store.forget(rec.eid)

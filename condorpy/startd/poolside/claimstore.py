@@ -25,7 +25,6 @@ from condorpy.classad import ClassAd
 from condorpy.errors import CondorpyError
 from condorpy.pool.server import parse_claim_id
 from condorpy.pool.shadow import SessionInfo
-from condorpy.queue.jobstore import JobStore
 from condorpy.startd.poolside.transfer import Scratch, remove_scratch
 
 if TYPE_CHECKING:
@@ -141,13 +140,24 @@ def lease_of(ad: ClassAd) -> int:
 
 
 class ClaimRows(Protocol):
-    """The part of the job store that keeps stored claims."""
+    """The part of the job store that keeps stored claims (``store.pool``)."""
 
-    path: str
+    @property
+    def path(self) -> str: ...
 
-    def put_pool_claim(self, claim: str, record: str) -> None: ...
+    def put(self, claim: str, record: str) -> None: ...
 
-    def forget_pool_claim(self, claim: str) -> None: ...
+    def forget(self, claim: str) -> None: ...
+
+    def all(self) -> list[tuple[str, str]]: ...
+
+
+class Settings(Protocol):
+    """The pool side's small settings in the job store (``store.pool``)."""
+
+    def setting(self, key: str) -> int | None: ...
+
+    def set_setting(self, key: str, value: int) -> None: ...
 
 
 class StoredRows:
@@ -163,7 +173,7 @@ class StoredRows:
         if store is None:
             return False
         _protect(store)
-        store.put_pool_claim(rec.eid, rec.to_json())
+        store.put(rec.eid, rec.to_json())
         return True
 
     def forget(self, eid: str) -> None:
@@ -171,7 +181,7 @@ class StoredRows:
         if store is None:
             return
         try:
-            store.forget_pool_claim(eid)
+            store.forget(eid)
         except CondorpyError as exc:
             log.error("pool: cannot forget the stored claim %s: %s", eid, exc)
 
@@ -185,25 +195,25 @@ def _protect(store: ClaimRows) -> None:
             pass
 
 
-def stored(store: JobStore) -> dict[int, StoredClaim]:
+def stored(store: ClaimRows) -> dict[int, StoredClaim]:
     """The stored claims by their job's number; a damaged row is dropped, logged."""
     out: dict[int, StoredClaim] = {}
-    for eid, text in store.pool_claims():
+    for eid, text in store.all():
         try:
             rec = StoredClaim.from_json(text)
             rec.eid
         except (ValueError, TypeError) as exc:
             log.error("pool: the stored claim %s is damaged (%s); dropped", eid, exc)
-            store.forget_pool_claim(eid)
+            store.forget(eid)
             continue
         out[rec.number] = rec
     return out
 
 
-def previous_port(store: JobStore) -> int:
+def previous_port(store: Settings) -> int:
     """The command port an earlier daemon had: the claim ids its shadows hold name it."""
-    return store.get_meta(PORT_KEY) or 0
+    return store.setting(PORT_KEY) or 0
 
 
-def set_port(store: JobStore, port: int) -> None:
-    store.set_meta(PORT_KEY, port)
+def set_port(store: Settings, port: int) -> None:
+    store.set_setting(PORT_KEY, port)

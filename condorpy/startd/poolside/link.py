@@ -24,7 +24,7 @@ from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.pool.connection import AsyncExchange
 from condorpy.pool.sinful import Address
-from condorpy.queue.jobstore import JobStore
+from condorpy.queue.claim_rows import PoolClaimRows
 from condorpy.startd.poolside.adoption import Adopter, PoolAdoption
 from condorpy.startd.poolside.advertiser import SHUTDOWN_TIMEOUT, Advertiser
 from condorpy.startd.poolside.claims import ClaimTable
@@ -81,8 +81,8 @@ class PoolLink:
         settings = pool_settings(cfg)
         return None if settings is None else cls(settings, engine, sel, clock)
 
-    def _store(self) -> JobStore | None:
-        return self.host.store if self.host is not None else None
+    def _store(self) -> PoolClaimRows | None:
+        return self.host.pool_rows if self.host is not None else None
 
     def _listen(self) -> socket.socket:
         ip = local_ip(self.settings)
@@ -245,7 +245,7 @@ class PoolLink:
         self.listener.close()
 
 
-def remember_port(store: JobStore, link: PoolLink | None) -> None:
+def remember_port(store: PoolClaimRows, link: PoolLink | None) -> None:
     """Note the command port, for the next daemon to bind again (claimstore.py)."""
     if link is not None:
         set_port(store, link.port)

@@ -19,7 +19,7 @@ from condorpy.pool import shadow as wire
 from condorpy.pool.connection import AsyncExchange
 from condorpy.pool.security import Await, Op
 from condorpy.pool.sinful import parse_address
-from condorpy.queue.jobstore import JobStore
+from condorpy.queue.claim_rows import PoolClaimRows
 from condorpy.slots.ads import CONDOR_VERSION
 from condorpy.starter import reserved
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
@@ -38,7 +38,8 @@ class JobHost(Protocol):
     paths: StatePaths
 
     @property
-    def store(self) -> JobStore: ...
+    def pool_rows(self) -> PoolClaimRows: ...
+
 
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None: ...
 

@@ -47,10 +47,10 @@ def _record(**kw: Any) -> pool_stored.StoredClaim:
 def test_a_stored_claim_round_trips_through_the_job_store(tmp_path: Path) -> None:
     rec = _record(final={"ExitCode": 3, "ExitBySignal": False})
     with JobStore(tmp_path) as store:
-        store.put_pool_claim(EID, rec.to_json())
-        assert pool_stored.stored(store) == {4: rec}
+        store.pool.put(EID, rec.to_json())
+        assert pool_stored.stored(store.pool) == {4: rec}
     with JobStore(tmp_path) as store:        # and across a reopening
-        assert pool_stored.stored(store)[4].claim_id == CID
+        assert pool_stored.stored(store.pool)[4].claim_id == CID
 
 
 @pytest.mark.parametrize("text", ["{", "[1, 2]", '{"claim_id": "x"}',
@@ -65,12 +65,12 @@ def test_a_stored_claim_round_trips_through_the_job_store(tmp_path: Path) -> Non
 def test_a_damaged_stored_claim_is_dropped_with_a_log_line(
         tmp_path: Path, text: str, caplog: pytest.LogCaptureFixture) -> None:
     with JobStore(tmp_path) as store:
-        store.put_pool_claim("damaged", text)
-        store.put_pool_claim(EID, _record().to_json())
+        store.pool.put("damaged", text)
+        store.pool.put(EID, _record().to_json())
         with caplog.at_level(logging.ERROR, "condorpy.startd.pool"):
-            got = pool_stored.stored(store)
+            got = pool_stored.stored(store.pool)
         assert list(got) == [4]
-        assert [c for c, _ in store.pool_claims()] == [EID]
+        assert [c for c, _ in store.pool.all()] == [EID]
     assert "stored claim damaged is damaged" in caplog.text
 
 
@@ -106,11 +106,14 @@ class _Store:
         self.path = "/nonexistent/db"
         self.rows: dict[str, str] = {}
 
-    def put_pool_claim(self, claim: str, record: str) -> None:
+    def put(self, claim: str, record: str) -> None:
         self.rows[claim] = record
 
-    def forget_pool_claim(self, claim: str) -> None:
+    def forget(self, claim: str) -> None:
         self.rows.pop(claim, None)
+
+    def all(self) -> list[tuple[str, str]]:
+        return sorted(self.rows.items())
 
 
 class _Shadows:

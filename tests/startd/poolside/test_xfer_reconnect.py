@@ -42,9 +42,9 @@ def test_the_stored_claim_carries_the_output_transfer_and_rebuilds_it(
     fields = claimstore.transfer_fields(_xfer_job(scratch))
     rec = _record(**fields)
     with JobStore(tmp_path) as store:
-        store.put_pool_claim(EID, rec.to_json())
+        store.pool.put(EID, rec.to_json())
     with JobStore(tmp_path) as store:            # a restarted daemon
-        back = claimstore.stored(store)[4]
+        back = claimstore.stored(store.pool)[4]
     assert back == rec
     assert back.files() == Scratch(scratch, "run.sh", {"in.txt": (1_000, 3)})
     assert back.session() == SESSION
@@ -71,10 +71,10 @@ def test_a_damaged_transfer_field_drops_the_row_with_a_log_line(
     raw = json.loads(_record().to_json())
     raw.update(damage)
     with JobStore(tmp_path) as store:
-        store.put_pool_claim(EID, json.dumps(raw))
+        store.pool.put(EID, json.dumps(raw))
         with caplog.at_level(logging.ERROR, "condorpy.startd.pool"):
-            assert claimstore.stored(store) == {}
-        assert store.pool_claims() == []
+            assert claimstore.stored(store.pool) == {}
+        assert store.pool.all() == []
     assert "is damaged" in caplog.text
 
 

@@ -1,0 +1,130 @@
+"""The job store's records and the reading of its job rows, shared by the queue
+(:mod:`.jobstore`) and the history (:mod:`.history_store`): a row is parsed into a
+:class:`JobRecord` and tried against a user's constraint the same way in both."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
+from condorpy.errors import ClassAdError, QueueError
+
+__all__ = ["JobStatus", "JobId", "JobRecord", "FINAL", "JobRow", "shorten",
+           "parse_constraint", "record_of", "select", "ad_text", "int_of", "status_of"]
+
+
+class JobStatus(enum.IntEnum):
+    """HTCondor's JobStatus codes."""
+    IDLE = 1
+    RUNNING = 2
+    REMOVED = 3
+    COMPLETED = 4
+    HELD = 5
+    TRANSFERRING_OUTPUT = 6
+    SUSPENDED = 7
+
+
+# Statuses after which a job leaves the queue for the history.
+FINAL = (JobStatus.REMOVED, JobStatus.COMPLETED)
+
+
+@dataclass(frozen=True, order=True)
+class JobId:
+    cluster: int
+    proc: int
+
+    def __str__(self) -> str:
+        return f"{self.cluster}.{self.proc}"
+
+    @classmethod
+    def parse(cls, text: str) -> JobId:
+        try:
+            c, p = text.split(".")
+            return cls(int(c), int(p))
+        except ValueError:
+            raise QueueError(f"{text!r} is not a job id (CLUSTER.PROC)") from None
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job as stored: its id, status, when it entered that status, and its ad (a
+    fresh copy; changing it changes nothing in the store)."""
+    job_id: JobId
+    status: JobStatus
+    entered_status: int
+    ad: ClassAd
+
+
+# (cluster, proc, status, entered, ad text): a row of the jobs or the history table
+JobRow = tuple[int, int, int, int, str]
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """A user's expression as a message shows it: at most ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def parse_constraint(constraint: str | Expr | None) -> Expr | None:
+    """A query's constraint, parsed once (for the look-up and every re-read)."""
+    if constraint is None or isinstance(constraint, Expr):
+        return constraint
+    try:
+        return parse_expr(constraint)
+    except ClassAdError as exc:
+        raise QueueError(f"bad constraint {shorten(constraint)!r}: {exc}") from None
+
+
+def record_of(row: JobRow, path: str) -> JobRecord:
+    cluster, proc, status, entered, text = row
+    try:
+        ad = ClassAd.parse_new(text, source=f"{path} job {cluster}.{proc}")
+    except ClassAdError as exc:
+        raise QueueError(f"job {cluster}.{proc} has an unreadable ad: {exc}",
+                         path=path) from None
+    return JobRecord(JobId(cluster, proc), JobStatus(status), entered, ad)
+
+
+def select(rows: Iterable[JobRow], constraint: str | Expr | None, *, path: str,
+           clock: Callable[[], float], limit: int | None = None,
+           budget: Budget | None = None) -> list[JobRecord]:
+    """The records of ``rows`` whose ad makes ``constraint`` true; the first ``limit``."""
+    expr = parse_constraint(constraint)
+    # A constraint is a user's: all the ads it is tried on share one budget (timed on
+    # the monotonic clock: the store's is the wall clock of QDate); running out is an
+    # error naming it, not "no job matched".
+    if budget is None:
+        budget = Budget.for_user()
+    ctx = CallContext(now=clock, budget=budget)
+    out: list[JobRecord] = []
+    for row in rows:
+        rec = record_of(row, path)
+        if expr is not None:
+            ok = rec.ad.eval_expr(expr, None, ctx) is True
+            if budget.exceeded:
+                raise QueueError(f"constraint {shorten(str(expr))!r}: evaluation "
+                                 f"exceeded its budget ({budget.describe()})")
+            if not ok:
+                continue
+        out.append(rec)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def ad_text(ad: ClassAd) -> str:
+    return ad.to_new()
+
+
+def int_of(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def status_of(value: object, default: JobStatus) -> JobStatus:
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return JobStatus(value)
+        except ValueError:
+            raise QueueError(f"JobStatus {value} is not one of HTCondor's codes") from None
+    return default

@@ -1,0 +1,266 @@
+"""The job store's database: opening it, its schema, its checks and its transactions.
+
+One SQLite database (standard library) under the SPOOL directory, shared by every part
+of the store (:mod:`.jobstore` the queue, :mod:`.history_store`, :mod:`.starter_rows`,
+:mod:`.claim_rows`): each part writes only inside :meth:`StoreDb.transaction`, so a
+change that spans parts (a job's end drops its starter and frees its claim) is one
+transaction, and after a crash the database holds all of it or none of it.
+
+Only one process writes: opening for writing takes an exclusive lock on a file beside
+the database, and a second writer gets a QueueError instead of interleaving with the
+first. Readers (``readonly=True``) take no lock and see committed states only (WAL).
+
+A store is created only where none existed; a file that is there but empty, unreadable,
+damaged or not condorpy's raises :class:`StoreUnusable` (``fresh=True``, the
+administrator's ``-fresh-queue``, moves it aside first: :mod:`.store_check`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from condorpy.errors import QueueError
+from condorpy.queue import history_rotation
+from condorpy.queue.store_check import StoreUnusable, inspect_files, set_aside
+
+__all__ = ["StoreDb", "SCHEMA_VERSION", "DB_NAME"]
+
+SCHEMA_VERSION = 1
+DB_NAME = "condorpy_queue.sqlite3"
+_LOCK_NAME = DB_NAME + ".lock"
+
+_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE jobs (
+    cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    status INTEGER NOT NULL, entered INTEGER NOT NULL, ad TEXT NOT NULL,
+    PRIMARY KEY (cluster, proc));
+CREATE TABLE history (
+    cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    status INTEGER NOT NULL, entered INTEGER NOT NULL, ad TEXT NOT NULL,
+    PRIMARY KEY (cluster, proc));
+CREATE INDEX history_by_time ON history (entered);
+CREATE TABLE claims (
+    claim_id TEXT PRIMARY KEY, slot TEXT NOT NULL, state TEXT NOT NULL,
+    cluster INTEGER, proc INTEGER, updated INTEGER NOT NULL);
+CREATE TABLE starters (
+    cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    pid INTEGER NOT NULL, boot_id TEXT NOT NULL, process_start INTEGER NOT NULL,
+    socket_path TEXT NOT NULL, execute_dir TEXT NOT NULL, slot TEXT NOT NULL,
+    started INTEGER NOT NULL,
+    PRIMARY KEY (cluster, proc));
+"""
+
+# Added after schema version 1 without a version change: an older condorpy ignores it.
+# One row per claim a pool's schedd holds with a job on it (condorpy/startd/poolside/
+# claimstore.py); the record holds the claim id's key, so it is never logged.
+_POOL_CLAIMS = """
+CREATE TABLE IF NOT EXISTS pool_claims (claim TEXT PRIMARY KEY, record TEXT NOT NULL)
+"""
+
+
+class StoreDb:
+    """The open database in ``spool``, with its lock (when writing); :meth:`close`."""
+
+    def __init__(self, spool: str | os.PathLike[str], *, readonly: bool,
+                 clock: Callable[[], float], fresh: bool) -> None:
+        """``fresh``: a store that is there but unusable is moved aside
+        (:attr:`set_aside` says where, :attr:`damage` why) and a new one begun."""
+        self.spool = os.fspath(spool)
+        self.path = os.path.join(self.spool, DB_NAME)
+        self.readonly = readonly
+        self.clock = clock
+        self._lock_fd: int | None = None
+        self._db: sqlite3.Connection | None = None
+        self.set_aside: list[tuple[str, str]] = []
+        self.damage: StoreUnusable | None = None
+        self.cluster_floor_raised: tuple[int, int] | None = None
+        try:
+            if readonly:
+                if not os.path.exists(self.path):
+                    raise QueueError("no job store here", path=self.path)
+                self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                                           isolation_level=None)
+                self._setup(existed=True)
+                return
+            os.makedirs(self.spool, exist_ok=True)
+            self._lock()
+            try:
+                self._open_checked()
+            except StoreUnusable as exc:
+                if not fresh:
+                    raise
+                self._close_db()
+                self.damage = exc
+                self.set_aside = set_aside(self.path, self.clock())
+                self._open_checked()
+        except OSError as exc:
+            self.close()
+            raise QueueError(f"cannot open the job store: {exc.strerror or exc}",
+                             path=self.path) from None
+        except sqlite3.Error as exc:
+            self.close()
+            raise QueueError(f"cannot open the job store: {exc}", path=self.path) from None
+        except QueueError:
+            self.close()
+            raise
+
+    def _open_checked(self) -> None:
+        """Open for writing: create where no store existed, else check before writing
+        anything (a zero-byte file would otherwise be filled with a new schema)."""
+        existed, problem = inspect_files(self.path)
+        if problem is not None:
+            raise problem
+        self._db = db = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            if existed:
+                # quick_check reads every page once (20,000 jobs: see
+                # benchmarks/store_bench.py) but no index against its table.
+                (first, *_rest) = [r[0] for r in db.execute("PRAGMA quick_check")]
+                if first != "ok":
+                    said = [ln for ln in str(first).splitlines()
+                            if ln.strip() and not ln.startswith("***")]
+                    raise StoreUnusable(f"is damaged (quick_check: "
+                                        f"{said[0] if said else first})", path=self.path)
+            self._setup(existed=existed)
+        except sqlite3.OperationalError:
+            raise        # locked, no permission, out of space: not the file's fault
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnusable(f"is corrupt or not a database ({exc})",
+                                path=self.path) from None
+
+    # --- opening ------------------------------------------------------------------
+
+    def _lock(self) -> None:
+        fd = os.open(os.path.join(self.spool, _LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise QueueError("the job store is in use by another process",
+                             path=self.path) from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)   # closing releases the flock
+            self._lock_fd = None
+
+    def _setup(self, existed: bool) -> None:
+        db = self.conn()
+        tables = {r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        if existed and "schema_version" not in tables:
+            # never created here: a file with no schema is not an empty queue
+            raise StoreUnusable("has no condorpy schema (empty, or not a condorpy job "
+                                "store)" if not tables else
+                                "has no schema version: not a condorpy job store",
+                                path=self.path)
+        if not self.readonly:
+            db.execute("PRAGMA journal_mode=WAL")
+            # FULL, not NORMAL: in WAL mode NORMAL survives a crash of this process but
+            # can lose the last commits on power loss or a kernel crash, and a commit
+            # here acknowledges a submission or records a started job; one fsync per
+            # transaction is cheap next to starting a job.
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA busy_timeout=5000")
+        if "schema_version" not in tables:
+            if tables:
+                raise StoreUnusable("has no schema version: not a condorpy job store",
+                                    path=self.path)
+            if self.readonly:
+                raise QueueError("the job store is empty", path=self.path)
+            self._create()
+            return
+        row = db.execute("SELECT version FROM schema_version").fetchone()
+        if row is None:
+            raise StoreUnusable("has no schema version", path=self.path)
+        version = int(row[0])
+        if version > SCHEMA_VERSION:
+            raise QueueError(f"the job store has schema version {version}, newer than "
+                             f"this condorpy understands ({SCHEMA_VERSION}); upgrade "
+                             "condorpy or move the file away", path=self.path)
+        if version < 1:
+            raise QueueError(f"the job store has an invalid schema version {version}",
+                             path=self.path)
+        if db.execute("SELECT 1 FROM meta WHERE key='next_cluster'").fetchone() is None:
+            raise StoreUnusable("has lost its next cluster id", path=self.path)
+        if self.readonly:
+            return
+        with self.transaction() as tx:
+            if "pool_claims" not in tables:
+                tx.execute(_POOL_CLAIMS)
+            if "history_rotations" not in tables:
+                tx.execute(history_rotation.TABLE)
+            self._floor_cluster(tx)
+            history_rotation.count_live(tx)
+
+    def _floor_cluster(self, db: sqlite3.Connection) -> None:
+        """Never hand out a cluster id at or below one the store holds (a next id that
+        went backwards would let a new cluster share ids with finished ones)."""
+        (cid,) = db.execute("SELECT value FROM meta WHERE key='next_cluster'").fetchone()
+        (top,) = db.execute("SELECT max(coalesce((SELECT max(cluster) FROM jobs), 0), "
+                            "coalesce((SELECT max(cluster) FROM history), 0))").fetchone()
+        if int(top) >= int(cid):
+            db.execute("UPDATE meta SET value=? WHERE key='next_cluster'", (int(top) + 1,))
+            self.cluster_floor_raised = (int(cid), int(top) + 1)
+
+    def _create(self) -> None:
+        with self.transaction() as db:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            db.execute(_POOL_CLAIMS)
+            db.execute(history_rotation.TABLE)
+            db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            db.execute("INSERT INTO meta VALUES ('next_cluster', 1)")
+            history_rotation.count_live(db)
+
+    def _close_db(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def close(self) -> None:
+        self._close_db()
+        self._unlock()
+
+    # --- for the parts --------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; every part of the store writes only inside one."""
+        if self._db is None:
+            raise QueueError("the job store is closed", path=self.path)
+        if self.readonly:
+            raise QueueError("the job store was opened read-only", path=self.path)
+        db = self._db
+        # IMMEDIATE: take the write lock at the start, so a transaction never fails
+        # half-way for want of it.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        else:
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                db.execute("ROLLBACK")
+                raise QueueError(f"could not commit: {exc}", path=self.path) from None
+
+    def conn(self) -> sqlite3.Connection:
+        """The connection, for reading (committed states only)."""
+        if self._db is None:
+            raise QueueError("the job store is closed", path=self.path)
+        return self._db
+
+    def now(self) -> int:
+        return int(self.clock())
