@@ -161,7 +161,11 @@ def lookup_unscoped(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
         return Undefined if scope is None else scope
     if lc == "target":
         return Undefined if target is None else target
-    if target is not None and isinstance(target, Scope):
+    # a name missing from a nested record's chain is not looked for in TARGET (as in
+    # HTCondor's library, where only the matched ads themselves have an alternate
+    # scope): [r = [a = y]] with y in TARGET only gives r.a undefined
+    if target is not None and isinstance(target, Scope) and (
+            scope is None or scope.parent is None or scope.alt):
         v = lookup_in(target, lc, None if scope is None else _root(scope), st)
         if v is not _MISS:
             return v
@@ -189,19 +193,39 @@ def lookup_my(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
     return v
 
 
-def select(base: Any, lc: str, target: Any, st: EvalState) -> Any:
+def record_target(rec: Scope, scope: Any, target: Any) -> Any:
+    """TARGET for what is evaluated inside record ``rec`` reached from an evaluation
+    standing in ``scope`` with ``target``: the matched ad ``rec`` does not belong to
+    (HTCondor's library finds TARGET through the record's own enclosing ads), none for
+    a record of neither."""
+    if target is None:
+        return None
+    r = rec
+    while r.parent is not None:
+        r = r.parent
+    t = target
+    while t.parent is not None:
+        t = t.parent
+    if r is t:
+        return None if scope is None else _root(scope)
+    if scope is not None and r is _root(scope):
+        return target
+    return None
+
+
+def select(base: Any, lc: str, scope: Any, target: Any, st: EvalState) -> Any:
     """``base.name``: a record's attribute; over a list, the list of selections."""
     if isinstance(base, Scope):
-        v = lookup_in(base, lc, target, st)
+        v = lookup_in(base, lc, record_target(base, scope, target), st)
         return Undefined if v is _MISS else v
     if base is Undefined:
         return Undefined
     if type(base) is list:
-        return [select(b, lc, target, st) for b in base]
+        return [select(b, lc, scope, target, st) for b in base]
     return Error
 
 
-def subscript(base: Any, idx: Any, target: Any, st: EvalState) -> Any:
+def subscript(base: Any, idx: Any, scope: Any, target: Any, st: EvalState) -> Any:
     if base is Error or idx is Error:
         return Error
     if base is Undefined or idx is Undefined:
@@ -215,7 +239,7 @@ def subscript(base: Any, idx: Any, target: Any, st: EvalState) -> Any:
     if isinstance(base, Scope):
         if type(idx) is not str:
             return Error
-        v = lookup_in(base, idx.lower(), target, st)
+        v = lookup_in(base, idx.lower(), record_target(base, scope, target), st)
         return Undefined if v is _MISS else v
     return Error
 
@@ -230,6 +254,9 @@ class Compiler:
         # eval()'s texts, compiled: (closure, constant or NOCONST) by text. Bounded:
         # cleared when full.
         self._texts: dict[str, tuple[Fn, Any]] = {}
+        # sub-trees a lazy function evaluates on its own (a list literal's items), by
+        # id of the node, kept with the node so that the id stays its own. Bounded.
+        self._nodes: dict[int, tuple[Node, Fn]] = {}
 
     def new_record(self, fields: dict[str, Value]) -> Any:
         """A record holding plain values (what a ``makes_records`` function gets)."""
@@ -247,6 +274,17 @@ class Compiler:
                 self._texts.clear()
             self._texts[text] = done
         return done
+
+    def compiled(self, node: Node) -> Fn:
+        """The closure of ``node``, compiled once (for a lazy function that evaluates
+        parts of an argument, or of an attribute's expression, itself)."""
+        done = self._nodes.get(id(node))
+        if done is None or done[0] is not node:
+            done = (node, self.compile(node)[0])
+            if len(self._nodes) >= _TEXTS_MAX:
+                self._nodes.clear()
+            self._nodes[id(node)] = done
+        return done[1]
 
     def compile(self, node: Node) -> tuple[Fn, Any]:
         """(closure, constant value or NOCONST)."""
@@ -320,12 +358,12 @@ class Compiler:
     def _c_Select(self, node: Select) -> tuple[Fn, bool]:
         bf, bc = self.compile(node.base)
         lc = node.name.lower()
-        return (lambda s, tg, st: select(bf(s, tg, st), lc, tg, st)), False
+        return (lambda s, tg, st: select(bf(s, tg, st), lc, s, tg, st)), False
 
     def _c_Subscript(self, node: Subscript) -> tuple[Fn, bool]:
         bf, _ = self.compile(node.base)
         xf, _ = self.compile(node.index)
-        return (lambda s, tg, st: subscript(bf(s, tg, st), xf(s, tg, st), tg, st)), False
+        return (lambda s, tg, st: subscript(bf(s, tg, st), xf(s, tg, st), s, tg, st)), False
 
     def _c_ListExpr(self, node: ListExpr) -> tuple[Fn, bool]:
         compiled = [self.compile(i) for i in node.items]

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class Scope:
-    __slots__ = ("exprs", "consts", "spelling", "parent", "ident", "__weakref__")
+    __slots__ = ("exprs", "consts", "spelling", "parent", "ident", "alt", "__weakref__")
 
     def __init__(self) -> None:
         # lower-cased name -> its compiled expression
@@ -39,6 +39,25 @@ class Scope:
         # one literal in one enclosing scope, are the same record to HTCondor (one
         # object there), so they share this (see ClassAd.with_parent).
         self.ident: Any = id(self)
+        # Does a name found nowhere in this scope's chain go on to the evaluation's
+        # TARGET ad? HTCondor's library does that only from the ad an evaluation starts
+        # in when that ad is one of the two matched (its "alternate scope"): a top-level
+        # ad (parent None) always qualifies; a nested record only while
+        # evalInEachContext/countMatches evaluates in it (see alternate_view).
+        self.alt = False
+
+    def alternate_view(self) -> "Scope":
+        """This scope, sharing its maps and identity, with names it cannot resolve
+        going on to TARGET: what a record of one matched ad is while
+        evalInEachContext/countMatches evaluates an expression in it."""
+        view = object.__new__(type(self))
+        view.exprs = self.exprs
+        view.consts = self.consts
+        view.spelling = self.spelling
+        view.parent = self.parent
+        view.ident = self.ident
+        view.alt = True
+        return view
 
     def adopt(self, spelling: dict[str, str], exprs: dict[str, "Expr"],
               consts: dict[str, Any]) -> None:

@@ -102,44 +102,6 @@ def unresolved(call: Any) -> Any:
     return ",".join(sorted(missing))
 
 
-def _ads(v: Any) -> list[Any] | None:
-    if isinstance(v, Scope):
-        return [v]
-    if type(v) is list:
-        return v
-    return None
-
-
-@TABLE.lazy("evalInEachContext", 2, 2)
-def eval_in_each_context(call: Any) -> Any:
-    """The first argument evaluated with MY set to each ad of the second."""
-    ads = _ads(call.arg(1))
-    if ads is None or call.charge(len(ads)):
-        return Error
-    out: list[Any] = []
-    fn = call.fns[0]
-    for ad in ads:
-        if not isinstance(ad, Scope):
-            out.append(Error)
-        else:
-            out.append(fn(ad, call.target, call.state))
-    return out
-
-
-@TABLE.lazy("countMatches", 2, 2)
-def count_matches(call: Any) -> Any:
-    """How many ads of the second argument make the first argument true."""
-    ads = _ads(call.arg(1))
-    if ads is None or call.charge(len(ads)):
-        return Error
-    fn = call.fns[0]
-    n = 0
-    for ad in ads:
-        if isinstance(ad, Scope) and fn(ad, call.target, call.state) is True:
-            n += 1
-    return n
-
-
 @TABLE.lazy("debug", 1, 1)
 def debug(call: Any) -> Any:
     """Evaluates its argument (the reference also logs it; condorpy has no log here)."""
