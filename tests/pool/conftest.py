@@ -6,6 +6,13 @@ first module that asks for it; each listens on its own free port, so both can be
 once. Where a pool cannot be built or run (not root, no Debian mirror) its tests are
 skipped with the reason; ``CONDORPY_REQUIRE_POOL=1`` (CI) makes that a failure.
 
+The pool lane runs under pytest-xdist (``-n N --dist loadgroup``, as bin/test does):
+each worker starts its own pools, in overlays of the built chroot (refpool.py), so tests
+on different workers never see each other's jobs, slots or restarts. A module's tests
+stay together on one worker, since module fixtures restart the pool with other settings
+(tokens, shared port) or share one daemon; a module whose set-up is all per test says
+``POOL_TESTS_APART = True`` and its tests spread over the workers.
+
 Which pool a module gets: its ``REFPOOL_RELEASE`` (e.g. ``REFPOOL_RELEASE = "forky"``,
 as the modules in tests/pool/v25/ say), else ``CONDORPY_REFPOOL_RELEASE`` from the
 environment (``CONDORPY_REFPOOL_RELEASE=forky`` runs the whole pool lane against
@@ -15,6 +22,7 @@ environment (``CONDORPY_REFPOOL_RELEASE=forky`` runs the whole pool lane against
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Generator, Iterator
 
 import pytest
@@ -45,7 +53,7 @@ def refpools() -> Iterator[Callable[[str], RefPool]]:
         yield get
     finally:
         for pool in started.values():
-            pool.stop()
+            pool.close()
 
 
 def unavailable(reason: str) -> None:
@@ -82,10 +90,26 @@ def pytest_runtest_makereport(item: pytest.Item,
         report.sections.append((f"reference pool ({pool.release})", text))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # before xdist's own hook, which reads the groups (--dist loadgroup)
+    for item in items:
+        module = getattr(item, "module", None)
+        if item.get_closest_marker("pool") is None or module is None \
+                or getattr(module, "POOL_TESTS_APART", False):
+            continue
+        item.add_marker(pytest.mark.xdist_group(GROUP_PREFIX + module.__name__))
+
+
+# xdist's loadgroup suffixes a grouped test's id with "@" and its group
+GROUP_PREFIX = "module-"
+_GROUP_SUFFIX = re.compile(rf"@{GROUP_PREFIX}[\w.]+$")
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # bin/test runs a pool test that failed once more, alone, on fresh pools: it names
     # the file (CONDORPY_FAILED_TESTS) that collects them
     failed_file = os.environ.get("CONDORPY_FAILED_TESTS")
     if failed_file and report.failed:
         with open(failed_file, "a") as f:
-            f.write(report.nodeid + "\n")
+            f.write(_GROUP_SUFFIX.sub("", report.nodeid) + "\n")
