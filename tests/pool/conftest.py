@@ -6,6 +6,13 @@ first module that asks for it; each listens on its own free port, so both can be
 once. Where a pool cannot be built or run (not root, no Debian mirror) its tests are
 skipped with the reason; ``CONDORPY_REQUIRE_POOL=1`` (CI) makes that a failure.
 
+The pool lane runs under pytest-xdist (``-n N --dist loadfile``, as bin/test does):
+each worker starts its own pools, in overlays of the built chroot (refpool.py), so tests
+on different workers never see each other's jobs, slots or restarts. A module's tests
+stay together on one worker, since module fixtures restart the pool with other settings
+(tokens, shared port) or share one daemon; a module whose set-up is all per test says
+``POOL_TESTS_APART = True`` and its tests spread over the workers.
+
 Which pool a module gets: its ``REFPOOL_RELEASE`` (e.g. ``REFPOOL_RELEASE = "forky"``,
 as the modules in tests/pool/v25/ say), else ``CONDORPY_REFPOOL_RELEASE`` from the
 environment (``CONDORPY_REFPOOL_RELEASE=forky`` runs the whole pool lane against
@@ -14,8 +21,11 @@ environment (``CONDORPY_REFPOOL_RELEASE=forky`` runs the whole pool lane against
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 from collections.abc import Callable, Generator, Iterator
+from typing import Any
 
 import pytest
 
@@ -45,7 +55,7 @@ def refpools() -> Iterator[Callable[[str], RefPool]]:
         yield get
     finally:
         for pool in started.values():
-            pool.stop()
+            pool.close()
 
 
 def unavailable(reason: str) -> None:
@@ -80,6 +90,44 @@ def pytest_runtest_makereport(item: pytest.Item,
         except Exception as exc:       # a diagnosis must never hide the failure
             text = f"no diagnosis: {exc}"
         report.sections.append((f"reference pool ({pool.release})", text))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` for the pool lane: a module's tests go to one worker, unless
+    the module says ``POOL_TESTS_APART = True``; then each of its tests is a unit of
+    its own. (xdist's loadgroup would do it with markers, but it renames the tests'
+    ids through a private attribute that pytest 9.2 no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PoolScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if _apart(path) else path
+
+    # units go out in collection order, which puts the longest tests first (below)
+    config.option.loadscopereorder = False
+    return PoolScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The tests of POOL_TESTS_APART modules (jobs through restarts: a minute or more
+    # each) first, so that no worker starts one of them when the others are done.
+    # Stable: each module's tests stay together and in order.
+    items.sort(key=lambda item: not _apart(item.nodeid.split("::", 1)[0]))
+
+
+@functools.cache
+def _apart(path: str) -> bool:
+    if not path.endswith(".py"):
+        return False
+    try:
+        module = importlib.import_module(path[:-3].replace("/", "."))
+    except ImportError:
+        return False
+    return bool(getattr(module, "POOL_TESTS_APART", False))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

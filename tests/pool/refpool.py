@@ -135,7 +135,8 @@ _NOISE = re.compile(r"ForkWork|CHILDALIVE|ChildAlive|Calling Handle|Return from 
 
 
 class RefPool:
-    def __init__(self, root: Path | None = None, release: str = SUITE) -> None:
+    def __init__(self, root: Path | None = None, release: str = SUITE,
+                 instance: str | None = None) -> None:
         if release not in RELEASES:
             raise PoolUnavailable(f"unknown reference pool release {release!r} "
                                   f"(known: {', '.join(RELEASES)})")
@@ -147,7 +148,18 @@ class RefPool:
         default = DEFAULT_ROOT if release == SUITE else HERE / ".cache" / release / "root"
         env = "CONDORPY_REFPOOL_ROOT" if release == SUITE else \
             f"CONDORPY_REFPOOL_ROOT_{release.upper()}"
-        self.root = Path(os.environ.get(env, "") or root or default)
+        # the chroot as built: read-only once built when pools run on instances of it
+        self.base = Path(os.environ.get(env, "") or root or default)
+        # Several pools of one release at once (a pool-lane worker each) each run in an
+        # overlay of their own on the built chroot: the config, logs, spool and lock
+        # files inside are per pool, the 600 MB of packages shared. Under pytest-xdist
+        # the instance is the worker's name; without one the pool runs in the chroot.
+        self.instance = instance if instance is not None else \
+            os.environ.get("PYTEST_XDIST_WORKER") or None
+        if self.instance is not None and not re.fullmatch(r"[\w.-]+", self.instance):
+            raise PoolUnavailable(f"bad reference pool instance name {self.instance!r}")
+        self._layers = self.base.with_name(f"{self.base.name}.{self.instance or 'base'}")
+        self.root = self._layers / "root" if self.instance else self.base
         self.port = 0
         self.extra = ""
         self.security = "host_based"
@@ -159,29 +171,51 @@ class RefPool:
 
     # ------------------------------------------------------------------ build
     def built(self) -> bool:
-        return (self.root / "usr/sbin/condor_master").exists() and \
-            (self.root / "etc/condor").is_dir()
+        return (self.base / "usr/sbin/condor_master").exists() and \
+            (self.base / "etc/condor").is_dir()
 
     def build(self) -> None:
-        """Build the chroot unless it is there; safe to call from parallel sessions."""
-        if self.built():
-            return
+        """Build the chroot unless it is there, and mount this instance's overlay on it;
+        safe to call from parallel sessions."""
+        if not self.built():
+            if os.geteuid() != 0:
+                raise PoolUnavailable("building the reference pool needs root "
+                                      "(debootstrap)")
+            self.base.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.base.parent / "build.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not self.built():
+                    self._build()
+        if self.instance:
+            self._overlay()
+
+    def _overlay(self) -> None:
+        """This instance's view of the built chroot: what its pool writes stays in its
+        own upper layer (kept between sessions, as the chroot itself would be)."""
         if os.geteuid() != 0:
-            raise PoolUnavailable("building the reference pool needs root (debootstrap)")
-        self.root.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.root.parent / "build.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if self.built():
-                return
-            self._build()
+            raise PoolUnavailable("the reference pool's overlay needs root (mount)")
+        if _mounted(self.root):
+            return
+        upper, work = self._layers / "upper", self._layers / "work"
+        for d in (upper, work, self.root):
+            d.mkdir(parents=True, exist_ok=True)
+        _run(["mount", "-t", "overlay", "overlay", "-o",
+              f"lowerdir={self.base},upperdir={upper},workdir={work}", str(self.root)])
+
+    def close(self) -> None:
+        """Stop the pool and take its overlay down (the chroot as built stays)."""
+        self.stop()
+        if self.instance and _mounted(self.root):
+            subprocess.run(["umount", "-l", str(self.root)], check=False)
 
     def _build(self) -> None:
-        log = self.root.parent / "build.log"
+        root = self.base
+        log = root.parent / "build.log"
         log.write_text("")
         if shutil.which("debootstrap") is None:
             _run(["apt-get", "update", "-qq"], log)
             _run(["apt-get", "install", "-y", "-qq", "debootstrap"], log)
-        tmp = self.root.with_name(self.root.name + ".tmp")
+        tmp = root.with_name(root.name + ".tmp")
         if tmp.exists():
             self._umount(tmp)
             shutil.rmtree(tmp)
@@ -206,7 +240,7 @@ class RefPool:
                   "id alice >/dev/null 2>&1 || useradd -m alice"], log)
         finally:
             self._umount(tmp)
-        tmp.rename(self.root)
+        tmp.rename(root)
 
     # ------------------------------------------------------------------ mounts
     @staticmethod
@@ -380,6 +414,10 @@ class RefPool:
                 out.append(f"--- {name} since {stamp} (last {per_log} of {len(lines)})")
                 out += [line[:240] for line in lines[-per_log:]]
         return "\n".join(out)
+
+
+def _mounted(path: Path) -> bool:
+    return subprocess.run(["mountpoint", "-q", str(path)]).returncode == 0
 
 
 def _alive(pid: int) -> bool:

@@ -110,7 +110,9 @@ def test_a_denied_client_is_refused_and_nothing_happens(
     res = refpool.condor(*as_user("intruder", "condor_drain", address(daemon)),
                          check=False)
     assert res.returncode != 0, res.stdout
-    assert "DENY_ADMINISTRATOR matches intruder" in daemon.output()
+    # the daemon's log line may follow its refusal by a moment
+    wait_for(lambda: "DENY_ADMINISTRATOR matches intruder" in daemon.output(), 10,
+             daemon.output)
     assert [_ad(a)["State"] for a in daemon.call("status")["ads"]] == ['"Unclaimed"'] * 2
     rc, out = _run(refpool, *as_user("intruder", "condor_vacate", "-addr", address(daemon)))
     # as the pool's own startd refuses: the tool says DENIED and who it was
@@ -119,7 +121,7 @@ def test_a_denied_client_is_refused_and_nothing_happens(
     spy = refpool.condor(*as_user("spy", "condor_status", "-direct", address(daemon),
                                   "-af", "Name"), check=False)
     assert f"slot1@{HOST}" not in spy.stdout
-    assert "DENY_READ matches spy" in daemon.output()
+    wait_for(lambda: "DENY_READ matches spy" in daemon.output(), 10, daemon.output)
 
 
 def _ad(text: str) -> dict[str, str]:

@@ -27,6 +27,9 @@ from tests.pool.test_pool_jobs import (CONFIG, HOST, _cmdline, daemon,  # noqa: 
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool
+# every test has its own daemon and job directory: the pool lane's workers may share
+# them out (tests/pool/conftest.py)
+POOL_TESTS_APART = True
 
 
 def _job(runs: Path, overlap: Path, first_sleep: int, lease: str = "") -> str:

@@ -20,6 +20,9 @@ from tests.pool.test_pool_jobs import history, queued
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool
+# every test has its own daemon and job directory: the pool lane's workers may share
+# them out (tests/pool/conftest.py)
+POOL_TESTS_APART = True
 
 HOST = "condorpy-transfer.example"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +85,11 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def pool() -> RefPool:
-    pool = RefPool()
+def pool() -> Iterator[RefPool]:
+    # an overlay of its own on the built chroot: never the one a started pool of this
+    # session runs in (closing it would take that pool's files away)
+    worker = os.environ.get("PYTEST_XDIST_WORKER") or "main"
+    pool = RefPool(instance=f"{worker}-dryrun")
     try:
         pool.build()
     except PoolUnavailable as exc:
@@ -94,7 +98,10 @@ def pool() -> RefPool:
         pytest.skip(f"reference pool unavailable: {exc}")
     if os.geteuid() != 0:
         pytest.skip("condor_submit runs in the reference pool's chroot: needs root")
-    return pool
+    try:
+        yield pool
+    finally:
+        pool.close()
 
 
 class ChrootFS:

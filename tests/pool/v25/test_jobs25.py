@@ -14,3 +14,6 @@ from tests.pool.test_pool_jobs import (  # noqa: F401
 
 REFPOOL_RELEASE = "forky"
 pytestmark = pytest.mark.pool
+# every test has its own daemon and job directory: the pool lane's workers may share
+# them out (tests/pool/conftest.py)
+POOL_TESTS_APART = True

@@ -16,6 +16,9 @@ from tests.pool.test_pool_restart import \
 
 REFPOOL_RELEASE = "forky"
 pytestmark = pytest.mark.pool
+# every test has its own daemon and job directory: the pool lane's workers may share
+# them out (tests/pool/conftest.py)
+POOL_TESTS_APART = True
 
 
 def test_a_pool_job_survives_a_sigkill_restart_under_a_25_shadow(

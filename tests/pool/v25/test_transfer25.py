@@ -18,3 +18,6 @@ from tests.pool.test_pool_transfer import (  # noqa: F401
 
 REFPOOL_RELEASE = "forky"
 pytestmark = pytest.mark.pool
+# every test has its own daemon and job directory: the pool lane's workers may share
+# them out (tests/pool/conftest.py)
+POOL_TESTS_APART = True
