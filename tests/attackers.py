@@ -9,6 +9,7 @@ tests' jobs still running as them. Everything needs root; without it the fixture
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import pickle
@@ -179,10 +180,23 @@ def ensure_account(name: str) -> pwd.struct_passwd:
         return pwd.getpwnam(name)
     except KeyError:
         pass
-    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                    "--shell", "/usr/sbin/nologin", "--user-group", name],
-                   check=False, capture_output=True)
-    return pwd.getpwnam(name)
+    # test workers (pytest-xdist) may come here at once on a fresh machine: one makes
+    # the account, the others wait for it and find it
+    with open("/tmp/condorpy-test-accounts.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            pass
+        made = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir",
+                               "/nonexistent", "--shell", "/usr/sbin/nologin",
+                               "--user-group", name], check=False, capture_output=True,
+                              text=True)
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            raise RuntimeError(f"cannot make the test account {name}: "
+                               f"{made.stderr.strip()}") from None
 
 
 def fingerprint(path: Path) -> tuple[str, int, int, int]:
