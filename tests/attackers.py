@@ -18,6 +18,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+import threading
 import sys
 import tempfile
 import time
@@ -64,10 +65,15 @@ class User:
         """Run ``fn`` in a forked child of this process that has become this user
         (no exec: the interpreter and the modules already imported come along).
         Its return value comes back pickled; its stdout and stderr are captured."""
-        _preload()
-        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-        rfd, wfd = os.pipe()
-        pid = os.fork()
+        # Calls may come from several threads at once (an attack running while the
+        # victim works): a fork taken while another thread is inside an import or
+        # tempfile holds that lock in the child for ever, and the child hangs. So the
+        # preparations and the fork happen under one lock.
+        with _FORKING:
+            _preload()
+            out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+            rfd, wfd = os.pipe()
+            pid = os.fork()
         if pid == 0:                                     # the child: never returns
             code = 0
             try:
@@ -153,6 +159,9 @@ class Outcome(Generic[T]):
             code = self.value
             return code if isinstance(code, int) else (0 if code is None else 1)
         return 3
+
+
+_FORKING = threading.Lock()
 
 
 def _preload() -> None:

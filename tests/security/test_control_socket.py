@@ -290,6 +290,11 @@ def test_connect_disconnect_loops_do_not_fail_others(open_base: Path, attacker: 
         lines_before = d.whole_log().count("\n")
 
         def churn() -> int:
+            # at the lowest priority: on a busy machine (the suite runs a VM and other
+            # tests beside this one) the loops still hammer the socket whenever a CPU is
+            # free, but they do not starve the daemon and the victim of CPU, which
+            # would test the machine's load rather than the daemon
+            os.nice(19)
             n = 0
             while not stop.exists():
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -305,7 +310,7 @@ def test_connect_disconnect_loops_do_not_fail_others(open_base: Path, attacker: 
                 n += 1
             return n
 
-        loops = [threading.Thread(target=lambda: attacker.call(churn, timeout=120))
+        loops = [threading.Thread(target=lambda: attacker.call(churn, timeout=300))
                  for _ in range(3)]
         for t in loops:
             t.start()
@@ -318,7 +323,7 @@ def test_connect_disconnect_loops_do_not_fail_others(open_base: Path, attacker: 
                     except Exception as exc:        # noqa: BLE001 - what the user sees
                         errors.append(f"{type(exc).__name__}: {exc}")
                 return errors
-            got = victim.call(statuses, timeout=120)
+            got = victim.call(statuses, timeout=300)
         finally:
             stop.write_text("stop")
             for t in loops:
