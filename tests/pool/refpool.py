@@ -213,8 +213,12 @@ class RefPool:
         log = root.parent / "build.log"
         log.write_text("")
         if shutil.which("debootstrap") is None:
-            _run(["apt-get", "update", "-qq"], log)
-            _run(["apt-get", "install", "-y", "-qq", "debootstrap"], log)
+            # the real-kernel lane may be installing its own packages at this moment
+            # (bin/test runs the lanes side by side): one apt at a time, by one lock
+            apt = ["flock", "/tmp/condorpy-apt.lock", "apt-get",
+                   "-o", "DPkg::Lock::Timeout=600"]
+            _run([*apt, "update", "-qq"], log)
+            _run([*apt, "install", "-y", "-qq", "debootstrap"], log)
         tmp = root.with_name(root.name + ".tmp")
         if tmp.exists():
             self._umount(tmp)

@@ -33,12 +33,12 @@ vm_need_packages() {
     local p
     for p in "${want[@]}"; do
         if ! apt-cache show "$p" >/dev/null 2>&1; then
-            vm_as_root apt-get update -qq >&2 || vm_die "apt-get update failed"
+            vm_as_root flock /tmp/condorpy-apt.lock apt-get -o DPkg::Lock::Timeout=600 update -qq >&2 || vm_die "apt-get update failed"
             break
         fi
     done
     # dpkg's progress goes nowhere; apt's errors still reach stderr.
-    DEBIAN_FRONTEND=noninteractive vm_as_root apt-get install -y -qq --no-install-recommends \
+    DEBIAN_FRONTEND=noninteractive vm_as_root flock /tmp/condorpy-apt.lock apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
         "${want[@]}" >/dev/null || vm_die "could not install ${want[*]}"
 }
 
