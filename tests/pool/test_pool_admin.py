@@ -84,7 +84,7 @@ def test_condor_status_direct_lists_the_slots_like_the_daemons_own_status(
     one = refpool.condor("condor_status", "-direct", address(daemon), "-constraint",
                          "SlotID == 2", "-af", "Name").stdout.split()
     assert one == [f"slot2@{HOST}"]
-    assert "pool: QUERY_STARTD_ADS from" in daemon.output()
+    wait_for(lambda: "pool: QUERY_STARTD_ADS from" in daemon.output(), 10, daemon.output)
 
 
 def _run(refpool: RefPool, *argv: str) -> tuple[int, str]:
@@ -165,7 +165,7 @@ def test_condor_vacate_evicts_the_running_jobs(daemon: Daemon, refpool: RefPool,
     # as against the pool's own startd
     assert res.stdout == ('Sent "Vacate-All-Claims-Fast" command to daemon at '
                           f"<127.0.0.1:{port}>\n"), res.stdout + res.stderr
-    assert "VACATE_ALL_FAST from condor@" in daemon.output()
+    wait_for(lambda: "VACATE_ALL_FAST from condor@" in daemon.output(), 10, daemon.output)
     # evicted at once (fast: hard kill), the job goes back to the queue
     wait_for(lambda: "job 1.0: ended in slot1: idle" in daemon.output(), 30, daemon.output)
     assert re.search(r"slot1: Preempting/\w+ .*condor_vacate", daemon.output())

@@ -128,8 +128,10 @@ def test_condor_ping_is_answered_level_by_level(daemon: Daemon, refpool: RefPool
     rows = [line.split() for line in out.splitlines()[1:]]
     assert rc == 1 and rows[0] == ["READ", "CLAIMTOBE", "AES", "AES", "ALLOW", "bob@vm"]
     assert rows[1][:5] == ["ADMINISTRATOR", "FAIL", "FAIL", "FAIL", "FAIL"], out
-    assert "DC_SEC_QUERY from bob@vm" in daemon.output()
-    assert "no ALLOW_ADMINISTRATOR entry matches bob@vm" in daemon.output()
+    wait_for(lambda: "DC_SEC_QUERY from bob@vm" in daemon.output(), 10, daemon.output)
+    # the daemon logs a refusal just after sending it
+    wait_for(lambda: "no ALLOW_ADMINISTRATOR entry matches bob@vm" in daemon.output(), 10,
+             daemon.output)
 
 
 def queue(pool: RefPool, cluster: int) -> dict[int, tuple[str, str]]:

@@ -183,7 +183,7 @@ queue 1
                               "LastRemoteHost").stdout.split()
     assert hist[:2] == ["4", "3"] and hist[2].endswith(f"@{HOST}"), hist
     assert re.match(rf"secured on slot\d@{re.escape(HOST)}\n\Z", (jobdir / "out").read_text())
-    assert "activated by" in daemon.output()
+    wait_for(lambda: "activated by" in daemon.output(), 10, daemon.output)
 
 
 def test_the_pools_tools_reach_condorpy_with_fs_authentication(

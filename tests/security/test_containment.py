@@ -113,7 +113,9 @@ def test_escaped_processes_die_with_their_job_however_it_ends(
                  lambda: f"attacker processes left: {procs(attacker.uid, mine)}")
         assert procs(victim.uid, "esc-victim")
         assert d.statuses()[vjob] == 2
-        assert d.statuses()[jobs["exit"]] == 4 and d.statuses()[jobs["hold"]] == 5
+        # the queue hears of the ends once the starters have reported them
+        wait_for(lambda: d.statuses()[jobs["exit"]] == 4 and d.statuses()[jobs["hold"]] == 5,
+                 30, lambda: f"{d.statuses()}\n{d.output()}")
         # the daemon still serves, and removing the victim's job cleans it up as well
         assert victim.cli(["rm", vjob], env=d.env()).rc == 0
         wait_for(lambda: not procs(victim.uid, mine), 30,
