@@ -19,6 +19,7 @@ from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.policy.states import State
+from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
 from condorpy.slots.model import Refusal
 
@@ -121,7 +122,7 @@ class LocalSchedd:
         """Hold or remove a job. A running one is stopped as the shadow does: a soft
         kill with the job's KillSig, then a hard kill once the vacate time (the job's
         JobMaxVacateTime, else 600 s) has passed; it becomes ``status`` once it ended."""
-        grace = _number(rec.ad.evaluate("JobMaxVacateTime"), DEFAULT_VACATE_S)
+        grace = number_of(rec.ad.evaluate("JobMaxVacateTime"), DEFAULT_VACATE_S)
         if self.execute.stop_running(rec.job_id, status, reason, code, subcode, grace):
             return
         self.set_status(rec.job_id, status, reason=reason, code=code or None,
@@ -142,7 +143,7 @@ class LocalSchedd:
         if self.engine.machine.draining or self.engine.machine.shutting_down:
             return
         idle = [r for r in self.idle().values() if not self.execute.is_running(r.job_id)]
-        idle.sort(key=lambda r: (-_number(r.ad.evaluate("JobPrio"), 0), r.job_id))
+        idle.sort(key=lambda r: (-number_of(r.ad.evaluate("JobPrio"), 0), r.job_id))
         started = 0
         for rec in idle:
             if started >= MATCH_BATCH:
@@ -183,7 +184,7 @@ class LocalSchedd:
             if slot.kind == "partitionable" and \
                     isinstance(self.engine.layout.sized(slot.layer, rec.ad, slot.ad), Refusal):
                 continue
-            rank = _number(rec.ad.evaluate("Rank", slot.ad, ctx), 0.0)
+            rank = number_of(rec.ad.evaluate("Rank", slot.ad, ctx), 0.0)
             if budget.exceeded:
                 break
             candidates.append((-rank, slot.slot_id, name))
@@ -246,10 +247,4 @@ class LocalSchedd:
                 self.stop_job(rec, JobStatus.HELD, got.reason, got.code, got.subcode)
             elif got.action is job_policy.JobAction.REMOVE:
                 self.stop_job(rec, JobStatus.REMOVED, got.reason, 0)
-
-
-def _number(value: Any, default: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return default
-    return float(value)
 

@@ -121,6 +121,14 @@ def int_of(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def number_of(value: object, default: float = 0.0) -> float:
+    """A job attribute's value as a number: ``default`` for anything not an int or a
+    float (a boolean included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value)
+
+
 def status_of(value: object, default: JobStatus) -> JobStatus:
     if isinstance(value, int) and not isinstance(value, bool):
         try:

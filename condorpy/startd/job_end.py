@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from condorpy.classad import ClassAd
 from condorpy.errors import ClassAdError
+from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobRecord, JobStatus
 from condorpy.startd.starter_handle import StarterHandle
 
@@ -65,7 +66,7 @@ def starter_failed(rec: JobRecord, attrs: dict[str, Any], limit: int) -> Outcome
     job back in the queue, but not forever: a job whose starter fails at once would
     otherwise be restarted in a tight loop. The failures count in NumShadowExceptions,
     as HTCondor counts a shadow's; at the limit the job is held."""
-    failures = int(number(rec.ad.evaluate("NumShadowExceptions"), 0.0)) + 1
+    failures = int(number_of(rec.ad.evaluate("NumShadowExceptions"))) + 1
     attrs["NumShadowExceptions"] = failures
     limit = max(1, limit)
     if failures < limit:
@@ -73,12 +74,6 @@ def starter_failed(rec: JobRecord, attrs: dict[str, Any], limit: int) -> Outcome
     return (JobStatus.HELD, f"the job's starter failed {failures} times without "
             f"reporting how the job ended (CONDORPY_MAX_STARTER_FAILURES is {limit}); "
             "the startd's log says why", STARTER_FAILED_CODE, 0)
-
-
-def number(value: Any, default: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return default
-    return float(value)
 
 
 def sent_ad(job_dir: Path) -> ClassAd | None:

@@ -24,6 +24,7 @@ from condorpy.policy.records import (Action, ClaimEnded, ClaimRefused, Continue,
                                      HardKill, KillBackfill, KillStarter, Output,
                                      RunBenchmarks, SoftKill, StartBackfill, StartJob,
                                      StateChange, Suspend)
+from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
 from condorpy.startd import job_end
 from condorpy.startd import pool_restart
@@ -374,7 +375,7 @@ class ResourceManager:
             started = rec.ad.evaluate("JobCurrentStartDate")
             now_i = int(self.clock.time())
             if isinstance(started, int):
-                wall = job_end.number(rec.ad.evaluate("RemoteWallClockTime"), 0.0)
+                wall = number_of(rec.ad.evaluate("RemoteWallClockTime"))
                 attrs["RemoteWallClockTime"] = wall + max(0, now_i - started)
                 attrs["LastRemoteWallClockTime"] = float(max(0, now_i - started))
             new = self.store.end_job(job_id, attrs, status, reason=reason or None,

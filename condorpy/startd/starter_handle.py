@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any, Union
 
 from condorpy.errors import StartdError
+from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus
 from condorpy.startd.forkserver import Launched
 
@@ -248,7 +249,7 @@ class StarterHandle:
             usage = msg.get("usage") or {}
             if not isinstance(usage, dict):
                 return []
-            cpu = _number(usage.get("RemoteUserCpu")) + _number(usage.get("RemoteSysCpu"))
+            cpu = number_of(usage.get("RemoteUserCpu")) + number_of(usage.get("RemoteSysCpu"))
             load = None
             if self.cpu is not None and mono > self.cpu[1]:
                 load = round(max(0.0, (cpu - self.cpu[0]) / (mono - self.cpu[1])), 3)
@@ -364,9 +365,3 @@ class StarterHandle:
         self.linked = False
         self.hard_kill_at = None
         return [Finish(final, result_path)]
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    return float(value)
