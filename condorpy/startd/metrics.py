@@ -60,6 +60,7 @@ _FIGURES_MAX_AGE_S = 30.0
 
 OUTCOMES = ("completed", "removed", "held", "evicted")
 CAUSES = ("preempt", "rank", "vacate", "drain", "kill")
+VACATE_REASON = "condor_vacate"     # the reason PolicyEngine.vacate gives its moves
 ADOPTIONS = ("adopted", "finished", "lost")
 # Hold codes the daemon itself gives (HTCondor's CONDOR_HOLD_CODE numbers): 1 by a user
 # or administrator, 3 on_exit_hold, 6 the starter could not start the job, 34 over its
@@ -251,9 +252,13 @@ class MetricsStats:
         """Follow the engine's outputs to name the cause of each eviction, decided by
         the first kill a claim gets; it is counted when the job is requeued."""
         if isinstance(o, StateChange):
-            if o.state is State.PREEMPTING or o.activity is Activity.RETIRING:
+            if o.state is State.PREEMPTING and o.reason == VACATE_REASON:
+                # an admin's vacate during retirement is what takes the slot
+                self._preempt_reason[o.slot] = o.reason
+            elif o.state is State.PREEMPTING or o.activity is Activity.RETIRING:
                 self._preempt_reason.setdefault(o.slot, o.reason)
-            elif o.state is not State.CLAIMED:
+            elif o.state is not State.CLAIMED or o.activity in (Activity.BUSY, Activity.IDLE):
+                # a retirement called off (drain cancelled) leaves no cause behind
                 self._preempt_reason.pop(o.slot, None)
             return
         if not isinstance(o, (SoftKill, HardKill, KillStarter)) or o.claim in self._cause:
@@ -267,7 +272,7 @@ class MetricsStats:
             cause = "drain"
         elif not isinstance(o, SoftKill):
             cause = "kill"           # no vacate grace: SIGKILL at once
-        elif why is EvictWhy.SHUTDOWN or reason == "condor_vacate":
+        elif why is EvictWhy.SHUTDOWN or reason == VACATE_REASON:
             cause = "vacate"
         else:
             cause = "preempt"

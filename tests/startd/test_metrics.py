@@ -215,6 +215,25 @@ def test_eviction_causes(how: str, cause: str) -> None:
     assert _v(m, "condorpy_jobs_exited_total", outcome="evicted") == 2
 
 
+@pytest.mark.parametrize("before", ["retiring", "drain-cancelled"])
+def test_vacate_after_a_retirement_is_a_vacate(before: str) -> None:
+    """issue #23: a vacate that followed a retirement (PREEMPT with retirement time
+    left, or a graceful drain cancelled) was counted as a preempt."""
+    eng, m, _ = _setup(PSLOT + "MaxJobRetirementTime = 100000\n"
+                       + ("PREEMPT = time() > 1005\n" if before == "retiring" else ""))
+    _run(eng, m, 1)
+    if before == "retiring":
+        for o in eng.cycle(1010):
+            m.observe(o)
+    else:
+        for o in eng.drain(1010, "graceful") + eng.cancel_drain(1020):
+            m.observe(o)
+    _evict(eng, m, eng.vacate(1100), 1)
+    m.publish(3.0)
+    assert _v(m, "condorpy_evictions_total", cause="vacate") == 1
+    assert _v(m, "condorpy_evictions_total", cause="preempt") == 0
+
+
 def test_preempt_expression_is_a_preempt() -> None:
     eng, m, clock = _setup(PSLOT + "PREEMPT = time() > 1015\n")
     _run(eng, m, 1)
