@@ -23,7 +23,8 @@ import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from condorpy.classad.ast import (ListExpr, Literal, Node, RecordExpr, format_name,
-                                  format_scalar, quote_string, unparse)
+                                  format_real_shown, format_scalar, quote_string,
+                                  unparse)
 from condorpy.classad.compiler import NOCONST
 from condorpy.classad.expr import Expr, parse_expr
 from condorpy.classad.lexer import unescape
@@ -52,6 +53,16 @@ def format_value(v: Any) -> str:
     if isinstance(v, Expr):
         return str(v)
     return format_scalar(v)
+
+
+def format_shown(v: Any) -> str:
+    """A value as HTCondor's tools print it for ``-af``: ``format_value`` with reals at
+    the tools' 16 significant digits (``format_real_shown``)."""
+    if type(v) is float:
+        return format_real_shown(v)
+    if type(v) is list and v:
+        return "{ " + ",".join(format_shown(x) for x in v) + " }"
+    return format_value(v)
 
 
 # --- old format ------------------------------------------------------------------------

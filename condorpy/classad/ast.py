@@ -222,6 +222,18 @@ def format_real(v: float) -> str:
     return s
 
 
+def format_real_shown(v: float) -> str:
+    """A real as HTCondor's tools show it (condor_status/condor_q ``-af``, ``-l``): 16
+    significant digits, even where that does not give the same double back (0.1 + 0.2
+    shows as ``0.3``); ``format_real`` is for writing ads that are read again."""
+    if v != v or v in (math.inf, -math.inf):
+        return format_real(v)
+    s = "%.16G" % v
+    if "." not in s and "E" not in s:
+        s += ".0"
+    return s
+
+
 def quote_string(s: str, quote: str = '"') -> str:
     out = [quote]
     for ch in s:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from condorpy.classad import adtext
 from condorpy.classad.ad import ClassAd
-from condorpy.classad.adtext import format_value, to_json, to_new, to_old
+from condorpy.classad.adtext import format_shown, format_value, to_json, to_new, to_old
 
-__all__ = ["format_value", "from_json", "from_json_many", "parse_new", "parse_old",
+__all__ = ["format_shown", "format_value", "from_json", "from_json_many", "parse_new", "parse_old",
            "parse_old_many", "to_json", "to_new", "to_old"]
 
 

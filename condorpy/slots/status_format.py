@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from condorpy.classad import ClassAd, Error, Undefined, format_value, parse_expr
+from condorpy.classad import (ClassAd, Error, Undefined, format_shown, format_value,
+                              parse_expr)
 
 _SUMMARY_COLUMNS = ("Total", "Owner", "Claimed", "Unclaimed", "Matched", "Preempting",
                     "Drain", "Backfill", "BkIdle")
@@ -102,7 +103,8 @@ def render_long(ads: Sequence[ClassAd]) -> str:
 def render_autoformat(ads: Sequence[ClassAd], attrs: Sequence[str]) -> str:
     """``-af``: one line per ad, values separated by a space, strings unquoted. Each
     argument is an expression, as for condor_status (``-af 'Memory / 1024'``); one
-    that does not parse is a ClassAdSyntaxError naming it, even when no ad matches."""
+    that does not parse is a ClassAdSyntaxError naming it, even when no ad matches.
+    Reals are shown as HTCondor's tools show them (16 significant digits)."""
     exprs = [parse_expr(text, source=f"-af argument {n} {text!r}")
              for n, text in enumerate(attrs, 1)]
     lines = []
@@ -110,7 +112,7 @@ def render_autoformat(ads: Sequence[ClassAd], attrs: Sequence[str]) -> str:
         cells = []
         for expr in exprs:
             value = expr.evaluate(my=ad)
-            cells.append(value if isinstance(value, str) else format_value(value))
+            cells.append(value if isinstance(value, str) else format_shown(value))
         lines.append(" ".join(cells))
     return "".join(line + "\n" for line in lines)
 

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from condorpy.classad import AbsTime, ClassAd, RelTime, Undefined, format_value, parse_expr
+from condorpy.classad import (AbsTime, ClassAd, RelTime, Undefined, format_shown, format_value,
+                              parse_expr)
 from condorpy.classad.formats import parse_old_many
 from condorpy.errors import ClassAdSyntaxError
 from tests.classad.oracle import classad2
@@ -29,6 +30,30 @@ def test_real_spelling() -> None:
                    "1E+16", "0.1", "0.3333333333333333", 'real("INF")', 'real("-INF")']
     assert format_value(0.30000000000000004) == "0.30000000000000004"  # never lossy
     assert format_value(math.nan) == 'real("NaN")'
+
+
+SHOWN_REALS = (0.81, 0.9 * 0.9, 0.27 * 3, 0.1 + 0.2, 1.0 / 3, 2.0 / 3, 1e20, 1e-5, 3.0, 0.0,
+               -0.0, 1e15, 1e16, 2.5e15, 123456789012345678.0, 12345678901234567.0,
+               -7.25, 1.7976931348623157e308, 5e-324, 4.35, 1024.1)
+
+
+def test_shown_reals_as_htcondors_tools_print_them() -> None:
+    """issue #23: ``-af`` showed 17 digits where condor_status shows 16 (the 16 digits
+    of HTCondor's old-ClassAd unparse, which the tools print with)."""
+    assert [format_shown(v) for v in (0.1 + 0.2, 0.81, 3.0, 1e20, -0.0, math.inf)] == [
+        "0.3", "0.8100000000000001", "3.0", "1E+20", "-0.0", 'real("INF")']
+    assert format_shown([0.1 + 0.2, 1, "a"]) == '{ 0.3,1,"a" }'
+    assert format_shown("a") == '"a"' and format_shown(7) == "7"
+
+
+@pytest.mark.skipif(classad2 is None, reason="the reference classad2 is not installed")
+def test_shown_reals_match_the_reference() -> None:
+    """Differential: classad2 prints a real attribute in the old format the way the
+    command-line tools' -af does (condor_status 23.9.6 checked by hand: 0.1 + 0.2 shows
+    ``0.3``, 123456789012345678.0 ``1.234567890123457E+17``)."""
+    for v in SHOWN_REALS:
+        ref = classad2.ClassAd({"X": v}).printOld().strip()
+        assert f"X = {format_shown(v)}" == ref, v
 
 
 def test_value_spelling() -> None:

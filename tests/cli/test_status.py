@@ -209,6 +209,15 @@ def test_autoformat_takes_expressions(tmp_path: Path,
                                 "slot2@node1.example.org 10 5.0 Static-2 undefined"]
 
 
+def test_autoformat_shows_reals_as_condor_status(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """issue #23: reals at condor_status's 16 significant digits, not 17."""
+    rc, out, err = run(tmp_path, capsys, "NUM_SLOTS = 1\n", "-af", "0.1 + 0.2",
+                       "123456789012345678.0", "TotalLoadAvg", "Cpus / 4.0")
+    assert rc == 0, err
+    assert out.splitlines() == ["0.3 1.234567890123457E+17 0.25 2.5"]
+
+
 def test_autoformat_names_a_bad_expression(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(tmp_path, capsys, "", "-af", "Name", "Cpus *", "-constraint", "false")
