@@ -45,6 +45,27 @@ def _show(v: Any) -> str:
     return str(format_value(v))
 
 
+_SIZE_UNITS = ("KB", "MB", "GB", "TB", "PB")
+_BINARY = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def show_amount(v: float, unit: str = "") -> str:
+    """An amount as an administrator reads it: the exact number in the unit of its
+    attribute (Memory in MB, Disk in KB), and from 1024 of them up the same in binary
+    units: ``1048576 KB (1 GiB)``, never ``1.04858e+06``."""
+    exact = str(int(v)) if v == int(v) else format_value(float(v))
+    if unit not in _SIZE_UNITS:
+        return f"{exact} {unit}".rstrip()
+    step = _SIZE_UNITS.index(unit)
+    size = abs(float(v))
+    if size < 1024:
+        return f"{exact} {unit}"
+    while size >= 1024 and step < len(_BINARY) - 1:
+        size /= 1024
+        step += 1
+    return f"{exact} {unit} ({size:.4g} {_BINARY[step]})"
+
+
 def explain_tree(engine: PolicyEngine, ad: ClassAd, name: str,
                  target: ClassAd | None) -> list[ExplainLine]:
     """The explanation of attribute ``name`` of ``ad`` (empty when there is no tree)."""
@@ -212,16 +233,17 @@ def _fit(engine: PolicyEngine, slot: Slot, job_ad: ClassAd) -> str:
         got = engine.layout.sized(layer, job_ad, slot.ad)
         if isinstance(got, Refusal):
             return f"false ({got.reason})"
-        return (f"true (a d-slot of {got.cpus:g} Cpus, {got.memory_mb:g} MB memory, "
-                f"{got.disk_kb:g} KB disk)")
+        return (f"true (a d-slot of {show_amount(got.cpus)} Cpus, "
+                f"{show_amount(got.memory_mb, 'MB')} memory, "
+                f"{show_amount(got.disk_kb, 'KB')} disk)")
     short = []
-    for req, have in (("RequestCpus", "Cpus"), ("RequestMemory", "Memory"),
-                      ("RequestDisk", "Disk")):
+    for req, have, unit in (("RequestCpus", "Cpus", ""), ("RequestMemory", "Memory", "MB"),
+                            ("RequestDisk", "Disk", "KB")):
         want = engine.backend.evaluate(job_ad, req, slot.ad)
         got = engine.backend.evaluate(slot.ad, have, None)
         if isinstance(want, (int, float)) and isinstance(got, (int, float)) \
                 and not isinstance(want, bool) and want > got:
-            short.append(f"{req} {want:g} > {have} {got:g}")
+            short.append(f"{req} {show_amount(want, unit)} > {have} {show_amount(got, unit)}")
     return "true" if not short else "false (" + "; ".join(short) + ")"
 
 

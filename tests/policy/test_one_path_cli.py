@@ -167,7 +167,7 @@ def test_explain_judges_the_whole_match(tmp_path: Path,
     rc, out, _ = _run(["policy", "explain", "-config", str(conf), "--inventory", str(inv),
                        "--job", str(small)], capsys)
     assert out.splitlines()[-1] == "slot1: the job matches"
-    assert "slot1: the request fits = true (a d-slot of 1 Cpus, 1024 MB memory" in out
+    assert "slot1: the request fits = true (a d-slot of 1 Cpus, 1024 MB (1 GiB) memory" in out
 
 
 def test_explain_knows_every_slot_status_shows(tmp_path: Path,
