@@ -89,6 +89,27 @@ def duration_value(text: str) -> float | None:
     return number_value(text)
 
 
+_LOG_SIZE = re.compile(r"\s*(\d+)\s*([A-Za-z]*)\s*\Z")
+_LOG_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def log_size_value(text: str) -> int | None:
+    """A daemon log's size limit (``MAX_<SUBSYS>_LOG``) in bytes: a whole number with
+    an optional binary unit, B, K, M, G or T, with or without a trailing b/B or iB
+    (``10 Mb``, ``500K``), as HTCondor's dprintf reads it. HTCondor also takes a time
+    (``1 h``, ``10 min``, or a lone ``m``) there to rotate by age; condorpy rotates by
+    size only and refuses it (None), as it refuses anything else."""
+    m = _LOG_SIZE.match(text)
+    if m is None:
+        return None
+    unit = m.group(2)
+    key, rest = unit[:1].lower(), unit[1:].lower()
+    if unit == "m" or key not in _LOG_UNITS or rest not in ("", "b", "ib") \
+            or (key == "b" and rest):
+        return None     # a lone m is minutes to HTCondor; s, h, d, w are times too
+    return int(m.group(1)) * _LOG_UNITS[key]
+
+
 _ADDRESS = re.compile(r"\s*(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9_.-]+)):(\d{1,5})\s*\Z")
 
 

@@ -57,6 +57,7 @@ from condorpy.startd.ports import ForkLauncher
 from condorpy.startd.resources import Launching, ResourceManager
 from condorpy.startd.sources import Signals, StarterLinks, Ticker
 from condorpy.starter.knobs import starter_knobs
+from condorpy.startd.starter_logs import starter_logs
 
 log = logging.getLogger("condorpy.startd")
 
@@ -135,7 +136,8 @@ class Startd:
             self.engine, self.clock, launcher=ForkLauncher(self.server), channel=self.links,
             store=self.store, queue=self.schedd,
             launching=Launching(self.paths.spool, self.paths.execute,
-                                _read_starter_knobs(config_path, self.env)),
+                                _read_starter_knobs(config_path, self.env),
+                                logs=starter_logs(self.cfg, self.paths.log)),
             stats=self.metrics.stats, observe=self.metrics.observe, job_log=self.job_log,
             max_starter_failures=self._max_starter_failures(self.cfg))
         self.links.deliver = self.rm.on_starter_io
@@ -330,6 +332,7 @@ class Startd:
             new_pool = pool_settings(new)       # a bad pool knob keeps the old config
             history = HistoryLimits.from_config(new)
             knobs = _read_starter_knobs(self.config_path, self.env)
+            logs = starter_logs(new, self.paths.log)
             failures = self._max_starter_failures(new)
             self.metrics.reconfig(new)          # last: it applies what it checks
         except CondorpyError as exc:
@@ -344,6 +347,7 @@ class Startd:
         if self.pool is not None:
             self.pool.reconfig(new_pool)
         self.rm.launching.knobs = knobs
+        self.rm.launching.logs = logs
         self.rm.max_starter_failures = failures
         self.store.history.set_limits(history)
         self.hooks.reconfig()

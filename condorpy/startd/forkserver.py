@@ -70,6 +70,7 @@ from condorpy.starter.ads import (ad_values, custom_memory_limit, final_ad_text,
 from condorpy.starter.knobs import settings_from_knobs
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.starter import Starter
+from condorpy.startd.starter_logs import open_starter_log
 
 PROTOCOL_VERSION = 1
 # Job ads are a few KB; the limit only stops a runaway peer from exhausting memory.
@@ -95,7 +96,9 @@ class LaunchRequest:
     starter obeys (knob -> text, read as the STARTER subsystem; the server's own
     environment does not count); ``cgroup``, when given, is the absolute cgroup v2
     directory the starter moves into before it runs the job (e.g.
-    ``<service>/starters.leaf``), created when missing."""
+    ``<service>/starters.leaf``), created when missing. ``log_path`` is the file the
+    starter's output is appended to (its slot's StarterLog; empty: a file of its own
+    in ``execute``), moved aside first when it has ``log_max`` bytes or more."""
 
     job_id: str
     job_ad: str
@@ -104,6 +107,8 @@ class LaunchRequest:
     result_path: str
     knobs: Mapping[str, str] = field(default_factory=dict)
     cgroup: str | None = None
+    log_path: str = ""
+    log_max: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,8 @@ def encode_request(request: LaunchRequest) -> bytes:
     return _line({"op": "launch", "job_id": request.job_id, "job_ad": request.job_ad,
                   "slot_ad": request.slot_ad, "execute": request.execute,
                   "result_path": request.result_path, "knobs": dict(request.knobs),
-                  "cgroup": request.cgroup})
+                  "cgroup": request.cgroup, "log_path": request.log_path,
+                  "log_max": request.log_max})
 
 
 def request_job_id(line: bytes) -> str | None:
@@ -188,11 +194,16 @@ def decode_request(line: bytes) -> LaunchRequest:
     if not isinstance(knobs, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in knobs.items()):
         raise RequestError(f"{what}: 'knobs' must map knob names to text")
+    log_max = msg.get("log_max", 0)
+    if not isinstance(log_max, int) or isinstance(log_max, bool) or log_max < 0:
+        raise RequestError(f"{what}: 'log_max' must be a whole number of bytes")
     return LaunchRequest(job_id=job_id, job_ad=_text(msg, "job_ad", what),
                          slot_ad=_text(msg, "slot_ad", what),
                          execute=_text(msg, "execute", what),
                          result_path=_text(msg, "result_path", what), knobs=knobs,
-                         cgroup=_text(msg, "cgroup", what, optional=True))
+                         cgroup=_text(msg, "cgroup", what, optional=True),
+                         log_path=_text(msg, "log_path", what, optional=True) or "",
+                         log_max=log_max)
 
 
 def encode_reply(reply: Reply) -> bytes:
@@ -428,7 +439,7 @@ class _Server:
                            f"{report.removeprefix('fail ') or 'no report'}")
         return Launched(req.job_id, pid, ticks, self.boot_id,
                         os.path.join(req.execute, f"starter_{pid}.sock"), req.result_path,
-                        os.path.join(req.execute, f"starter_{pid}.log"))
+                        req.log_path or os.path.join(req.execute, f"starter_{pid}.log"))
 
     def _read_report(self, rfd: int) -> str:
         chunks: list[bytes] = []
@@ -472,9 +483,13 @@ class _Server:
                 # starter reuses later, should it ever be collected here.
                 self.sock.detach()
                 stage = "log"
-                log = os.open(os.path.join(prep.request.execute,
-                                           f"starter_{os.getpid()}.log"),
-                              os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                log = open_starter_log(
+                    prep.request.log_path or os.path.join(prep.request.execute,
+                                                          f"starter_{os.getpid()}.log"),
+                    prep.request.log_max)
+                # the file is the slot's, shared by its successive starters
+                os.write(log, time.strftime(f"%m/%d/%y %H:%M:%S starter {os.getpid()} "
+                                            f"for job {prep.request.job_id}\n").encode())
                 null = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(null, 0)
                 os.dup2(log, 1)

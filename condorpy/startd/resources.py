@@ -35,6 +35,7 @@ from condorpy.startd.journal import fields
 from condorpy.startd.metrics import MetricsStats
 from condorpy.startd.ports import (HooksPort, JobRows, Launcher, NoHooks, PoolSide,
                                    QueuePort, StarterChannel)
+from condorpy.startd.starter_logs import StarterLogs
 from condorpy.startd.starter_handle import (Effect, Finish, JobStarted, KillProcess,
                                             LocalJob, NeverListened, Origin, Phase,
                                             PoolClaim, StarterHandle, StarterSays,
@@ -52,6 +53,7 @@ class Launching:
     execute: Path
     knobs: dict[str, str] = field(default_factory=dict)   # the starter's configuration
     cgroup: str | None = None                             # where starters go
+    logs: StarterLogs | None = None     # per-slot StarterLog; None: one file per starter
 
 
 class ResourceManager:
@@ -261,9 +263,12 @@ class ResourceManager:
 
     def _start(self, h: StarterHandle, name: str, job_ad: ClassAd, job_dir: Path) -> Launched:
         """Launch a starter for ``h`` and reach its socket if it is there yet."""
+        logs = self.launching.logs
         req = LaunchRequest(name, job_ad.to_old(), self.engine.slots[h.slot].ad.to_old(),
                             str(self.launching.execute), str(job_dir / "final.ad"),
-                            knobs=self.launching.knobs, cgroup=self.launching.cgroup)
+                            knobs=self.launching.knobs, cgroup=self.launching.cgroup,
+                            log_path=logs.path_for(h.slot) if logs is not None else "",
+                            log_max=logs.max_bytes if logs is not None else 0)
         launched = self.launcher.launch(req)
         h.on_launched(launched, self.clock.monotonic())
         self._connect(h)
