@@ -20,7 +20,8 @@ read through :class:`condorpy.config.Config` as the STARTER subsystem and cached
 value, since the startd sends the same knobs every time), then forks. The child calls
 ``setsid`` (a session and process group of its own, so signals meant for the startd's
 group never reach it), resets the signal handlers and mask, drops ``NOTIFY_SOCKET``
-and ``INVOCATION_ID``, reads ``/dev/null`` and writes to ``EXECUTE/starter_<pid>.log``,
+and ``INVOCATION_ID``, reads ``/dev/null`` and appends to its slot's StarterLog (the
+request's ``log_path``; without one, ``EXECUTE/starter_<pid>.log``),
 closes every other descriptor (the startd's socketpair above all: a starter holding it
 would hide the server's exit from the startd), moves itself into the requested cgroup,
 and only then tells the server "ready" on a pipe and runs :class:`Starter`. The server
