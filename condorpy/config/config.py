@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, cast, overload
 
 from condorpy.classad import parse_expr
-from condorpy.config.defaults import CODE_DEFAULTS, PARAM_DEFAULTS
+from condorpy.config.defaults import CODE_DEFAULTS, PACKAGE_PATHS, PARAM_DEFAULTS
 from condorpy.config.facts import DetectedFacts, computed_defaults, host_facts
 from condorpy.config.macros import Expander
 from condorpy.config.reader import Entry, Reader
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from condorpy.classad import Expr
 
 DEFAULT_CONFIG_PATH = "/etc/condorpy/condor_config"
+# where the package's paths say they come from when no configuration file was found
+NO_CONFIG_SOURCE = (f"<no configuration file ({DEFAULT_CONFIG_PATH} is missing): "
+                    f"the package's paths>")
 _ENV_PREFIX = "_CONDOR_"
 # where a value given on a command line (``--set NAME=VALUE``) says it comes from
 OVERRIDE_SOURCE = "the command line (--set)"
@@ -411,13 +414,19 @@ def load_config(path: str | None = None, *, env: Mapping[str, str] | None = None
 
     A file named by ``path`` or $CONDOR_CONFIG must exist. When neither names one and
     the default file is not there (a machine where condorpy is not installed yet), the
-    built-in defaults and the environment stand alone, as with CONDOR_CONFIG=ONLY_ENV."""
+    built-in defaults and the environment stand alone, with the installed package's
+    paths (``PACKAGE_PATHS``) in place of a file: the built-ins alone would put LOG,
+    SPOOL and the control socket under an empty LOCAL_DIR (``/log``, ``/spool``), where
+    no daemon is, and a client would not find the packaged daemon. HTCondor refuses to
+    run at all there; condorpy's offline tools (status --offline, policy) stay usable.
+    CONDOR_CONFIG=ONLY_ENV reads no file and adds nothing."""
     environ = dict(os.environ if env is None else env)
+    package: tuple[tuple[str, str], ...] | None = None
     if path is None:
         path = environ.get("CONDOR_CONFIG") or DEFAULT_CONFIG_PATH
         if path == DEFAULT_CONFIG_PATH and not os.path.exists(path):
-            path = "ONLY_ENV"
-    args = _LoadArgs(None if path == "ONLY_ENV" else path, None, path, environ,
-                     detected or host_facts(), subsystem.upper(), localname,
-                     overrides=tuple((overrides or {}).items()))
+            path, package = NO_CONFIG_SOURCE, tuple(PACKAGE_PATHS.items())
+    args = _LoadArgs(None if path in ("ONLY_ENV", NO_CONFIG_SOURCE) else path, None, path,
+                     environ, detected or host_facts(), subsystem.upper(), localname,
+                     assignments=package, overrides=tuple((overrides or {}).items()))
     return _build(args, seed)

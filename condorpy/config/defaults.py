@@ -11,6 +11,17 @@ as HTCondor does. Computed knobs (hostname, detected CPUs and memory, ...) come 
 
 from __future__ import annotations
 
+# The installed package's own paths (etc/condor_config as packaging/ installs it in
+# /etc/condorpy): taken when no configuration file is found at all, so that the daemon
+# and every command agree on where the daemon lives (SPOOL and EXECUTE follow LOCAL_DIR
+# through the table below). Not HTCondor defaults: condor_config_val shows them as
+# coming from no file.
+PACKAGE_PATHS: dict[str, str] = {
+    "LOCAL_DIR": "/var/lib/condorpy",
+    "LOG": "/var/log/condorpy",
+    "LOCK": "/run/condorpy",
+}
+
 PARAM_DEFAULTS: dict[str, str] = {
     # --- paths ----------------------------------------------------------------
     "RELEASE_DIR": "/usr",

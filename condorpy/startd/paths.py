@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Mapping
 
 from condorpy.config import KnobReader
-from condorpy.errors import StartdError
+from condorpy.errors import ConfigError, StartdError
 
 SOCKET_NAME = "condorpy_startd.sock"
 
@@ -37,6 +37,17 @@ class StatePaths:
 
 
 def configured_paths(cfg: KnobReader) -> StatePaths:
+    """The configured paths. Built-in defaults under an undefined LOCAL_DIR (``/log``,
+    ``/spool``: CONDOR_CONFIG=ONLY_ENV with no _CONDOR_LOCAL_DIR) are refused, for the
+    daemon and its clients alike, rather than used or guessed."""
+    if not cfg.get("LOCAL_DIR"):
+        unset = [n for n in ("LOG", "SPOOL", "EXECUTE") if cfg.where(n) is None]
+        if unset:
+            raise ConfigError(
+                f"LOCAL_DIR is not set, so {', '.join(unset)} would be the built-in "
+                f"{', '.join(f'/{n.lower()}' for n in unset)}: set LOCAL_DIR (the package "
+                f"uses /var/lib/condorpy) or each of LOG, SPOOL and EXECUTE", name=unset[0])
+
     def path(name: str, default: str) -> Path:
         return Path(cfg.get(name) or default)
 
