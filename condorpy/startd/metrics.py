@@ -252,8 +252,9 @@ class MetricsStats:
         """Follow the engine's outputs to name the cause of each eviction, decided by
         the first kill a claim gets; it is counted when the job is requeued."""
         if isinstance(o, StateChange):
-            if o.state is State.PREEMPTING and o.reason == VACATE_REASON:
-                # an admin's vacate during retirement is what takes the slot
+            if o.reason == VACATE_REASON and (o.state is State.PREEMPTING
+                                              or o.activity is Activity.RETIRING):
+                # an admin's vacate during a retirement is what takes the slot
                 self._preempt_reason[o.slot] = o.reason
             elif o.state is State.PREEMPTING or o.activity is Activity.RETIRING:
                 self._preempt_reason.setdefault(o.slot, o.reason)
