@@ -65,6 +65,22 @@ def test_require_gpus_picks_only_the_gpus_that_satisfy_it(daemon: Daemon,
     assert {got["1.0"], got["1.1"]} <= A100S
     assert got["2.0"] == V100                  # only the V100 is at most 7.5
     assert got["3.0"] in A100S                 # 47661 MB; the V100 has 24220
+    # use FEATURE : GPUs's usage monitor ran (condorpy's, without HTCondor's binary)
+    # and did not fail: no NVML here, nothing to report
+    wait_for(lambda: _metric(daemon, 'condorpy_cron_runs_total{name="GPUs_MONITOR"}') >= 1,
+             60, daemon.whole_log)
+    assert _metric(daemon, 'condorpy_cron_failures_total{name="GPUs_MONITOR"}') == 0
+    assert "GPUs_MONITOR" not in daemon.whole_log()
+
+
+def _metric(d: Daemon, series: str) -> float:
+    import urllib.request
+    host, port = d.call("ping")["metrics"]
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+    return 0.0
 
 
 def test_a_gpu_no_slot_has_never_runs_and_explain_says_why(daemon: Daemon,
