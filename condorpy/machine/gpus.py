@@ -37,6 +37,9 @@ class GpuDevice:
     compute_units: int | None = None
     ecc: bool | None = None
     driver_version: int | None = None  # CUDA driver version, e.g. 12020
+    # -dynamic properties: (FanSpeedPct, PowerUsage_mw, DieTempC, EccErrorsSingleBit,
+    # EccErrorsDoubleBit), None where the backend cannot read them
+    dynamic: tuple[int, int, int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class _SimModel:
     clock_khz: int
     units: int
     ecc: bool
-    memory_mb: int
+    memory_bytes: int
 
 
 @dataclass(frozen=True)
@@ -56,13 +59,18 @@ class _SimConfig:
     mig_memory_mb: tuple[int, ...] = ()   # non-empty: the device is in MIG mode
 
 
-_GT330 = _SimModel("GeForce GT 330", 0x12, 1340_000, 12, False, 1024)
-_GTX480 = _SimModel("GeForce GTX 480", 0x20, 1400_000, 15, False, 1536)
-_V100 = _SimModel("Tesla V100-PCIE-16GB", 0x70, 1380_000, 80, True, 24220)
-_TITAN = _SimModel("TITAN RTX", 0x75, 1770_000, 72, False, 24220)
-_A100 = _SimModel("A100-SXM4-40GB", 0x80, 1410_000, 42, True, 40536)
-_A100_1G = _SimModel("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 0x80, 1410_000, 42, True, 4864)
-_A100_3G = _SimModel("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 0x80, 1410_000, 42, True, 20096)
+_MIB = 1024 * 1024
+_GT330 = _SimModel("GeForce GT 330", 0x12, 1340_000, 12, False, 1024 * _MIB)
+_GTX480 = _SimModel("GeForce GTX 480", 0x20, 1400_000, 15, False, 1536 * _MIB)
+_V100 = _SimModel("Tesla V100-PCIE-16GB", 0x70, 1380_000, 80, True, 24220 * _MIB)
+_TITAN = _SimModel("TITAN RTX", 0x75, 1770_000, 72, False, 24220 * _MIB)
+# HTCondor's table gives the A100s 40536 * 1024 * 1204 bytes (not * 1024): its
+# simulated A100 reports GlobalMemoryMb=47661, and so does condorpy's.
+_A100 = _SimModel("A100-SXM4-40GB", 0x80, 1410_000, 42, True, 40536 * 1024 * 1204)
+_A100_1G = _SimModel("NVIDIA A100-SXM4-40GB MIG 1g.5gb", 0x80, 1410_000, 42, True,
+                     4864 * 1024 * 1204)
+_A100_3G = _SimModel("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 0x80, 1410_000, 42, True,
+                     20096 * 1024 * 1204)
 
 # HTCondor's table of simulated devices (-simulate:D), in its order
 SIMULATED: tuple[_SimConfig, ...] = (
@@ -84,28 +92,51 @@ def _sim_uuid(index: int, mig: int = 0x34) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def _leading_int(text: str) -> int:
+    """C's atoi: the integer a string starts with (after blanks), 0 when none."""
+    m = re.match(r"\s*([+-]?\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
 def parse_simulate(spec: str | None) -> list[int]:
-    """``-simulate[:D[,N[,D2,N2...]]]`` -> the table index of each simulated device."""
-    if spec is None or spec == "":
+    """``-simulate[:D[,N[,D2,N2...]]]`` -> the table index of each simulated device.
+
+    As condor_gpu_discovery reads it: no list is one device of entry 0, an empty list
+    none at all, and a list starting with the size of the table one of every entry."""
+    if spec is None:
         return [0]
-    if spec.strip() == str(len(SIMULATED)):
+    if spec and _leading_int(spec) == len(SIMULATED):
         return list(range(len(SIMULATED)))
-    nums = spec.split(",")
+    nums = [n for n in spec.split(",")]
     out: list[int] = []
-    for i in range(0, len(nums), 2):
+    i = 0
+    while i < len(nums) and spec:
         try:
             d = int(nums[i])
             n = int(nums[i + 1]) if i + 1 < len(nums) else 1
         except ValueError:
-            raise ValueError(f"bad -simulate list {spec!r}") from None
+            raise ValueError(f"simulation must be in range of 0-{len(SIMULATED)}, "
+                             f"got {spec!r}") from None
         if not 0 <= d < len(SIMULATED) or n < 0:
             raise ValueError(f"simulation must be in range of 0-{len(SIMULATED)}, got {spec!r}")
         out.extend([d] * n)
+        i += 2
     return out
 
 
+def _sim_dynamic(dev_id: int) -> tuple[int, int, int, int, int]:
+    # HTCondor's simulated NVML answers base + jitter + its handle (0x100 | device);
+    # the jitter is set only by nvmlInit, which a simulation never calls: 0
+    handle = 0x100 | (dev_id & 0x0F)
+    return (9 + handle, 29 + handle, 89 + handle, 0, 0)
+
+
 def simulated_devices(indexes: Sequence[int]) -> tuple[list[GpuDevice], dict[str, list[GpuDevice]]]:
-    """(devices, MIG children by parent uuid) for the simulated table entries."""
+    """(devices, MIG children by parent uuid) for the simulated table entries.
+
+    As HTCondor's simulation reports them: no driver version, and MIG instances with
+    memory, clock and ECC of their own and, as 25.x reports them (23.9 leaves these
+    out), the parent's capability and PCI bus id."""
     devices: list[GpuDevice] = []
     migs: dict[str, list[GpuDevice]] = {}
     for dev_id, ix in enumerate(indexes):
@@ -113,8 +144,8 @@ def simulated_devices(indexes: Sequence[int]) -> tuple[list[GpuDevice], dict[str
         m = cfg.model
         cc = (m.sm >> 4, m.sm & 0xF)
         parent = GpuDevice(uuid=_sim_uuid(dev_id), name=m.name, pci_id=f"0000:{dev_id + 0x40:02x}:00.0",
-                           memory_bytes=m.memory_mb * 1024 * 1024, capability=cc, clock_khz=m.clock_khz,
-                           compute_units=m.units, ecc=m.ecc, driver_version=cfg.driver)
+                           memory_bytes=m.memory_bytes, capability=cc, clock_khz=m.clock_khz,
+                           compute_units=m.units, ecc=m.ecc, dynamic=_sim_dynamic(dev_id))
         devices.append(parent)
         children = []
         for mig_id, mem in enumerate(cfg.mig_memory_mb):
@@ -122,10 +153,8 @@ def simulated_devices(indexes: Sequence[int]) -> tuple[list[GpuDevice], dict[str
                 uuid = "MIG-" + _sim_uuid(dev_id, mig_id)
             else:
                 uuid = f"MIG-GPU-{_sim_uuid(dev_id)}/{mig_id}/0"
-            # MIG instances report only memory, clock and ECC; the rest is the parent's
-            children.append(GpuDevice(uuid=uuid, memory_bytes=mem * 1024 * 1024, capability=cc,
-                                      clock_khz=m.clock_khz, ecc=m.ecc, pci_id=parent.pci_id,
-                                      driver_version=cfg.driver))
+            children.append(GpuDevice(uuid=uuid, memory_bytes=mem * _MIB, capability=cc,
+                                      clock_khz=m.clock_khz, ecc=m.ecc, pci_id=parent.pci_id))
         if children:
             migs[parent.uuid] = children
     return devices, migs
@@ -426,7 +455,7 @@ def gpu_id(uuid: str, short: bool) -> str:
     return gid[:12] if short else gid
 
 
-def _props(d: GpuDevice, extra: bool) -> dict[str, str]:
+def _props(d: GpuDevice, extra: bool, dynamic: bool) -> dict[str, str]:
     """Property values as ClassAd literal text, formatted as condor_gpu_discovery does."""
     p: dict[str, str] = {}
     if d.uuid:
@@ -451,77 +480,128 @@ def _props(d: GpuDevice, extra: bool) -> dict[str, str]:
             p["ComputeUnits"] = str(d.compute_units)
         if d.capability:
             p["CoresPerCU"] = str(cores_per_cu(*d.capability))
+    if dynamic and d.dynamic is not None:
+        for key, value in zip(("FanSpeedPct", "PowerUsage_mw", "DieTempC", "EccErrorsSingleBit",
+                               "EccErrorsDoubleBit"), d.dynamic):
+            p[key] = str(value)
     return p
 
 
-def _whitelisted(opts: GpuOptions, full_id: str, index: int) -> bool:
-    """-device / CUDA_VISIBLE_DEVICES entries: an index (``1``, ``CUDA1``) or an id prefix."""
-    if not opts.devices:
-        return True
-    for item in opts.devices:
-        stripped = item.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-        if stripped.isdigit():
-            if int(stripped) == index:
+class _Whitelist:
+    """-device / CUDA_VISIBLE_DEVICES / GPU_DEVICE_ORDINAL entries as condor_gpu_discovery
+    reads them: ``[letters]digits`` is a machine-level index, anything else an id prefix."""
+
+    def __init__(self, items: Sequence[str]) -> None:
+        self.by_index: set[int] = set()
+        self.by_prefix: set[str] = set()
+        self.by_uuid: set[str] = set()
+        for item in items:
+            m = re.fullmatch(r"[A-Za-z]*(\d+)", item)
+            if m:
+                self.by_index.add(int(m.group(1)))
+            else:
+                self.by_prefix.add(item)
+
+    def empty(self) -> bool:
+        return not (self.by_index or self.by_prefix or self.by_uuid)
+
+    def index_listed(self, index: int) -> bool:
+        return not self.by_index or index in self.by_index
+
+    def ignores(self, index: int) -> bool:
+        """Only indexes are listed, and this is not one of them."""
+        return not self.by_prefix and not self.by_uuid and not self.index_listed(index)
+
+    def allows(self, gpu_id: str, index: int) -> bool:
+        match = True
+        for pre in self.by_prefix:
+            if gpu_id.startswith(pre):
                 return True
-        elif full_id.startswith(item):
-            return True
-    return False
+            match = False
+        for uuid in self.by_uuid:
+            if (gpu_id[4:] if gpu_id.startswith("GPU-") else gpu_id) == uuid:
+                return True
+            match = False
+        return match if not self.by_index else index in self.by_index
+
+
+def _device_props(opts: GpuOptions, devices: Sequence[GpuDevice],
+                  migs: dict[str, list[GpuDevice]], pre: str) \
+        -> tuple[list[str], dict[str, dict[str, str]]]:
+    """The detected ids in condor_gpu_discovery's order (the CUDA devices by index, then
+    every MIG instance by uuid) and, with -properties, each one's properties."""
+    wl = _Whitelist(opts.devices)
+    ids: list[str] = []
+    props: dict[str, dict[str, str]] = {}
+    for index, d in enumerate(devices):
+        if wl.ignores(index):
+            continue
+        if d.uuid and not wl.allows(gpu_id(d.uuid, False), index):
+            continue
+        if d.uuid in migs:
+            # a MIG parent cannot run jobs itself; an index that names it names the
+            # instances whose ids carry its uuid (the MIG-GPU-<uuid>/... style)
+            if not wl.empty() and wl.index_listed(index):
+                wl.by_prefix.add("MIG-" + gpu_id(d.uuid, False))
+                wl.by_uuid.add(d.uuid)
+            continue
+        gid = gpu_id(d.uuid, opts.short_uuid) if (opts.uuid_ids and d.uuid) else f"{pre}{index}"
+        ids.append(gid)
+        if opts.properties:
+            props[gid] = _props(d, opts.extra, opts.dynamic)
+    for child in sorted((c for cs in migs.values() for c in cs), key=lambda c: c.uuid):
+        if not wl.allows(child.uuid, -1):
+            continue
+        gid = gpu_id(child.uuid, opts.short_uuid)
+        ids.append(gid)
+        if opts.properties:
+            props[gid] = _props(child, opts.extra, opts.dynamic)
+    return ids, props
+
+
+_DYNAMIC = ("FanSpeedPct", "PowerUsage_mw", "DieTempC", "EccErrorsSingleBit",
+            "EccErrorsDoubleBit")
+
+
+def _common(opts: GpuOptions, dev_props: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The properties every device shares (the first device by id, compared with the
+    rest); dynamic ones never count, and with -divide neither does GlobalMemoryMb (as
+    25.x has it: 23.9 left the undivided size in Common)."""
+    if not opts.properties or opts.mixed or not dev_props:
+        return {}
+    ordered = [dev_props[k] for k in sorted(dev_props)]
+    return {key: val for key, val in ordered[0].items()
+            if key not in _DYNAMIC and all(p.get(key) == val for p in ordered[1:])
+            and not (opts.repeat and opts.divide and key == "GlobalMemoryMb")}
 
 
 def render(opts: GpuOptions, devices: Sequence[GpuDevice], migs: dict[str, list[GpuDevice]],
            prefix: str = "CUDA") -> str:
     """The text condor_gpu_discovery prints for these devices and options."""
     pre = opts.prefix or prefix
-    ids: list[str] = []
-    dev_props: dict[str, dict[str, str]] = {}
-    mig_parents = []
-    for index, d in enumerate(devices):
-        full = gpu_id(d.uuid, False) if d.uuid else f"{pre}{index}"
-        if not _whitelisted(opts, full, index):
-            continue
-        if d.uuid in migs:
-            # a MIG parent cannot run jobs itself; its instances are listed below
-            mig_parents.append(d)
-            continue
-        gid = gpu_id(d.uuid, opts.short_uuid) if (opts.uuid_ids and d.uuid) else f"{pre}{index}"
-        ids.append(gid)
-        if opts.properties:
-            dev_props[gid] = _props(d, opts.extra)
-    for parent in mig_parents:
-        for child in sorted(migs[parent.uuid], key=lambda c: c.uuid):
-            gid = gpu_id(child.uuid, opts.short_uuid)
-            ids.append(gid)
-            if opts.properties:
-                dev_props[gid] = _props(child, opts.extra)
-
-    common: dict[str, str] = {}
-    if opts.properties and not opts.mixed and dev_props:
-        ordered = [dev_props[k] for k in sorted(dev_props)]
-        for key, val in ordered[0].items():
-            if all(p.get(key) == val for p in ordered[1:]):
-                if not (opts.divide and key == "GlobalMemoryMb"):
-                    common[key] = val
+    if not devices:
+        empty: list[str] = [] if opts.cron else [f"Detected{opts.tag}=0"]
+        if opts.config_syntax:
+            empty.append(f"NUM_DETECTED_{opts.tag}=0")
+        return "".join(line + "\n" for line in empty)
+    ids, dev_props = _device_props(opts, devices, migs, pre)
+    common = _common(opts, dev_props)
 
     detected = ", ".join(ids)
     if opts.repeat:
         if opts.packed:
             detected = ", ".join(g for g in ids for _ in range(opts.repeat))
         else:
-            detected = ", ".join([detected] * opts.repeat)
+            detected = ", ".join([detected] * opts.repeat) if ids else ""
         if opts.divide:
             for p in dev_props.values():
                 if "GlobalMemoryMb" in p:
                     mem = int(p["GlobalMemoryMb"])
                     p["GlobalMemoryMb"] = str(mem // opts.repeat)
-                    p["DeviceMemoryMb"] = str(mem)
+                    if mem:
+                        p["DeviceMemoryMb"] = str(mem)
 
     lines: list[str] = []
-    if not ids:
-        if not opts.cron:
-            lines.append(f"Detected{opts.tag}=0")
-        if opts.config_syntax:
-            lines.append(f"NUM_DETECTED_{opts.tag}=0")
-        return "\n".join(lines) + "\n"
     if not opts.cron:
         lines.append(f"Detected{opts.tag}={detected}" if opts.config_syntax
                      else f'Detected{opts.tag}="{detected}"')
@@ -534,15 +614,15 @@ def render(opts: GpuOptions, devices: Sequence[GpuDevice], migs: dict[str, list[
             else:
                 lines.extend(f"{pre}{k}={v}" for k, v in sorted(common.items()))
         for gid in sorted(dev_props):
-            own = {k: v for k, v in sorted(dev_props[gid].items()) if k not in common}
-            if not own:
+            if not dev_props[gid]:
                 continue
+            own = {k: v for k, v in sorted(dev_props[gid].items()) if k not in common}
             attr = gid.replace("-", "_").replace("/", "_")
             if opts.nested:
                 lines.append(f'{attr}=[ id="{gid}"; ' + "".join(f"{k}={v}; " for k, v in own.items()) + "]")
             else:
                 lines.extend(f"{attr}{k}={v}" for k, v in own.items())
-    return "\n".join(lines) + "\n"
+    return "".join(line + "\n" for line in lines)
 
 
 def discover(argv: Sequence[str], roots: HostRoots) -> str:

@@ -122,7 +122,9 @@ def resource_from_ad(name: str, ad: dict[str, Any], knob: str, offline_knob: str
         if common is not None:
             props.setdefault(id_, {}).update(common)
     for key, value in ad.items():
-        if key == det_key or key.lower() == name.lower():
+        # what is left of the inventory ad, Detected<name> included (HTCondor's machine
+        # ad says DetectedGPUs = "GPU-a0223334, ..."), goes into the machine ad
+        if key.lower() == name.lower():
             continue
         if isinstance(value, dict):
             if value is common:

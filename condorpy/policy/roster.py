@@ -17,7 +17,7 @@ from condorpy.policy.readings import Readings
 from condorpy.policy.records import DeleteSlot, Slot, StopBenchmarks
 from condorpy.policy.settings import PolicySettings
 from condorpy.policy.states import Activity, State
-from condorpy.slots.ads import SlotStatus, device_attr_name, put_custom_resources
+from condorpy.slots.ads import SlotStatus, put_custom_resources
 from condorpy.slots.manager import LayoutChange, SlotManager
 from condorpy.slots.model import Slot as LayerSlot
 
@@ -112,11 +112,12 @@ class SlotRoster:
         attrs = ClassAd()
         put_custom_resources(attrs, slot.layer.resources, avail, inventory)
         if slot.kind == "partitionable":
-            for res in inventory.custom.values():
-                for device in res.ids:
-                    name = device_attr_name(device)
-                    if name not in attrs and slot.ad.lookup(name) is not None:
-                        del slot.ad[name]
+            # the property ads (and shared properties) of the devices it gave away go
+            for res_name in inventory.custom:
+                stale = [a for a in slot.ad.keys()
+                         if a.startswith(f"{res_name}_") and a not in attrs]
+                for name in stale:
+                    del slot.ad[name]
         for name in attrs:
             expr = attrs.lookup(name)
             if expr is not None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from condorpy.classad import ClassAd, parse_expr
+from condorpy.classad.ast import Binary, Cond, Elvis
 from condorpy.classad.compiler import NOCONST
 from condorpy.classad.expr import Expr
 from condorpy.classad.functions.envargs import (
@@ -680,6 +681,7 @@ def _build_ad(b: _AdBuilder, *, cluster_id: int, proc_id: int, owner: str,
                               f"{getattr(exc, 'reason', exc)}", file=b.src,
                               line=ln) from None
 
+    _set_gpu_requirement(b)
     _set_requirements(b, forced={n.lower() for n, _r, _l in attrs})
     return ad
 
@@ -844,6 +846,8 @@ def _set_requests(b: _AdBuilder) -> None:
     gpus = b.get("request_gpus", "RequestGPUs")
     if gpus is not None and gpus.strip() and gpus.strip().lower() != "undefined":
         b.expr("RequestGPUs", gpus.strip(), "request_gpus", "RequestGPUs")
+    if "RequestGPUs" in ad:
+        _set_gpu_constraints(b)
     # request_<name> for other resources becomes Request<name>
     done = {"request_cpus", "request_memory", "request_disk", "request_gpus",
             "request_cpu", "requestcpus", "requestmemory", "requestdisk", "requestgpus"}
@@ -856,6 +860,72 @@ def _set_requests(b: _AdBuilder) -> None:
         val = b.get(lc)
         if val is not None and val.strip():
             b.expr("Request" + name, val.strip(), lc)
+
+
+# GPU property constraints: submit key, job attribute, and the clause of RequireGPUs it
+# adds unless require_gpus already names that property
+_GPU_LIMITS = (
+    ("gpus_minimum_capability", "GPUsMinCapability", "Capability", "Capability >= GPUsMinCapability"),
+    ("gpus_maximum_capability", "GPUsMaxCapability", "Capability", "Capability <= GPUsMaxCapability"),
+    ("gpus_minimum_memory", "GPUsMinMemory", "GlobalMemoryMb", "GlobalMemoryMb >= GPUsMinMemory"),
+    ("gpus_minimum_runtime", "GPUsMinRuntime", "MaxSupportedVersion",
+     "MaxSupportedVersion >= GPUsMinRuntime"),
+)
+_RUNTIME_RE = re.compile(r"\s*\+?(\d+)(?:\.(\d*))?\s*")
+
+
+def _set_gpu_constraints(b: _AdBuilder) -> None:
+    """A job that requests GPUs: require_gpus becomes RequireGPUs and gpus_minimum_* /
+    gpus_maximum_capability their GPUsMin*/GPUsMax* attributes, as condor_submit sets
+    them (without request_gpus, condor_submit ignores them all)."""
+    require = b.get("require_gpus", "RequireGPUs")
+    if require is not None and require.strip():
+        b.expr("RequireGPUs", require.strip(), "require_gpus", "RequireGPUs")
+    for key, attr, _prop, _clause in _GPU_LIMITS:
+        text = b.get(key, attr)
+        if text is None or not text.strip():
+            continue
+        text = text.strip()
+        if attr == "GPUsMinMemory":
+            mb = parse_size(text, 1 << 20)     # a bare number is megabytes
+            if mb is not None:
+                b.ad[attr] = mb
+                continue
+        elif attr == "GPUsMinRuntime":
+            m = _RUNTIME_RE.fullmatch(text)
+            # "x.y" is version x.y (12.1 -> 12010); one number above 1000 is already
+            # in that form (12010), a smaller one a major version (12 -> 12000)
+            if m and (not m.group(2) or int(m.group(2)) < 100):
+                major = int(m.group(1))
+                minor = int(m.group(2)) if m.group(2) else -1
+                b.ad[attr] = major if minor == -1 and major > 1000 \
+                    else major * 1000 + max(minor, 0) * 10
+                continue
+        b.expr(attr, text, key, attr)
+
+
+def _set_gpu_requirement(b: _AdBuilder) -> None:
+    """RequireGPUs completed with the clauses of the GPU property constraints, as
+    condor_submit does after the job's +attributes: each clause unless RequireGPUs
+    already refers to that property (a low-precedence require_gpus is parenthesized)."""
+    ad = b.ad
+    if "RequestGPUs" not in ad:
+        return
+    require = ad.lookup("RequireGPUs")
+    named: set[str] = set()
+    if require is not None:
+        refs = require.scoped_references()
+        named = refs["unscoped"] | refs["my"]
+    clauses = [clause for _key, attr, prop, clause in _GPU_LIMITS
+               if attr in ad and prop.lower() not in named]
+    if not clauses:
+        return
+    text = " && ".join(clauses)
+    if require is not None:
+        node = require.node
+        low = isinstance(node, (Cond, Elvis)) or (isinstance(node, Binary) and node.op == "||")
+        text = (f"({require})" if low else str(require)) + " && " + text
+    b.expr("RequireGPUs", text, "require_gpus", "RequireGPUs")
 
 
 def _original_key(m: _Macros, lc: str) -> str:

@@ -72,10 +72,11 @@ _WITHIN_LIMITS = ("(MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && "
                   "TARGET.RequestMemory <= MY.Memory && TARGET.RequestDisk <= MY.Disk{custom})")
 
 
-def device_attr_name(device_id: str) -> str:
-    """The attribute that holds a device's property ad: its id made a valid name."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", device_id)
-    return name if name[:1].isalpha() or name[:1] == "_" else "_" + name
+def device_attr_name(resource: str, device_id: str) -> str:
+    """The attribute that holds a device's property ad, named as HTCondor's startd names
+    it: ``<resource>_<id>`` with every other character than a letter, digit or ``_``
+    made ``_`` (runs of them one), e.g. ``GPUs_GPU_a0223334``."""
+    return re.sub(r"__+", "_", re.sub(r"[^A-Za-z0-9_]", "_", f"{resource}_{device_id.strip()}"))
 
 
 # The HTCondor release whose semantics condorpy follows. Job Requirements written by
@@ -214,12 +215,26 @@ def put_custom_resources(ad: ClassAd, given: Resources, available: Resources,
             ad[f"Assigned{name}"] = ",".join(held)
             if res.properties:
                 for device in held:
-                    ad[device_attr_name(device)] = device_ad(device, res.properties.get(device, {}))
+                    ad[device_attr_name(name, device)] = device_ad(
+                        device, res.properties.get(device, {}))
+                # what every held device shares is also the slot's own <resource>_<prop>
+                for prop, value in shared_properties(held, res.properties).items():
+                    ad[f"{name}_{prop}"] = value
                 # references to the property ads, for countMatches()-style matching
                 ad.set_expr(f"Available{name}",
-                            "{" + ", ".join(device_attr_name(d) for d in held) + "}")
+                            "{" + ", ".join(device_attr_name(name, d) for d in held) + "}")
         custom_limits.append(f"(TARGET.Request{name} ?: 0) <= MY.{name}")
     return custom_limits
+
+
+def shared_properties(held: tuple[str, ...] | list[str],
+                      properties: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The properties whose value every held device has (none when none is held)."""
+    if not held:
+        return {}
+    first = properties.get(held[0], {})
+    return {k: v for k, v in first.items()
+            if all(k in properties.get(d, {}) and properties[d][k] == v for d in held[1:])}
 
 
 def _whole(value: float) -> int | float:

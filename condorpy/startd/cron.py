@@ -115,7 +115,11 @@ def _spec(cfg: Config, prefix: str, name: str) -> CronSpec | None:
         except ValueError:
             raise cfg.invalid(knob("SLOTS"), "a list of slot numbers") from None
     load = cfg.get_float(knob("JOB_LOAD"), 0.01)
-    return CronSpec(name, exe.strip(), tuple(args_text.split()), tuple(env.items()),
+    exe, args = exe.strip(), tuple(args_text.split())
+    if os.path.basename(exe) == "condor_gpu_utilization" and not os.path.isfile(exe):
+        # HTCondor's GPU monitor is not installed: condorpy's reports the same
+        exe, args = sys.executable, ("-m", "condorpy.machine.gpu_utilization", *args)
+    return CronSpec(name, exe, args, tuple(env.items()),
                     cfg.get(knob("CWD")) or None, period or 0, mode, pfx,
                     cfg.get_bool(knob("RECONFIG"), False),
                     cfg.get_bool(knob("RECONFIG_RERUN"), False),
@@ -252,8 +256,10 @@ class StartdCron:
         env.update(dict(spec.env))
         streaming = spec.mode is CronMode.WAIT_FOR_EXIT
         parser = job.parser
+        # a Python module run by this interpreter needs its real argv[0]
+        argv0 = spec.executable if spec.executable == sys.executable else spec.name
         job.child = self.d.children.spawn(
-            f"STARTD_CRON_{spec.name}", [spec.name, *spec.args],
+            f"STARTD_CRON_{spec.name}", [argv0, *spec.args],
             lambda r: self._ended(job, parser, r), executable=spec.executable, env=env,
             cwd=spec.cwd or "/", timeout=None if streaming else spec.timeout,
             on_output=(lambda text: self._output(job, parser, text)) if streaming else None)

@@ -49,7 +49,9 @@ AD
     assert r.ids == ("fpga0", "fpga1") and r.count == 2
     assert r.properties["fpga1"] == {"Vendor": "Xilinx", "Lanes": 8}
     assert r.properties["fpga0"] == {"Vendor": "Xilinx"}
-    assert r.extra_attrs == {"OfflineFPGAs": "fpga2", "FPGADriver": "2.1"}
+    # what is left of the inventory ad goes to the machine ad, Detected<name> included
+    assert r.extra_attrs == {"DetectedFPGAs": "fpga0, fpga1, fpga2", "OfflineFPGAs": "fpga2",
+                             "FPGADriver": "2.1"}
 
 
 @pytest.mark.parametrize("body,match", [
@@ -90,7 +92,8 @@ def test_gpus_feature_uses_builtin_discovery(tmp_path: Path) -> None:
     assert g.ids == ("GPU-b1223334",) and g.count == 1
     assert g.properties["GPU-b1223334"]["Capability"] == 8.0
     assert g.properties["GPU-a0223334"]["DeviceName"] == "Tesla V100-PCIE-16GB"
-    assert g.extra_attrs == {"OfflineGPUs": "GPU-a0223334"}
+    assert g.extra_attrs == {"DetectedGPUs": "GPU-a0223334, GPU-b1223334",
+                             "OfflineGPUs": "GPU-a0223334"}
 
 
 def test_default_gpu_detection(tmp_path: Path) -> None:
@@ -122,7 +125,7 @@ def test_inventory_values_may_be_constant_expressions(tmp_path: Path) -> None:
     script = _script(tmp_path, "echo 'DetectedFoo = 2 * 3'; echo 'FooMemory = 4 * 1024'\n")
     r = custom_resources(knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(script)}),
                          roots(tmp_path))["Foo"]
-    assert (r.count, r.extra_attrs) == (6, {"FooMemory": 4096})
+    assert (r.count, r.extra_attrs) == (6, {"DetectedFoo": 6, "FooMemory": 4096})
     bad = _script(tmp_path, "echo 'DetectedFoo = Other + 1'\n", "bad.sh")
     with pytest.raises(InventoryError, match="MACHINE_RESOURCE_INVENTORY_Foo, line 1"):
         custom_resources(knobs({**NO_GPUS, "MACHINE_RESOURCE_INVENTORY_Foo": str(bad)}), roots(tmp_path))

@@ -79,10 +79,11 @@ def test_release_returns_the_device_to_the_pslot(tmp_path: Path) -> None:
     assert find(recs, slot="slot1_1", action="delete_slot")
     after = snapshots(recs, "slot1")[2]
     assert after["GPUs"] == 1 and after["AssignedGPUs"] == first
-    # Only the devices the p-slot holds have property ads in its ad.
+    # Only the devices the p-slot holds have property ads in its ad (named as
+    # HTCondor's startd names them: GPUs_GPU_a0223334).
     full = snapshots(recs, "slot1")[3]
-    assert first.replace("-", "_") in full
-    assert not any(d.replace("-", "_") in full for d in devices if d != first)
+    assert "GPUs_" + first.replace("-", "_") in full
+    assert not any("GPUs_" + d.replace("-", "_") in full for d in devices if d != first)
     # The device comes back and is handed out again (to the reused d-slot number).
     assert snapshots(recs, "slot1_1")[1]["AssignedGPUs"] == first
     assert snapshots(recs, "slot1")[4]["GPUs"] == 0
@@ -99,7 +100,7 @@ def test_require_gpus_picks_the_matching_device(tmp_path: Path) -> None:
     full = snapshots(recs, "slot1")[0]
     capability = {}
     for device in str(full["AssignedGPUs"]).split(","):
-        props = parse_expr(full[device.replace("-", "_")]).evaluate()
+        props = parse_expr(full["GPUs_" + device.replace("-", "_")]).evaluate()
         capability[device] = props["Capability"]
     assert sorted(capability.values()) == [7.0, 8.0]
     a100 = next(d for d, cap in capability.items() if cap == 8.0)

@@ -91,7 +91,7 @@ def test_require_gpus_chooses_devices_by_property() -> None:
     assert d.resources.devices["GPUs"] == ("GPU-11111111", "GPU-33333333")
     ad = m.ad_for(d, now=0.0)
     assert ad["AssignedGPUs"] == "GPU-11111111,GPU-33333333" and ad["GPUs"] == 2
-    assert ad.evaluate("GPU_11111111").evaluate("DeviceName") == "Fake A100"
+    assert ad.evaluate("GPUs_GPU_11111111").evaluate("DeviceName") == "Fake A100"
     assert [g.evaluate("Id") for g in ad.evaluate("AvailableGPUs")] == \
         ["GPU-11111111", "GPU-33333333"]
     again = m.carve(p, j)

@@ -1,0 +1,104 @@
+"""GPU requirements end to end through the daemon, with simulated GPUs (one V100,
+Capability 7.0, and two A100s, 8.0): `condorpy submit` with require_gpus, the local
+matchmaker, the partitionable slot's choice of devices, and the job's
+CUDA_VISIBLE_DEVICES."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.startd.daemon_helpers import Daemon, submit, wait_for
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
+                                reason="needs a writable /tmp")
+
+V100 = "GPU-a0223334"
+A100S = {"GPU-b1223334", "GPU-c2223334"}
+
+GPU_CONFIG = """\
+use FEATURE : GPUs
+GPU_DISCOVERY_EXTRA = -extra -simulate:2,1,4,2
+use FEATURE : PartitionableSlot
+"""
+
+JOB = """\
+executable = /bin/sh
+arguments = "-c 'echo $CUDA_VISIBLE_DEVICES; sleep 1'"
+output = out.$(Cluster).$(Process)
+request_memory = 16
+request_gpus = 1
+{commands}
+queue {count}
+"""
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = Daemon(tmp_path, GPU_CONFIG, cpus=4)
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def _status(d: Daemon, job: str) -> int | None:
+    return d.statuses().get(job)
+
+
+def test_require_gpus_picks_only_the_gpus_that_satisfy_it(daemon: Daemon,
+                                                          tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    submit(daemon, JOB.format(commands="require_gpus = Capability >= 8.0", count=2), work)
+    submit(daemon, JOB.format(commands="gpus_maximum_capability = 7.5", count=1), work)
+    submit(daemon, JOB.format(commands="gpus_minimum_memory = 40G", count=1), work)
+    done = ("1.0", "1.1", "2.0", "3.0")
+    wait_for(lambda: all(_status(daemon, j) == 4 for j in done), 120, daemon.whole_log)
+    got = {j: (work / f"out.{j}").read_text().strip() for j in done}
+    # two jobs at once asking for an 8.0 GPU: each one of the A100s, never the V100
+    assert {got["1.0"], got["1.1"]} <= A100S
+    assert got["2.0"] == V100                  # only the V100 is at most 7.5
+    assert got["3.0"] in A100S                 # 47661 MB; the V100 has 24220
+    # use FEATURE : GPUs's usage monitor ran (condorpy's, without HTCondor's binary)
+    # and did not fail: no NVML here, nothing to report
+    wait_for(lambda: _metric(daemon, 'condorpy_cron_runs_total{name="GPUs_MONITOR"}') >= 1,
+             60, daemon.whole_log)
+    assert _metric(daemon, 'condorpy_cron_failures_total{name="GPUs_MONITOR"}') == 0
+    assert "GPUs_MONITOR" not in daemon.whole_log()
+
+
+def _metric(d: Daemon, series: str) -> float:
+    import urllib.request
+    host, port = d.call("ping")["metrics"]
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+    return 0.0
+
+
+def test_a_gpu_no_slot_has_never_runs_and_explain_says_why(daemon: Daemon,
+                                                           tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    submit(daemon, JOB.format(commands="require_gpus = Capability >= 9.5", count=1), work)
+    submit(daemon, JOB.format(commands="require_gpus = Capability >= 8.0", count=1), work)
+    # the job submitted after it ran and finished: matchmaking passed over it
+    wait_for(lambda: _status(daemon, "2.0") == 4, 120, daemon.whole_log)
+    assert _status(daemon, "1.0") == 1
+    assert not (work / "out.1.0").exists()
+    long = daemon.cli("q", "1.0", "-l").stdout
+    assert "RequireGPUs = Capability >= 9.5" in long
+    job_ad = tmp_path / "job.ad"
+    job_ad.write_text(long)
+    why = daemon.cli("policy", "explain", "-config", str(daemon.config), "--job",
+                     str(job_ad)).stdout
+    assert "countMatches(MY.RequireGPUs,TARGET.AvailableGPUs) >= RequestGPUs" in why
+    assert "insufficient GPUs matching RequireGPUs: the job needs 1" in why
+    assert "the job does not match: the job's Requirements" in why
