@@ -276,6 +276,23 @@ class ClaimHandling:
         self._cycle.settle(slot)
         return st.take_output()
 
+    def job_update(self, now: float, claim_id: str, attrs: Mapping[str, Any]) -> list[Output]:
+        """The starter's update of the running job's ad (usage: MemoryUsage,
+        ResidentSetSize, DiskUsage, RemoteUserCpu ...), merged into the claim's copy
+        of the job ad as HTCondor's startd merges it; the slot's policy (PREEMPT,
+        WANT_HOLD, KILL over those attributes) is evaluated again at once."""
+        st = self._st
+        if claim_id in st.ended or claim_id not in st.claims:
+            return []           # the job has gone: a late update changes nothing
+        slot = st.claim_slot(claim_id)
+        claim = slot.claim
+        if claim is None or claim.id != claim_id or claim.job is None:
+            return []
+        for name, value in attrs.items():
+            st.backend.set_value(claim.ad, name, value)
+        self._cycle.refresh(now, slot)
+        return st.take_output()
+
     def job_exit(self, now: float, claim_id: str, exit_code: int | None) -> list[Output]:
         st, moves = self._st, self._moves
         if claim_id in st.ended:

@@ -128,6 +128,12 @@ class PolicyEngine:
         """The shadow starts a job on an idle claim (11)."""
         return self._claims.activate(now, claim_id, job)
 
+    def job_update(self, now: float, claim_id: str, attrs: Mapping[str, Any]
+                   ) -> list[Output]:
+        """The starter updated the running job's ad (its usage): merged into the
+        claim's job ad, which the slot's policy reads; the slot is evaluated at once."""
+        return self._claims.job_update(now, claim_id, attrs)
+
     def job_exit(self, now: float, claim_id: str, exit_code: int | None = None
                  ) -> list[Output]:
         """The starter of ``claim_id`` exited."""

@@ -17,8 +17,8 @@ from condorpy.policy.engine_state import EngineState
 from condorpy.policy.evaluation import Backend, is_true, number
 from condorpy.policy.publish import AdPublisher
 from condorpy.policy.records import (Action, Claim, ClaimEnded, ClaimRefused, Continue,
-                                     EvictWhy, HardKill, KillBackfill, Retirement, Slot,
-                                     SoftKill, Suspend)
+                                     EvictWhy, HardKill, Job, KillBackfill, Retirement,
+                                     Slot, SoftKill, Suspend)
 from condorpy.policy.roster import SlotRoster
 from condorpy.policy.settings import PolicySettings
 from condorpy.policy.slot_eval import SlotEval
@@ -194,11 +194,32 @@ class Moves:
                     self.emit(Continue(now, slot.name, claim=claim.id))
                 slot.vacate_deadline = now + grant
                 job.soft_killed = True
+                hold = self._hold(slot, job)
                 self.emit(SoftKill(now, slot.name, claim=claim.id,
-                                   signal=self._kill_sig(claim), timeout=grant))
+                                   signal=self._kill_sig(claim), timeout=grant,
+                                   hold_reason=hold[0] if hold else None,
+                                   hold_subcode=hold[1] if hold else None))
         else:
             self.go(slot, S.PREEMPTING, A.KILLING, key if key != "H" else "Hk", reason)
             self._hard_kill(slot)
+
+    def _hold(self, slot: Slot, job: Job) -> tuple[str, int] | None:
+        """Whether this eviction holds the job: PREEMPT was true while it ran and
+        WANT_HOLD is true now (HTCondor evaluates it on entering Preempting). The
+        reason is WANT_HOLD_REASON, or what HTCondor's startd says without one; the
+        subcode is WANT_HOLD_SUBCODE, else 0."""
+        if job.hold is not None or not job.preempt_was_true:
+            return job.hold
+        if not is_true(self._ev.eval(slot, "WANT_HOLD")):
+            return None
+        reason = self._ev.eval(slot, "WANT_HOLD_REASON")
+        if not isinstance(reason, str) or not reason:
+            text = self._st.settings.expr_for("WANT_HOLD", slot.slot_id) or "False"
+            reason = ("The startd put this job on hold.  (At preemption time, WANT_HOLD "
+                      f"evaluated to true: WANT_HOLD = {text})")
+        sub = number(self._ev.eval(slot, "WANT_HOLD_SUBCODE"))
+        job.hold = (reason, int(sub) if sub is not None else 0)
+        return job.hold
 
     def _kill_sig(self, claim: Claim) -> str:
         sig = self._ev.job_attr(claim.ad, "KillSig")
@@ -214,7 +235,10 @@ class Moves:
         slot.starter_killed = False
         if claim is not None and claim.job is not None:
             claim.job.hard_killed = True
-            self.emit(HardKill(self._st.now, slot.name, claim=claim.id, signal="SIGKILL"))
+            hold = self._hold(slot, claim.job)
+            self.emit(HardKill(self._st.now, slot.name, claim=claim.id, signal="SIGKILL",
+                               hold_reason=hold[0] if hold else None,
+                               hold_subcode=hold[1] if hold else None))
 
     def leave_preempting(self, slot: Slot) -> None:
         """The job is gone: the better claim takes the slot, else the owner does."""

@@ -159,12 +159,20 @@ class Continue(Action):
     claim: str = ""
 
 
+# HTCondor's hold code for a job the startd's WANT_HOLD put on hold (condor_holdcodes.h)
+STARTD_HELD_JOB = 21
+
+
 @_action("soft_kill")
 @dataclass(frozen=True)
 class SoftKill(Action):
+    """Ask the job to stop with its KillSig. With ``hold_reason`` the job is to be held
+    (HoldReasonCode 21, STARTD_HELD_JOB, and ``hold_subcode``), not requeued."""
     claim: str = ""
     signal: str = "SIGTERM"
     timeout: float = 0.0              # seconds before a hard kill
+    hold_reason: str | None = None
+    hold_subcode: int | None = None
 
 
 @_action("hard_kill")
@@ -172,6 +180,8 @@ class SoftKill(Action):
 class HardKill(Action):
     claim: str = ""
     signal: str = "SIGKILL"
+    hold_reason: str | None = None    # as for SoftKill
+    hold_subcode: int | None = None
 
 
 @_action("kill_starter")
@@ -289,6 +299,8 @@ class Job:
     suspended_since: float | None = None
     soft_killed: bool = False
     hard_killed: bool = False
+    preempt_was_true: bool = False    # PREEMPT was true while it ran (WANT_HOLD applies)
+    hold: tuple[str, int] | None = None   # (reason, subcode) once WANT_HOLD decided
 
     def run_time(self, now: float) -> float:
         susp = self.suspended_total

@@ -33,7 +33,12 @@ EXPR_DEFAULTS: dict[str, str] = {
     "START_BACKFILL": "False",
     "EVICT_BACKFILL": "False",
     "HIBERNATE": "\"NONE\"",
+    "WANT_HOLD": "False",
 }
+
+# Policy expressions the slot ad carries only when configured (no built-in default):
+# what a hold the startd's WANT_HOLD asks for says (`use POLICY : WANT_HOLD_IF`).
+OPTIONAL_EXPRS = ("WANT_HOLD_REASON", "WANT_HOLD_SUBCODE")
 
 # Expressions that have a _VANILLA variant chosen for JobUniverse 5.
 VANILLA_VARIANTS = ("WANT_SUSPEND", "SUSPEND", "CONTINUE", "PREEMPT", "WANT_VACATE", "KILL")
@@ -121,12 +126,13 @@ def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = Non
             # leaves the attribute out of the slot ad, so it is undefined (no limit).
             continue
         exprs[name] = text or default
-    for name in VANILLA_VARIANTS:
-        text = cfg.get(f"{name}_VANILLA")
+    optional = [f"{n}_VANILLA" for n in VANILLA_VARIANTS] + list(OPTIONAL_EXPRS)
+    for name in optional:
+        text = cfg.get(name)
         if text:
-            exprs[f"{name}_VANILLA"] = text
+            exprs[name] = text
     slot_exprs: dict[int, dict[str, str]] = {}
-    names = list(EXPR_DEFAULTS) + [f"{n}_VANILLA" for n in VANILLA_VARIANTS]
+    names = list(EXPR_DEFAULTS) + optional
     for sid, tid in (slot_types or {}).items():
         for name in names:
             text = cfg.slot_get(name, sid, tid if tid > 0 else None)

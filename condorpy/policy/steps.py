@@ -120,6 +120,8 @@ class StateSteps:
                 return
             v = ev.evaluate(slot.ad, names["PREEMPT"], claim.ad)
             if v is True or (v is not False and is_true(v)):
+                if claim.job is not None:
+                    claim.job.preempt_was_true = True
                 moves.retire(slot, EvictWhy.OWNER, "PREEMPT is True")
             return
         if ac is A.RETIRING:
@@ -134,6 +136,11 @@ class StateSteps:
             slot.retirement = None
             moves.go(slot, S.CLAIMED, A.BUSY, "19", "preempting claim went away")
             return
+        job = slot.claim.job if slot.claim is not None else None
+        if job is not None and not job.preempt_was_true and is_true(ev.eval(slot, "PREEMPT")):
+            # retiring for another reason (a drain): PREEMPT turning true now still
+            # decides whether the eviction is a hold (WANT_HOLD), as in HTCondor
+            job.preempt_was_true = True
         if is_true(ev.eval(slot, "WANT_SUSPEND")) and is_true(ev.eval(slot, "SUSPEND")):
             moves.suspend(slot, "20", "SUSPEND is True")
             return
@@ -151,6 +158,8 @@ class StateSteps:
             else:
                 moves.go(slot, S.CLAIMED, A.BUSY, "15", "CONTINUE is True")
         elif slot.retirement is None and is_true(ev.eval(slot, "PREEMPT")):
+            if claim.job is not None:
+                claim.job.preempt_was_true = True
             slot.retirement = Retirement(EvictWhy.OWNER, st.now)
             if moves.retirement_over(slot):
                 moves.preempt(slot, "17", "PREEMPT is True and no retirement time left")
