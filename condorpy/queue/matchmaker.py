@@ -234,17 +234,28 @@ class LocalSchedd:
                 if not self.store.left_in_queue(rec):
                     self.store.to_history(rec.job_id)
                 continue
-            if self.execute.leaving(rec.job_id):
-                continue        # already on its way out
-            got = job_policy.periodic(rec.ad, int(rec.status), system, ctx, now,
-                                      running=self.execute.is_running(rec.job_id))
-            if got is None:
-                continue
-            log.info("job %s: %s (%s)", rec.job_id, got.action.value, got.reason)
-            if got.action is job_policy.JobAction.RELEASE:
-                self.release(rec, got.reason)
-            elif got.action is job_policy.JobAction.HOLD and rec.status is not JobStatus.HELD:
-                self.stop_job(rec, JobStatus.HELD, got.reason, got.code, got.subcode)
-            elif got.action is job_policy.JobAction.REMOVE:
-                self.stop_job(rec, JobStatus.REMOVED, got.reason, 0)
+            self._periodic_one(rec, system, ctx, now)
+
+    def job_updated(self, job_id: JobId) -> None:
+        """A running job's ad was updated (its usage): its periodic expressions are
+        evaluated again at once, as HTCondor's shadow does after a starter's update."""
+        rec = self.store.job(job_id)
+        if rec is not None and rec.status not in (JobStatus.COMPLETED, JobStatus.REMOVED):
+            self._periodic_one(rec, self.system_policy(), self.job_ctx(), self.clock.time())
+
+    def _periodic_one(self, rec: JobRecord, system: job_policy.SystemPolicy,
+                      ctx: CallContext, now: float) -> None:
+        if self.execute.leaving(rec.job_id):
+            return          # already on its way out
+        got = job_policy.periodic(rec.ad, int(rec.status), system, ctx, now,
+                                  running=self.execute.is_running(rec.job_id))
+        if got is None:
+            return
+        log.info("job %s: %s (%s)", rec.job_id, got.action.value, got.reason)
+        if got.action is job_policy.JobAction.RELEASE:
+            self.release(rec, got.reason)
+        elif got.action is job_policy.JobAction.HOLD and rec.status is not JobStatus.HELD:
+            self.stop_job(rec, JobStatus.HELD, got.reason, got.code, got.subcode)
+        elif got.action is job_policy.JobAction.REMOVE:
+            self.stop_job(rec, JobStatus.REMOVED, got.reason, 0)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
@@ -56,8 +57,8 @@ from condorpy.startd.poolside.adoption import WithoutPool
 from condorpy.startd.ports import ForkLauncher
 from condorpy.startd.resources import Launching, ResourceManager
 from condorpy.startd.sources import Signals, StarterLinks, Ticker
-from condorpy.starter.knobs import starter_knobs
-from condorpy.startd.starter_logs import starter_logs
+from condorpy.starter.knobs import job_updates, starter_knobs
+from condorpy.startd.starter_logs import StarterLogs, starter_logs
 
 log = logging.getLogger("condorpy.startd")
 
@@ -135,9 +136,8 @@ class Startd:
         self.rm = ResourceManager(
             self.engine, self.clock, launcher=ForkLauncher(self.server), channel=self.links,
             store=self.store, queue=self.schedd,
-            launching=Launching(self.paths.spool, self.paths.execute,
-                                _read_starter_knobs(config_path, self.env),
-                                logs=starter_logs(self.cfg, self.paths.log)),
+            launching=_launching(self.paths.spool, self.paths.execute, config_path,
+                                 self.env, starter_logs(self.cfg, self.paths.log)),
             stats=self.metrics.stats, observe=self.metrics.observe, job_log=self.job_log,
             max_starter_failures=self._max_starter_failures(self.cfg))
         self.links.deliver = self.rm.on_starter_io
@@ -331,7 +331,8 @@ class Startd:
             from_cfg = core.settings(layout)    # compiles every policy expression
             new_pool = pool_settings(new)       # a bad pool knob keeps the old config
             history = HistoryLimits.from_config(new)
-            knobs = _read_starter_knobs(self.config_path, self.env)
+            starter_cfg = load_config(self.config_path, env=self.env, subsystem="STARTER")
+            knobs, updates = starter_knobs(starter_cfg), job_updates(starter_cfg)
             logs = starter_logs(new, self.paths.log)
             failures = self._max_starter_failures(new)
             self.metrics.reconfig(new)          # last: it applies what it checks
@@ -348,6 +349,7 @@ class Startd:
             self.pool.reconfig(new_pool)
         self.rm.launching.knobs = knobs
         self.rm.launching.logs = logs
+        self.rm.launching.updates = updates
         self.rm.max_starter_failures = failures
         self.store.history.set_limits(history)
         self.hooks.reconfig()
@@ -433,10 +435,14 @@ def _log_reconfig(engine: PolicyEngine, changed: set[str], change: Any) -> None:
                  ", ".join(f"slot{p.slot_id}" for p in pending.coming) or "no slot")
 
 
-def _read_starter_knobs(config_path: str | None, env: dict[str, str]) -> dict[str, str]:
+def _launching(spool: Path, execute: Path, config_path: str | None,
+               env: dict[str, str], logs: StarterLogs) -> Launching:
     """The starter's knobs (:data:`condorpy.starter.knobs.KNOBS`), read as the STARTER
-    and sent with every launch so the fork server needs no configuration of its own."""
-    return starter_knobs(load_config(config_path, env=env, subsystem="STARTER"))
+    and sent with every launch so the fork server needs no configuration of its own,
+    and the cadence of the job ad's updates (read as the STARTER too)."""
+    cfg = load_config(config_path, env=env, subsystem="STARTER")
+    return Launching(spool, execute, starter_knobs(cfg), logs=logs,
+                     updates=job_updates(cfg))
 
 
 def _setup_logging(paths: StatePaths, foreground: bool, env: dict[str, str]) -> None:

@@ -20,13 +20,13 @@ from condorpy.classad import ClassAd
 from condorpy.clock import Clock
 from condorpy.errors import CondorpyError, StartdError
 from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.records import (Action, ClaimEnded, ClaimRefused, Continue, Exit,
-                                     HardKill, KillBackfill, KillStarter, Output,
-                                     RunBenchmarks, SoftKill, StartBackfill, StartJob,
-                                     StateChange, Suspend)
+from condorpy.policy.records import (STARTD_HELD_JOB, Action, ClaimEnded, ClaimRefused,
+                                     Continue, Exit, HardKill, KillBackfill, KillStarter,
+                                     Output, RunBenchmarks, SoftKill, StartBackfill,
+                                     StartJob, StateChange, Suspend)
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
-from condorpy.startd import job_end
+from condorpy.startd import job_end, job_update
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
 from condorpy.startd.forkserver import LaunchRequest, Launched
@@ -39,8 +39,10 @@ from condorpy.startd.starter_logs import StarterLogs
 from condorpy.startd.starter_handle import (Effect, Finish, JobStarted, KillProcess,
                                             LocalJob, NeverListened, Origin, Phase,
                                             PoolClaim, StarterHandle, StarterSays,
-                                            StopOrder, Tell, Unsent, UsageReport)
+                                            StopOrder, Tell, Unsent, UpdateCadence,
+                                            UsageReport)
 from condorpy.starter import reserved
+from condorpy.starter.knobs import JobUpdates
 
 log = logging.getLogger("condorpy.startd")
 
@@ -54,6 +56,21 @@ class Launching:
     knobs: dict[str, str] = field(default_factory=dict)   # the starter's configuration
     cgroup: str | None = None                             # where starters go
     logs: StarterLogs | None = None     # per-slot StarterLog; None: one file per starter
+    # how usage reaches the job ad; None: with every report, MemoryUsage as measured
+    updates: JobUpdates | None = None
+
+    @property
+    def memory_metric(self) -> str | None:
+        return self.updates.memory_metric if self.updates is not None else None
+
+    def cadence(self) -> UpdateCadence | None:
+        u = self.updates
+        return UpdateCadence(u.initial_s, u.interval_s) if u is not None else None
+
+
+def _held(reason: str, subcode: int | None) -> StopOrder:
+    """What the slot's WANT_HOLD makes of the job (HTCondor's StartdHeldJob)."""
+    return StopOrder(JobStatus.HELD, reason, STARTD_HELD_JOB, subcode or 0)
 
 
 class ResourceManager:
@@ -132,7 +149,12 @@ class ResourceManager:
             if h.job_id is not None and self.store.job(h.job_id) is not None:
                 self.queue.set_status(h.job_id, JobStatus.RUNNING)
         elif isinstance(a, SoftKill) and h is not None:
-            self._do(h, h.on_vacate())
+            if a.hold_reason is not None:
+                self._do(h, h.on_hold(_held(a.hold_reason, a.hold_subcode), hard=False))
+            else:
+                self._do(h, h.on_vacate())
+        elif isinstance(a, HardKill) and a.hold_reason is not None and h is not None:
+            self._do(h, h.on_hold(_held(a.hold_reason, a.hold_subcode), hard=True))
         elif isinstance(a, (HardKill, KillStarter)) and h is not None:
             self._do(h, h.on_kill(starter_too=isinstance(a, KillStarter)))
         elif isinstance(a, ClaimEnded):
@@ -190,6 +212,8 @@ class ResourceManager:
 
     def adopt(self, handle: StarterHandle) -> None:
         """A handle re-created at start-up (:mod:`condorpy.startd.adoption`)."""
+        if handle.cadence is None:
+            handle.cadence = self.launching.cadence()
         self.handles[handle.origin] = handle
         self.by_claim[handle.claim_id] = handle.origin
 
@@ -270,6 +294,7 @@ class ResourceManager:
                             log_path=logs.path_for(h.slot) if logs is not None else "",
                             log_max=logs.max_bytes if logs is not None else 0)
         launched = self.launcher.launch(req)
+        h.cadence = self.launching.cadence()
         h.on_launched(launched, self.clock.monotonic())
         self._connect(h)
         return launched
@@ -347,10 +372,21 @@ class ResourceManager:
     def _usage(self, h: StarterHandle, e: UsageReport) -> None:
         if e.load is not None:
             self.engine.set(self.clock.time(), {"CondorLoadAvg": e.load}, slot=h.slot)
-        attrs = job_end.usage_attrs(e.usage)
-        if attrs and h.job_id is not None:
-            self.store.update(h.job_id, attrs)
         self.hooks.usage(h, e.usage)
+        if not e.update:
+            return
+        # The job ad's update, as HTCondor's starter sends it to the startd and the
+        # shadow: the slot's policy, the local queue's row (and the job's periodic
+        # expressions, evaluated at once as the shadow does) and a pool's shadow.
+        attrs: dict[str, Any] = job_update.job_ad_update(
+            job_end.usage_attrs(e.usage), e.cpus_usage, self.launching.memory_metric)
+        if not attrs:
+            return
+        if self.engine.has_claim(h.claim_id):
+            self.apply(self.engine.job_update(self.clock.time(), h.claim_id, attrs))
+        if h.job_id is not None and self.handles.get(h.origin) is h:
+            self.store.update(h.job_id, attrs)
+            self.queue.job_updated(h.job_id)
         self._pool_update(h, attrs)
 
     def _pool_update(self, h: StarterHandle, attrs: dict[str, Any]) -> None:
@@ -419,6 +455,9 @@ class ResourceManager:
         self.by_claim.pop(h.claim_id, None)
         self.queue.wake()
         if self.pool is not None and pool_claim:
+            if h.stop is not None:      # the slot's WANT_HOLD: the shadow holds the job
+                final = {**(final or {}), "HoldReason": h.stop.reason,
+                         "HoldReasonCode": h.stop.code, "HoldReasonSubCode": h.stop.subcode}
             self.pool.job_ended(h.claim_id, final, h.evicted)   # the shadow hears of it
 
     def close(self) -> None:

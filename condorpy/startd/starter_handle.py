@@ -140,9 +140,14 @@ class JobStarted:
 
 @dataclass(frozen=True)
 class UsageReport:
-    """A usage report. ``load``: the job's CPU load since the last report, when known."""
+    """A usage report. ``load``: the job's CPU load since the last report, when known.
+    ``update``: the job's ad is to be updated with it now (the cadence of
+    :class:`UpdateCadence`, or at once after a memory event); ``cpus_usage``: the
+    cores the job used on average since it started (HTCondor's CpusUsage)."""
     usage: dict[str, Any]
     load: float | None
+    update: bool = False
+    cpus_usage: float | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,32 @@ class StopOrder:
     subcode: int = 0
 
 
+@dataclass
+class UpdateCadence:
+    """When a running job's usage goes into its job ad, as HTCondor's starter sends its
+    updates (to the startd's copy of the job ad and to the shadow): the first
+    STARTER_INITIAL_UPDATE_INTERVAL after the start (never later than the first
+    STARTER_UPDATE_INTERVAL), then every STARTER_UPDATE_INTERVAL, and at once after a
+    cgroup memory event, which moves the periodic updates not at all. The starter
+    measures more often (CONDORPY_USAGE_INTERVAL): an update goes with the first
+    measurement that is due. Pure: the monotonic time comes in."""
+    initial_s: float
+    interval_s: float
+    next_at: float | None = None
+
+    def start(self, mono: float) -> None:
+        self.next_at = mono + min(self.initial_s, self.interval_s)
+
+    def due(self, mono: float, event: bool = False) -> bool:
+        if self.next_at is None:
+            self.start(mono)
+        assert self.next_at is not None
+        if mono >= self.next_at:
+            self.next_at = mono + self.interval_s
+            return True
+        return event
+
+
 # ------------------------------------------------------------------- the handle
 @dataclass
 class StarterHandle:
@@ -181,6 +212,10 @@ class StarterHandle:
     cpu: tuple[float, float] | None = None   # (cpu seconds, monotonic) of the last usage
     job_pid: int | None = None
     queued: list[str] = field(default_factory=list)   # told before the socket was reached
+    # when the job's ad gets its usage; None: with every report
+    cadence: UpdateCadence | None = None
+    launched_at: float | None = None          # monotonic
+    memory_events: int = 0                    # the starter's count, last seen
 
     @property
     def name(self) -> str:
@@ -222,6 +257,9 @@ class StarterHandle:
         self._move(Phase.CONNECTING)
         self.launched = launched
         self.connect_by = now + CONNECT_TIMEOUT_S
+        self.launched_at = now
+        if self.cadence is not None:
+            self.cadence.start(now)
 
     def on_adopted(self, launched: Launched, now: float) -> None:
         """A starter the previous daemon left: as if just launched (its socket is
@@ -254,7 +292,15 @@ class StarterHandle:
             if self.cpu is not None and mono > self.cpu[1]:
                 load = round(max(0.0, (cpu - self.cpu[0]) / (mono - self.cpu[1])), 3)
             self.cpu = (cpu, mono)
-            return [UsageReport(usage, load)]
+            events = msg.get("memory_events")
+            event = isinstance(events, int) and events > self.memory_events
+            if event and isinstance(events, int):
+                self.memory_events = events
+            update = self.cadence is None or self.cadence.due(mono, event)
+            cpus = None
+            if self.launched_at is not None and mono > self.launched_at:
+                cpus = round(cpu / (mono - self.launched_at), 3)
+            return [UsageReport(usage, load, update, cpus)]
         if event == "done":
             ad = msg.get("ad")
             return self._finish(ad if isinstance(ad, dict) else {})
@@ -327,6 +373,20 @@ class StarterHandle:
         self.stop = order
         self.hard_kill_at = hard_at
         return self._soft_kill()
+
+    def on_hold(self, order: StopOrder, *, hard: bool, starter_too: bool = False
+                ) -> list[Effect]:
+        """The slot's policy takes the slot back and holds the job (WANT_HOLD): it is
+        stopped as for an eviction, then held, not requeued."""
+        if self.stop is None:
+            self.stop = order
+        self.evicted = False
+        if not hard:
+            return self._soft_kill()
+        out = self._hard_kill()
+        if starter_too and self.launched is not None:
+            out.append(KillProcess(self.launched.pid))
+        return out
 
     def on_signal(self, command: str) -> list[Effect]:
         """A pool shadow's soft_kill or hard_kill."""

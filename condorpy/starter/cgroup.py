@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import select
 import signal
 import time
 from collections.abc import Callable
@@ -198,6 +199,7 @@ class CgroupSample:
     peak_bytes: int | None     # memory.peak (includes page cache), None on old kernels
     pids: int
     oom_kills: int
+    memory_events: int = 0     # high + max + oom of memory.events: pressure on the limits
 
 
 class JobCgroup:
@@ -266,7 +268,16 @@ class JobCgroup:
             memory_bytes=mem.get("anon", 0) + mem.get("shmem", 0),
             peak_bytes=int(peak_text) if peak_text and peak_text.strip().isdigit() else None,
             pids=int(pids_text) if pids_text and pids_text.strip().isdigit() else 0,
-            oom_kills=ev.get("oom_kill", 0) + ev.get("oom_group_kill", 0))
+            oom_kills=ev.get("oom_kill", 0) + ev.get("oom_group_kill", 0),
+            memory_events=ev.get("high", 0) + ev.get("max", 0) + ev.get("oom", 0))
+
+    def memory_event_watch(self) -> MemoryEventWatch | None:
+        """A descriptor that becomes readable when the job's memory.events changes;
+        None where the file cannot be watched (the periodic samples still see it)."""
+        try:
+            return MemoryEventWatch(os.path.join(self.slice, "memory.events"))
+        except OSError:
+            return None
 
     def pids(self) -> list[int]:
         found: list[int] = []
@@ -348,6 +359,38 @@ class JobCgroup:
                         raise CgroupError(f"cannot remove cgroup {directory}: "
                                           f"{exc.strerror}") from None
                     time.sleep(0.005)
+
+
+class MemoryEventWatch:
+    """memory.events as a pollable descriptor. The kernel marks a cgroup file changed
+    (EPOLLPRI) when a counter moves; it is re-armed by reading the file again. An epoll
+    descriptor holding it is readable exactly then, so the starter's selector can
+    wait on it with the rest."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.pread(self.fd, 4096, 0)
+            self.ep = select.epoll(flags=select.EPOLL_CLOEXEC)
+            self.ep.register(self.fd, select.EPOLLPRI)
+        except OSError:
+            os.close(self.fd)
+            raise
+
+    def fileno(self) -> int:
+        return self.ep.fileno()
+
+    def drain(self) -> None:
+        """Take the change and re-arm."""
+        try:
+            self.ep.poll(0)
+            os.pread(self.fd, 4096, 0)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.ep.close()
+        os.close(self.fd)
 
 
 def compute_limits(*, policy: str, slot_memory_mb: int | None, slot_vm_kb: int | None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import socket
+from dataclasses import dataclass
 
 from condorpy.config import KnobReader
 from condorpy.machine.containment import enforces_disk, wants_cgroups
@@ -77,12 +78,30 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
         hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn())
 
 
-# The cadence of a running job's updates (HTCondor's starter sends them to its shadow;
-# here an UPDATE_JOB_INFO hook hears them): the first after
-# STARTER_INITIAL_UPDATE_INTERVAL, then every STARTER_UPDATE_INTERVAL.
+# The cadence of a running job's updates (HTCondor's starter sends them to its shadow
+# and to the startd's copy of the job ad; here the job ad the slot's policy reads, the
+# local queue's row, a pool's shadow and an UPDATE_JOB_INFO hook hear them): the first
+# after STARTER_INITIAL_UPDATE_INTERVAL, then every STARTER_UPDATE_INTERVAL.
 def initial_update_interval(cfg: KnobReader) -> float:
     return cfg.knob_float("STARTER_INITIAL_UPDATE_INTERVAL")
 
 
 def update_interval(cfg: KnobReader) -> float:
     return cfg.knob_float("STARTER_UPDATE_INTERVAL")
+
+
+@dataclass(frozen=True)
+class JobUpdates:
+    """How a running job's usage reaches its job ad: the update cadence, and the
+    expression MemoryUsage is (MEMORY_USAGE_METRIC, over ResidentSetSize and the
+    other attributes of the update)."""
+    initial_s: float
+    interval_s: float
+    memory_metric: str | None
+
+
+def job_updates(cfg: KnobReader) -> JobUpdates:
+    metric = cfg.get("MEMORY_USAGE_METRIC") or None
+    if metric is not None:
+        cfg.get_expr("MEMORY_USAGE_METRIC")      # a bad expression names its line here
+    return JobUpdates(initial_update_interval(cfg), max(1.0, update_interval(cfg)), metric)

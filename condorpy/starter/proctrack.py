@@ -152,6 +152,20 @@ class FamilyUsage:
     system_s: float
     rss_bytes: int
     count: int
+    pss_bytes: int | None = None     # None: no member's smaps_rollup could be read
+
+
+def pss_bytes(proc_root: str, pid: int) -> int | None:
+    """A process's proportional set size (the ``Pss:`` of /proc/<pid>/smaps_rollup),
+    None where the kernel does not say (no such file, not allowed, gone)."""
+    try:
+        with open(f"{proc_root}/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 class ProcessFamily:
@@ -217,9 +231,11 @@ class ProcessFamily:
         system = sum(m.stime_ticks + m.cstime_ticks for m in members.values()) / ticks
         # summed before this scan's zombies are reaped: their time is in the table now
         # and joins reaped_* only once they are gone from it
+        pss = [p for p in (pss_bytes(self.proc_root, m.pid) for m in live) if p is not None]
         out = FamilyUsage(user_s=user + self.reaped_user_s,
                           system_s=system + self.reaped_system_s,
-                          rss_bytes=sum(m.rss_pages for m in live) * page, count=len(live))
+                          rss_bytes=sum(m.rss_pages for m in live) * page, count=len(live),
+                          pss_bytes=sum(pss) if pss else None)
         self.reap(members.values())
         return out
 
@@ -335,7 +351,8 @@ class JobProcesses:
             return sample
         assert self.family is not None
         fam = self.family.usage()
-        usage.add_session(fam.user_s, fam.system_s, fam.rss_bytes, fam.count)
+        usage.add_session(fam.user_s, fam.system_s, fam.rss_bytes, fam.count,
+                          pss_bytes=fam.pss_bytes)
         return None
 
     @property

@@ -321,6 +321,11 @@ class Starter:
             for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
                 old_handlers[int(signum)] = signal.signal(signum, self.on_signal)
         next_sample = self.clock() + min(0.05, self.settings.update_interval_s)
+        # A memory event (memory.high or memory.max reached, an OOM) is measured and
+        # reported at once: the slot's memory policy acts on it without waiting.
+        memory = self.cgroup.memory_event_watch() if self.cgroup is not None else None
+        if memory is not None:
+            sel.register(memory, selectors.EVENT_READ, "memory")
         try:
             while True:
                 now = self.clock()
@@ -340,6 +345,9 @@ class Starter:
                         if conn is not None:
                             sel.register(conn.sock, selectors.EVENT_READ, conn)
                             conn.send(self._hello())
+                    elif key.data == "memory" and memory is not None:
+                        memory.drain()
+                        next_sample = self.clock()
                     elif key.data == "signal":
                         try:
                             os.read(wake_r, 512)
@@ -359,12 +367,18 @@ class Starter:
                     self._measure_disk(job)
                 now = self.clock()
                 if now >= next_sample:
-                    self._sample()
+                    sample = self._sample()
                     self._maybe_log_image_size()
-                    self.server.broadcast({"event": "usage", "state": self.state.value,
-                                           "usage": self.usage_attributes()})
+                    report: dict[str, Any] = {"event": "usage",
+                                              "state": self.state.value,
+                                              "usage": self.usage_attributes()}
+                    if sample is not None:      # the startd updates the job ad on a rise
+                        report["memory_events"] = sample.memory_events
+                    self.server.broadcast(report)
                     next_sample = now + self.settings.update_interval_s
         finally:
+            if memory is not None:
+                memory.close()
             sel.close()
             os.close(pidfd)
             if self.handle_signals:

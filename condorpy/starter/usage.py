@@ -27,6 +27,7 @@ class Usage:
     pids: int = 0
     disk_kb: int | None = None   # peak sandbox size, as HTCondor's shadow keeps it
     files: int | None = None     # peak count of entries in the sandbox
+    pss_bytes: int | None = None  # peak proportional set size, where /proc says it
 
     def attributes(self) -> dict[str, object]:
         return {
@@ -36,7 +37,14 @@ class Usage:
             "ResidentSetSize": math.ceil(self.memory_bytes / 1024),
             "ImageSize": math.ceil(max(self.image_bytes, self.memory_bytes) / 1024),
             "NumPids": self.pids,
-        } | self.disk_attributes()
+        } | self.pss_attributes() | self.disk_attributes()
+
+    def pss_attributes(self) -> dict[str, object]:
+        """ProportionalSetSizeKb, as HTCondor's starter publishes it without cgroups
+        (a job's cgroup says no PSS, and neither does HTCondor's then)."""
+        if self.pss_bytes is None:
+            return {}
+        return {"ProportionalSetSizeKb": math.ceil(self.pss_bytes / 1024)}
 
     def disk_attributes(self) -> dict[str, object]:
         if self.disk_kb is None:
@@ -57,7 +65,9 @@ class Usage:
         self.pids = max(self.pids, s.pids)
 
     def add_session(self, user_s: float, system_s: float, rss_bytes: int,
-                    count: int) -> None:
+                    count: int, pss_bytes: int | None = None) -> None:
+        if pss_bytes is not None:
+            self.pss_bytes = max(pss_bytes, self.pss_bytes or 0)
         self.user_s = max(self.user_s, user_s)
         self.system_s = max(self.system_s, system_s)
         self.memory_bytes = max(self.memory_bytes, rss_bytes)

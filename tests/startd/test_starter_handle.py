@@ -154,10 +154,12 @@ def test_a_starter_gone_unseen_is_judged_by_its_result_file() -> None:
 def test_usage_reports_the_load_between_two_reports() -> None:
     h = _running()
     first = h.on_starter_message({"event": "usage", "usage": {"RemoteUserCpu": 1.0}}, 10.0)
-    assert first == [UsageReport({"RemoteUserCpu": 1.0}, None)]
+    # without a cadence (UpdateCadence) every report also updates the job ad
+    assert first == [UsageReport({"RemoteUserCpu": 1.0}, None, update=True)]
     second = h.on_starter_message({"event": "usage", "usage": {"RemoteUserCpu": 3.0,
                                                                 "RemoteSysCpu": 1.0}}, 12.0)
-    assert second == [UsageReport({"RemoteUserCpu": 3.0, "RemoteSysCpu": 1.0}, 1.5)]
+    assert second == [UsageReport({"RemoteUserCpu": 3.0, "RemoteSysCpu": 1.0}, 1.5,
+                                  update=True)]
     assert h.on_starter_message({"event": "error", "message": "oops"}, 13.0) == \
         [StarterSays("oops")]
 
