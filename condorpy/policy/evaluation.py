@@ -135,6 +135,16 @@ def number(value: Any) -> float | None:
 _JSON_EXPR = re.compile(r"^/Expr\((.*)\)/$", re.DOTALL)
 
 
+def json_attr(value: Any) -> Any:
+    """One attribute's value from JSON: ``"/Expr(text)/"`` is the expression ``text``
+    (HTCondor's JSON ClassAd form), anything else stays as it is."""
+    if isinstance(value, str):
+        m = _JSON_EXPR.match(value)
+        if m:
+            return classad.parse_expr(m.group(1))
+    return value
+
+
 def load_ad(backend: Backend, attrs: Mapping[str, Any], where: str) -> Any:
     """A ClassAd from a JSON object: plain values, and ``"/Expr(text)/"`` strings as
     expressions (HTCondor's JSON ClassAd form)."""

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator
 from condorpy.errors import CondorpyError, TimelineError
 from condorpy.inputs import loads_json
 from condorpy.policy.engine import PolicyEngine
+from condorpy.policy.evaluation import json_attr
 from condorpy.policy.records import (Action, HardKill, KillBackfill, KillStarter, Output,
                                      RunBenchmarks, SoftKill, StartBackfill)
 
@@ -32,7 +33,7 @@ MAX_SIM_SECONDS = 10 * 365 * 86400
 QUIET_CYCLES = 10_000
 
 EVENTS = ("snapshot", "match", "request_claim", "activate", "job_exit", "release", "alive",
-          "vacate", "drain", "cancel_drain", "off", "backfill_exit")
+          "vacate", "drain", "cancel_drain", "off", "backfill_exit", "job_update")
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,14 @@ def parse_timeline(lines: Iterable[str], source: str) -> list[TimelineEntry]:
             raise TimelineError(f"unknown event {ev!r} (expected one of {', '.join(EVENTS)})",
                                 file=source, line=n)
         need = {"request_claim": ("id", "job"), "activate": ("id",),
-                "job_exit": ("id",)}.get(ev, ())
+                "job_exit": ("id",), "job_update": ("id", "attrs")}.get(ev, ())
         for key in need:
             if key not in args:
                 raise TimelineError(f"event {ev!r} needs {key!r}", file=source, line=n)
         if ev == "request_claim" and not isinstance(args["job"], dict):
             raise TimelineError("'job' must be a JSON object", file=source, line=n)
+        if ev == "job_update" and not isinstance(args["attrs"], dict):
+            raise TimelineError("'attrs' must be a JSON object", file=source, line=n)
         if "slot" in args and not isinstance(args["slot"], str):
             raise TimelineError("'slot' must be a string", file=source, line=n)
         entries.append(TimelineEntry(float(t), n, event=ev, args=args))
@@ -199,6 +202,8 @@ class Simulation:
             "request_claim": lambda: self._claim(e.t, a),
             "activate": lambda: self._activate(e.t, a),
             "job_exit": lambda: eng.job_exit(e.t, str(a["id"]), a.get("exit_code")),
+            "job_update": lambda: eng.job_update(
+                e.t, str(a["id"]), {k: json_attr(v) for k, v in a["attrs"].items()}),
             # Without "id": every claim (the schedd releasing or renewing all it holds).
             "release": lambda: self._each_claim(e.t, a, eng.release),
             "alive": lambda: self._each_claim(e.t, a, eng.alive),

@@ -4,9 +4,12 @@ turns the eviction into a hold with HTCondor's code 21 and the template's subcod
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from condorpy.classad import parse_expr
 from condorpy.policy.records import HardKill, SoftKill, StateChange, STARTD_HELD_JOB
 from tests.policy.engines import engine_from_text
+from tests.policy.sim import simulate
 
 BASE = "NUM_SLOTS = 1\nMEMORY = 128\nRUNBENCHMARKS = False\n"
 JOB = {"JobUniverse": 5, "Owner": "alice", "RequestMemory": 128}
@@ -80,3 +83,15 @@ def test_updates_after_the_claim_ended_are_ignored() -> None:
     eng.release(5.0, "c1")
     assert eng.job_update(6.0, "c1", USAGE_400MB) == []
     assert eng.job_update(6.0, "unknown", USAGE_400MB) == []
+
+
+def test_policy_simulate_takes_job_updates(tmp_path: Path) -> None:
+    recs = simulate(tmp_path, BASE + "use POLICY : Hold_If_Memory_Exceeded\n", [
+        {"t": 0, "event": "request_claim", "id": "c1", "job": JOB},
+        {"t": 0, "event": "activate", "id": "c1"},
+        {"t": 10, "event": "job_update", "id": "c1",
+         "attrs": {"ResidentSetSize": 409600,
+                   "MemoryUsage": "/Expr((ResidentSetSize+1023)/1024)/"}}])
+    kill = next(r for r in recs if r.get("action") == "soft_kill")
+    assert kill["t"] == 10 and kill["hold_subcode"] == 102
+    assert kill["hold_reason"] == "memory usage exceeded request_memory"

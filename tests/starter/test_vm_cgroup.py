@@ -219,3 +219,25 @@ def test_starter_alone_in_its_cgroup_steps_into_a_leaf(work: Path) -> None:
         if leaf.exists():
             leaf.rmdir()
         own.rmdir()
+
+
+def test_a_memory_event_is_reported_at_once(work: Path) -> None:
+    """Over memory.high, the kernel counts `high` in memory.events: the starter reports
+    its usage then and there (the startd puts it in the job ad at once), not at its
+    next measurement, which here is ten minutes away."""
+    s = settings(work, memory_policy=MemoryPolicy.CUSTOM, custom_soft_mb=64,
+                 update_interval_s=600)
+    running = start(py("import time; b = b\"x\" * (160 << 20); time.sleep(300)"),
+                    {"Name": "slot1@vm", "Memory": 64}, s, tag="memevent")
+    client = running.client(timeout_s=120)
+    client.wait_for("event", "hello")
+    while True:
+        msg = client.read()
+        assert msg is not None, "the starter closed its socket"
+        if msg.get("event") == "usage" and int(msg.get("memory_events") or 0) > 0:
+            break
+    assert int(msg["usage"]["ResidentSetSize"]) > 48 * 1024, msg
+    client.send(Command.HARD_KILL)
+    client.wait_for("event", "done")
+    client.close()
+    running.outcome(timeout_s=60)
