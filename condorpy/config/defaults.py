@@ -188,6 +188,10 @@ PARAM_DEFAULTS: dict[str, str] = {
     "JOB_INHERITS_STARTER_ENVIRONMENT": "false",
     "JOB_EXECDIR_PERMISSIONS": "user",
     "MEMORY_USAGE_METRIC": "((ResidentSetSize+1023)/1024)",
+    # the job attributes a claimed slot's ad carries (with STARTD_JOB_ATTRS)
+    "SYSTEM_STARTD_JOB_ATTRS": ("ImageSize, ExecutableSize, JobUniverse, NiceUser, CPUsUsage, "
+                                "ResidentSetSize, ProportionalSetSizeKb, MemoryUsage, "
+                                "DiskUsage, StdoutMtime, StderrMtime, ScratchDirFileCount"),
     "ASSIGN_CPU_AFFINITY": "false",
     "CREATE_CORE_FILES": "true",
     "ENABLE_CHIRP": "true",

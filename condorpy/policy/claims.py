@@ -290,6 +290,7 @@ class ClaimHandling:
             return []
         for name, value in attrs.items():
             st.backend.set_value(claim.ad, name, value)
+        self._publisher.publish_job_attrs(slot)     # the slot's copies (MY.MemoryUsage)
         self._cycle.refresh(now, slot)
         return st.take_output()
 

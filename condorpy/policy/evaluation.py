@@ -40,6 +40,8 @@ class Backend(Protocol):
     def eval_compiled(self, expr: Any, my: Any, target: Any | None) -> Any: ...
     def evaluate(self, ad: Any, name: str, target: Any | None) -> Any: ...
     def names(self, ad: Any) -> Iterable[str]: ...
+    # the expression (or value) of ``name`` in ``ad`` as it stands; None when absent
+    def lookup(self, ad: Any, name: str) -> Any: ...
 
 
 class _CondorpyBackend:
@@ -94,6 +96,9 @@ class _CondorpyBackend:
 
     def names(self, ad: Any) -> Iterable[str]:
         return list(ad.keys())
+
+    def lookup(self, ad: Any, name: str) -> Any:
+        return ad.lookup(name)
 
 
 def default_backend(ctx: CallContext | None = None) -> Backend:

@@ -13,7 +13,7 @@ from condorpy.policy.readings import Readings
 from condorpy.policy.records import Slot
 from condorpy.policy.states import State
 
-_MATCHED, _PREEMPTING = State.MATCHED, State.PREEMPTING
+_MATCHED, _PREEMPTING, _CLAIMED = State.MATCHED, State.PREEMPTING, State.CLAIMED
 
 
 class AdPublisher:
@@ -40,7 +40,29 @@ class AdPublisher:
         put(slot, "RemoteOwner", attr(claim.ad, "Owner", None) if claim else Undefined)
         put(slot, "RemoteUser", attr(claim.ad, "User", None) if claim else Undefined)
         put(slot, "JobUniverse", job.universe if job else Undefined)
+        self.publish_job_attrs(slot)
         self.publish_counters(slot)
+
+    def publish_job_attrs(self, slot: Slot) -> None:
+        """The job attributes a claimed or preempting slot carries (STARTD_JOB_ATTRS,
+        SYSTEM_STARTD_JOB_ATTRS: ImageSize, MemoryUsage, ResidentSetSize, DiskUsage
+        ...), as they stand in the claim's job ad, expressions as expressions; once the
+        claim is gone they are undefined."""
+        st = self._st
+        claim = slot.claim
+        now: dict[str, Any] = {}
+        if claim is not None and (slot.state is _CLAIMED or slot.state is _PREEMPTING):
+            lookup = st.backend.lookup
+            for name in st.settings.job_attrs:
+                value = lookup(claim.ad, name)
+                if value is not None:
+                    now[name] = value
+        for name in slot.job_attrs:
+            if name not in now:
+                st.put(slot, name, Undefined)
+        for name, value in now.items():
+            st.put(slot, name, value)
+        slot.job_attrs = frozenset(now)
 
     def publish_counters(self, slot: Slot) -> None:
         """Run and suspension times of the current job and claim, up to ``now``."""

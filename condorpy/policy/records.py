@@ -368,3 +368,4 @@ class Slot:
     idle: tuple[Any, ...] = ()        # (KeyboardIdle, ConsoleIdle) last put in the ad
     load: tuple[float, ...] = ()      # (LoadAvg, CondorLoadAvg) last put in the ad
     total_load: tuple[float, ...] = ()
+    job_attrs: frozenset[str] = frozenset()   # the job's attributes put in the ad

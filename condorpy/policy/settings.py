@@ -59,6 +59,9 @@ class PolicySettings:
     slot_exprs: Mapping[int, Mapping[str, str]] = field(default_factory=dict)  # by SlotID
     extra_attrs: Mapping[str, str] = field(default_factory=dict)  # latch sources
     latch_exprs: tuple[str, ...] = ()
+    # job attributes a claimed slot's ad carries: STARTD_JOB_ATTRS, STARTD_JOB_EXPRS,
+    # SYSTEM_STARTD_JOB_ATTRS
+    job_attrs: tuple[str, ...] = ()
     killing_timeout: int          # KILLING_TIMEOUT, seconds
     match_timeout: int            # MATCH_TIMEOUT, seconds
     polling_interval: int         # POLLING_INTERVAL, seconds between cycles while claimed
@@ -145,8 +148,13 @@ def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = Non
         if text:
             extra[name] = text
     _check_compiles(cfg, exprs, slot_exprs, extra, slot_types or {})
+    job_attrs: dict[str, str] = {}
+    for knob in ("STARTD_JOB_ATTRS", "STARTD_JOB_EXPRS", "SYSTEM_STARTD_JOB_ATTRS"):
+        for name in cfg.get_list(knob):
+            job_attrs.setdefault(name.lower(), name)
     return PolicySettings(
         exprs=exprs, slot_exprs=slot_exprs, extra_attrs=extra, latch_exprs=latch,
+        job_attrs=tuple(job_attrs.values()),
         killing_timeout=_int(cfg, "KILLING_TIMEOUT"),
         match_timeout=_int(cfg, "MATCH_TIMEOUT"),
         polling_interval=_int(cfg, "POLLING_INTERVAL"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from condorpy.classad import parse_expr
+from condorpy.classad import Undefined, parse_expr
 from condorpy.policy.records import HardKill, SoftKill, StateChange, STARTD_HELD_JOB
 from tests.policy.engines import engine_from_text
 from tests.policy.sim import simulate
@@ -95,3 +95,20 @@ def test_policy_simulate_takes_job_updates(tmp_path: Path) -> None:
     kill = next(r for r in recs if r.get("action") == "soft_kill")
     assert kill["t"] == 10 and kill["hold_subcode"] == 102
     assert kill["hold_reason"] == "memory usage exceeded request_memory"
+
+
+def test_the_claimed_slot_ad_carries_the_jobs_usage() -> None:
+    """SYSTEM_STARTD_JOB_ATTRS (and STARTD_JOB_ATTRS): the slot's own copies, so that
+    MY.MemoryUsage in a policy, and condor_status -l, see the job's usage."""
+    eng = _running("STARTD_JOB_ATTRS = Owner\nPREEMPT = MY.MemoryUsage > 300\n")
+    ad = eng.slots["slot1"].ad
+    assert ad.evaluate("Owner") == "alice" and ad.evaluate("MemoryUsage") is Undefined
+    out = eng.job_update(10.0, "c1", {"ResidentSetSize": 200 * 1024,
+                                      "MemoryUsage": USAGE_400MB["MemoryUsage"]})
+    assert out == [] and ad.evaluate("MemoryUsage") == 200
+    assert str(ad.lookup("MemoryUsage")) == "((ResidentSetSize + 1023) / 1024)"
+    out = eng.job_update(20.0, "c1", USAGE_400MB)
+    assert any(isinstance(o, SoftKill) for o in out)
+    eng.job_exit(30.0, "c1", 0)
+    eng.cycle(31.0)
+    assert eng.slots["slot1"].ad.evaluate("MemoryUsage") is Undefined
