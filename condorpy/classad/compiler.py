@@ -25,6 +25,7 @@ from condorpy.classad.functions.registry import CallContext, FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.parser import parse_node
+from condorpy.classad.place import contained, frame, here, moved
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, RelTime, Undefined, Value
 from condorpy.errors import ClassAdSyntaxError
@@ -52,6 +53,9 @@ _MISS: Any = object()
 # stack (one frame per hop of a plain chain) well inside the interpreter's limit.
 MAX_ATTR_DEPTH = 399
 _TEXTS_MAX = 1024  # (Compiler.compile_text)
+# The calls that may move the evaluation (place.py) when their first argument is an
+# attribute reference.
+MOVING_CALLS = frozenset({"countmatches", "evalineachcontext"})
 
 
 # Per-evaluation bookkeeping, a three-slot list because it is created on every
@@ -257,6 +261,10 @@ class Compiler:
         # sub-trees a lazy function evaluates on its own (a list literal's items), by
         # id of the node, kept with the node so that the id stays its own. Bounded.
         self._nodes: dict[int, tuple[Node, Fn]] = {}
+        # How many calls that move the evaluation (see place.py) have been compiled:
+        # compile() compares it before and after a node to learn that the node's
+        # evaluation may move, without walking the tree again.
+        self._moves = 0
 
     def new_record(self, fields: dict[str, Value]) -> Any:
         """A record holding plain values (what a ``makes_records`` function gets)."""
@@ -267,7 +275,7 @@ class Compiler:
         done = self._texts.get(text)
         if done is None:
             try:
-                done = self.compile(parse_node(text))
+                done = self.compile_root(parse_node(text))
             except (ClassAdSyntaxError, RecursionError):
                 return None
             if len(self._texts) >= _TEXTS_MAX:
@@ -286,6 +294,16 @@ class Compiler:
             self._nodes[id(node)] = done
         return done[1]
 
+    def compile_root(self, node: Node) -> tuple[Fn, Any]:
+        """compile() of a whole expression (an attribute's): one that may move the
+        evaluation (place.py) keeps the move to itself."""
+        n0 = self._moves
+        fn, const = self.compile(node)
+        if self._moves != n0:
+            self._moves = n0
+            return frame(fn), const
+        return fn, const
+
     def compile(self, node: Node) -> tuple[Fn, Any]:
         """(closure, constant value or NOCONST)."""
         t = type(node)
@@ -295,7 +313,16 @@ class Compiler:
         if t is Paren:
             return self.compile(node.inner)  # type: ignore[attr-defined]
         meth = getattr(self, "_c_" + t.__name__)
+        n0 = self._moves
         fn, foldable = meth(node)
+        if self._moves != n0:
+            # the node's evaluation may move (place.py): what it evaluates after a part
+            # that moved must be evaluated where that part left it
+            if t is Select or t is RecordExpr:
+                self._moves = n0  # an attribute reference puts the place back
+                return (contained(fn) if t is Select else fn), NOCONST
+            fn = self._moving(node, fn)
+            return fn, NOCONST
         if foldable:
             st = new_state()
             v = fn(None, None, st)
@@ -544,10 +571,14 @@ class Compiler:
             return None
         return la, on_target, _PYOPS[node.op], k, tk  # type: ignore[attr-defined]
 
-    def _c_Cond(self, node: Cond) -> tuple[Fn, bool]:
-        cf, cc = self.compile(node.cond)
-        tf, tc = self.compile(node.then)
-        ef, ec = self.compile(node.else_)
+    def _c_Cond(self, node: Cond, *parts: Fn) -> tuple[Fn, bool]:
+        if parts:
+            cf, tf, ef = parts
+            cc = tc = ec = NOCONST
+        else:
+            cf, cc = self.compile(node.cond)
+            tf, tc = self.compile(node.then)
+            ef, ec = self.compile(node.else_)
         to_bool = ops.to_bool
 
         def cond(s: Any, tg: Any, st: EvalState) -> Any:
@@ -573,9 +604,58 @@ class Compiler:
             return rf(s, tg, st) if v is Undefined else v
         return elvis, lc_ is not NOCONST and rc is not NOCONST
 
-    def _c_Call(self, node: Call) -> tuple[Fn, bool]:
-        spec = self.functions.get(node.name.lower())
+    def _moving(self, node: Node, fn: Fn) -> Fn:
+        """``node``'s closure when a part of it may move the evaluation (place.py):
+        each part evaluated where the evaluation stands when that part is reached, and
+        none of the fast paths that read an attribute from the scope they were given."""
+        t = type(node)
+        if t is Binary:
+            lf = self.compile(node.left)[0]  # type: ignore[attr-defined]
+            rf = here(self.compile(node.right)[0])  # type: ignore[attr-defined]
+            op = node.op  # type: ignore[attr-defined]
+            if op == "&&":
+                return _and(lf, rf)
+            if op == "||":
+                return _or(lf, rf)
+            slow = ops.BINARY[op]
+            return lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))
+        if t is Cond:
+            cf = self.compile(node.cond)[0]  # type: ignore[attr-defined]
+            return self._c_Cond(node, cf, here(self.compile(node.then)[0]),  # type: ignore[arg-type,attr-defined]
+                                here(self.compile(node.else_)[0]))[0]  # type: ignore[attr-defined]
+        if t is Elvis:
+            lf = self.compile(node.left)[0]  # type: ignore[attr-defined]
+            rf = here(self.compile(node.right)[0])  # type: ignore[attr-defined]
+            return lambda s, tg, st: (lambda v: rf(s, tg, st) if v is Undefined else v)(
+                lf(s, tg, st))
+        if t is Subscript:
+            bf = self.compile(node.base)[0]  # type: ignore[attr-defined]
+            xf = here(self.compile(node.index)[0])  # type: ignore[attr-defined]
+
+            def moving_subscript(s: Any, tg: Any, st: EvalState) -> Any:
+                b = bf(s, tg, st)
+                x = xf(s, tg, st)
+                p = moved(st)
+                return subscript(b, x, s, tg, st) if p is None else subscript(
+                    b, x, p[0], p[1], st)
+            return moving_subscript
+        if t is ListExpr:
+            fns = tuple(here(self.compile(i)[0]) for i in node.items)  # type: ignore[attr-defined]
+            return lambda s, tg, st: [f(s, tg, st) for f in fns]
+        if t is Call and node.name.lower() not in MOVING_CALLS:  # type: ignore[attr-defined]
+            return self._c_Call(node, here)[0]  # type: ignore[arg-type]
+        return fn  # one part (a unary operator), or evalInEachContext/countMatches itself
+
+    def _c_Call(self, node: Call, wrap: Callable[[Fn], Fn] | None = None
+                ) -> tuple[Fn, bool]:
+        lname = node.name.lower()
+        if lname in MOVING_CALLS and len(node.args) == 2 and (
+                type(node.args[0]) is AttrRef or type(node.args[0]) is Select):
+            self._moves += 1  # (compile() learns from this that the call may move)
+        spec = self.functions.get(lname)
         compiled = [self.compile(a) for a in node.args]
+        if wrap is not None:
+            compiled = [(wrap(f), NOCONST) for f, _ in compiled]
         n = len(compiled)
         if spec is None or n < spec.min_args or (spec.max_args is not None and n > spec.max_args):
             return (lambda s, tg, st: Error), True

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from condorpy.classad import place
 from condorpy.classad.ast import AttrRef, ListExpr, Node, Paren, RecordExpr, Select
 from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.scope import Scope
@@ -57,13 +58,17 @@ def _root(s: Scope) -> Scope:
 class _Match:
     """The two ads of the evaluation (b is None outside a match) and the call's place."""
 
-    __slots__ = ("a", "b", "here")
+    __slots__ = ("a", "b", "here", "home")
 
     def __init__(self, call: Any) -> None:
         s, tg = call.scope, call.target
-        self.a = _root(s) if isinstance(s, Scope) else None
-        self.b = _root(tg) if isinstance(tg, Scope) else None
         self.here: tuple[Any, Any] = (s, tg)
+        # where the call is written: what a record written in it belongs to, and
+        # which two ads are matched (where the call stands may have moved: place.py)
+        self.home = place.home(call.state, s, tg)
+        hs, htg = self.home
+        self.a = _root(hs) if isinstance(hs, Scope) else None
+        self.b = _root(htg) if isinstance(htg, Scope) else None
 
     def other(self, s: Scope) -> Any:
         """TARGET for an evaluation standing in ``s``: the other matched ad."""
@@ -154,27 +159,49 @@ def _unparen(node: Node) -> Node:
     return node
 
 
+def _held_list(call: Any, m: _Match, node: Node, where: tuple[Any, Any], seen: set[Any]
+               ) -> tuple[tuple[Node, ...], tuple[Any, Any]] | None:
+    """The items of the list expression ``node`` stands for, looked up from ``where``,
+    and the place that list is written in (its records belong there); None when
+    ``node`` does not lead to a list written as such. The library takes a list held in
+    an attribute (or reached through a chain of them) as the expression it is, not as
+    a value: its items are evaluated where the call stands, not where it is written."""
+    node = _unparen(node)
+    t = type(node)
+    if t is ListExpr:
+        return node.items, where  # type: ignore[attr-defined]
+    if t is not AttrRef and t is not Select:
+        return None
+    e, f, held, _ = _deref(call, m, node, where)
+    if e is None or isinstance(e, _Const):
+        return None
+    key = (id(f), node.name.lower())  # type: ignore[attr-defined]
+    if key in seen or len(seen) >= _MAX_HOPS:
+        return None  # a cycle: the evaluation of the reference says what it is
+    seen.add(key)
+    return _held_list(call, m, e.node, held, seen)
+
+
+# (how many attribute hops _held_list follows; a longer chain is evaluated instead)
+_MAX_HOPS = 64
+
+
 def _elements(call: Any, m: _Match, where: tuple[Any, Any]) -> Any:
     """The second argument's elements, evaluated where the call stands (``where``); or
     Undefined or Error in place of a list."""
     node = call.nodes[1]
     st = call.state
     compiled = call.compiler.compiled
-    s, tg = where
-    items: tuple[Node, ...] | None = None
-    home = m.here  # where literal records in the list belong
     if type(node) is ListExpr:
-        items = node.items
-    elif type(node) in (AttrRef, Select):
-        e, _, held, _ = _deref(call, m, node, where)
-        if e is not None and not isinstance(e, _Const):
-            inner = _unparen(e.node)
-            if type(inner) is ListExpr:
-                items, home = inner.items, held  # type: ignore[attr-defined]
+        items: Any = (node.items, m.home)
+    else:
+        items = _held_list(call, m, node, where, set())
     if items is not None:
+        s, tg = where
+        nodes, home = items
         return [compiled(i)(*home, st) if type(i) is RecordExpr else compiled(i)(s, tg, st)
-                for i in items]
-    v = compiled(node)(s, tg, st)
+                for i in nodes]
+    v = compiled(node)(*where, st)
     if type(v) is list:
         return v
     return Undefined if v is Undefined else Error
@@ -184,24 +211,36 @@ def _each(call: Any) -> Any:
     """The results of the first argument in each element of the second (a list), or
     Undefined/Error for the whole call."""
     m = _Match(call)
-    e, _, _, where = _deref(call, m, call.nodes[0], m.here)
+    first = call.nodes[0]
+    st = call.state
+    e, _, _, where = _deref(call, m, first, m.here)
+    if type(first) is AttrRef or type(first) is Select:
+        # the lookup moved the evaluation: the rest of it goes on from there
+        place.move(st, where[0], where[1], m.here)
     fn = call.fns[0] if e is None else e.fn
     elems = _elements(call, m, where)
     if type(elems) is not list:
         return elems
     if call.charge(len(elems)):
         return Error
-    st = call.state
     out: list[Any] = []
-    for v in elems:
-        if isinstance(v, Scope):
-            p = v.parent
-            if m.b is not None and p is not None and (p is m.a or p is m.b):
-                out.append(fn(v.alternate_view(), m.b if p is m.a else m.a, st))
+    # each record is evaluated as an evaluation of its own (the library gives each a
+    # fresh state): whatever moves there stays there
+    saved = place.moved(st)
+    try:
+        for v in elems:
+            if len(st) > 3:
+                st[3] = None
+            if isinstance(v, Scope):
+                p = v.parent
+                if m.b is not None and p is not None and (p is m.a or p is m.b):
+                    out.append(fn(v.alternate_view(), m.b if p is m.a else m.a, st))
+                else:
+                    out.append(fn(v, m.other(v), st))
             else:
-                out.append(fn(v, m.other(v), st))
-        else:
-            out.append(Undefined if v is Undefined else Error)
+                out.append(Undefined if v is Undefined else Error)
+    finally:
+        place.restore(st, saved)
     return out
 
 
