@@ -25,7 +25,7 @@ from condorpy.classad.functions.registry import CallContext, FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.parser import parse_node
-from condorpy.classad.place import contained, frame, here, moved
+from condorpy.classad.place import contained, frame, here, home
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, RelTime, Undefined, Value
 from condorpy.errors import ClassAdSyntaxError
@@ -265,6 +265,8 @@ class Compiler:
         # compile() compares it before and after a node to learn that the node's
         # evaluation may move, without walking the tree again.
         self._moves = 0
+        # Compiling the parts of an expression that may move (see _moving)?
+        self._lexical = False
 
     def new_record(self, fields: dict[str, Value]) -> Any:
         """A record holding plain values (what a ``makes_records`` function gets)."""
@@ -385,11 +387,19 @@ class Compiler:
     def _c_Select(self, node: Select) -> tuple[Fn, bool]:
         bf, bc = self.compile(node.base)
         lc = node.name.lower()
+        if self._lexical:
+            def lexical_select(s: Any, tg: Any, st: EvalState) -> Any:
+                b = bf(s, tg, st)
+                h = home(st, s, tg)  # (which ad a record belongs to: see _moving)
+                return select(b, lc, h[0], h[1], st)
+            return lexical_select, False
         return (lambda s, tg, st: select(bf(s, tg, st), lc, s, tg, st)), False
 
     def _c_Subscript(self, node: Subscript) -> tuple[Fn, bool]:
         bf, _ = self.compile(node.base)
         xf, _ = self.compile(node.index)
+        if self._lexical:
+            return self._moving(node, bf), False
         return (lambda s, tg, st: subscript(bf(s, tg, st), xf(s, tg, st), s, tg, st)), False
 
     def _c_ListExpr(self, node: ListExpr) -> tuple[Fn, bool]:
@@ -401,6 +411,11 @@ class Compiler:
     def _c_RecordExpr(self, node: RecordExpr) -> tuple[Fn, bool]:
         make = self.make_record
         proto = make(node.items, None)  # compiles the attribute expressions once
+
+        if self._lexical:
+            def lexical_record(s: Any, tg: Any, st: EvalState) -> Any:
+                return proto.with_parent(home(st, s, tg)[0])
+            return lexical_record, False
 
         def record(s: Any, tg: Any, st: EvalState) -> Any:
             return proto.with_parent(s)
@@ -608,6 +623,17 @@ class Compiler:
         """``node``'s closure when a part of it may move the evaluation (place.py):
         each part evaluated where the evaluation stands when that part is reached, and
         none of the fast paths that read an attribute from the scope they were given."""
+        # A record written in the expression belongs to the ad the expression is
+        # written in wherever the evaluation has moved (and TARGET inside it is the
+        # other matched ad): the parts are compiled to look that place up (_lexical).
+        lexical = self._lexical
+        self._lexical = True
+        try:
+            return self._moving_parts(node, fn)
+        finally:
+            self._lexical = lexical
+
+    def _moving_parts(self, node: Node, fn: Fn) -> Fn:
         t = type(node)
         if t is Binary:
             lf = self.compile(node.left)[0]  # type: ignore[attr-defined]
@@ -630,14 +656,20 @@ class Compiler:
                 lf(s, tg, st))
         if t is Subscript:
             bf = self.compile(node.base)[0]  # type: ignore[attr-defined]
+            base = node.base  # type: ignore[attr-defined]
+            while type(base) is Paren:
+                base = base.inner  # type: ignore[attr-defined]
+            if type(base) is ListExpr:
+                # an item taken from a list written here is evaluated in the ad the
+                # list is written in (the other list functions take it where they are)
+                bf = _at_home(bf)
             xf = here(self.compile(node.index)[0])  # type: ignore[attr-defined]
 
             def moving_subscript(s: Any, tg: Any, st: EvalState) -> Any:
                 b = bf(s, tg, st)
                 x = xf(s, tg, st)
-                p = moved(st)
-                return subscript(b, x, s, tg, st) if p is None else subscript(
-                    b, x, p[0], p[1], st)
+                h = home(st, s, tg)
+                return subscript(b, x, h[0], h[1], st)
             return moving_subscript
         if t is ListExpr:
             fns = tuple(here(self.compile(i)[0]) for i in node.items)  # type: ignore[attr-defined]
@@ -753,6 +785,14 @@ class Compiler:
                     n += len(a)
             return Error if n >= unit and charge_size(st, n) else r
         return call, foldable
+
+
+def _at_home(f: Fn) -> Fn:
+    """``f`` evaluated where the expression is written (place.home)."""
+    def at_home(s: Any, tg: Any, st: EvalState) -> Any:
+        h = home(st, s, tg)
+        return f(h[0], h[1], st)
+    return at_home
 
 
 def _size(args: list[Any], r: Any) -> int:

@@ -4,7 +4,11 @@ expressions in argument position (``x``, ``MY.x``, ``TARGET.x``, ``r.x``, nested
 members), lists of references to records (GPU property records reached through
 ``AvailableGPUs``), literal records in those lists, and the nested records they lead
 to; the calls written inline, held in the job ad (``MY.Attr``) and in the slot ad
-(``TARGET.Attr``), in a match and with the job alone.
+(``TARGET.Attr``), in a match and with the job alone. The extended ads add what the
+reference evaluates after such a call in the same expression (operators, conditionals,
+a second call, records and lists written after it, attributes holding all that) and
+lists reached through chains of attributes, the other ad, records, conditionals and
+cycles.
 
 The generators draw names from one small pool for both ads, so that a name is often
 defined in the job, in the slot, in both or in neither: where it is found decides
@@ -135,7 +139,10 @@ def _ad(rng: random.Random, side: str, extended: bool = False) -> str:
         # lists reached through attributes: chains, the other ad, records, cycles
         put("LL", rng.choice(["L", "G", "TARGET.L", "MY.G", "r.L", "K", "LL2", "(L)",
                               "AvailableGPUs", "TARGET.AvailableGPUs", "nothere",
-                              "TARGET.LL", "ga.L", "Recs", "TARGET.Recs", "Lc"]))
+                              "TARGET.LL", "ga.L", "Recs", "TARGET.Recs", "Lc",
+                              "c > 1 ? L : TARGET.L", "ifThenElse(y > 1, G, r.L)",
+                              "nothere ?: TARGET.G", "LL2 ?: L", "y ? L : 5",
+                              "ifThenElse(nothere, L, G)", "(q > 1) ? LL2 : G"]))
         put("LL2", rng.choice(["L", "TARGET.G", "r.L", "LL", "{ga, gb.n}"]), 0.6)
         put("Lc", rng.choice(["Lc", "LL", "{Lc}"]), 0.3)
         ga_l = _list(rng)
@@ -176,7 +183,11 @@ def _operand(rng: random.Random) -> str:
     return rng.choice([n, n, f"MY.{n}", f"TARGET.{n}", f"r.{n}", f"ga.{n}",
                        f"TARGET.r.{n}", _num(rng), "size(L)", "size(TARGET.L)",
                        f"isUndefined({n})", f"r.rr.{n}", "Call", "TARGET.Call",
-                       "Follow", "TARGET.Follow", "gl.c", "gl.n.c"])
+                       "Follow", "TARGET.Follow", "gl.c", "gl.n.c",
+                       # written in the expression: records belong to its ad
+                       f"[a = {n}].a", f"[a = TARGET.{n}].a", f"[a = [b = {n}]].a.b",
+                       f'[a = MY.{n}]["a"]', f"{{{n}, TARGET.{n}}}[1]",
+                       f"sum({{{n}, TARGET.{n}, 1}})", f"size({{{n}}})"])
 
 
 def _moving_call(rng: random.Random) -> str:

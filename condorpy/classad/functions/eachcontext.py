@@ -16,10 +16,13 @@ hold it to, including where that library's rules are surprising:
 * Looking the reference up moves the evaluation to the ad where the lookup ended, and
   the second argument is evaluated there: after ``TARGET.x`` a ``TARGET.List`` names
   the ad that first held the expression's other side, and after a lookup that found
-  nothing in a match, every name is undefined (the lookup ended above both ads).
+  nothing in a match, every name is undefined (the lookup ended above both ads). The
+  move outlasts the call: the rest of the expression is evaluated from there too
+  (condorpy.classad.place, and Compiler._moving for the expressions around the call).
 * The list's elements are evaluated where the call is (that moved place), not where
-  the list is written, and a record in it written literally belongs to the ad the list
-  is written in.
+  the list is written, also when the list is held in an attribute or reached through
+  a chain of them or a conditional (_held_list); a record in it written literally
+  belongs to the ad the list is written in.
 * In each record, a name the record's scopes do not hold goes on to the other matched
   ad only when the record sits directly in one of them (a GPU record of the slot: yes;
   a record nested deeper: no). TARGET there is the other ad either way.
@@ -34,8 +37,10 @@ from __future__ import annotations
 from typing import Any
 
 from condorpy.classad import place
-from condorpy.classad.ast import AttrRef, ListExpr, Node, Paren, RecordExpr, Select
+from condorpy.classad.ast import (AttrRef, Call, Cond, Elvis, ListExpr, Node, Paren,
+                                  RecordExpr, Select)
 from condorpy.classad.functions.registry import FunctionTable
+from condorpy.classad.ops import to_bool
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
 
@@ -159,31 +164,59 @@ def _unparen(node: Node) -> Node:
     return node
 
 
-def _held_list(call: Any, m: _Match, node: Node, where: tuple[Any, Any], seen: set[Any]
-               ) -> tuple[tuple[Node, ...], tuple[Any, Any]] | None:
+def _held_list(call: Any, m: _Match, node: Node, where: tuple[Any, Any], hops: int = 0
+               ) -> Any:
     """The items of the list expression ``node`` stands for, looked up from ``where``,
-    and the place that list is written in (its records belong there); None when
-    ``node`` does not lead to a list written as such. The library takes a list held in
-    an attribute (or reached through a chain of them) as the expression it is, not as
-    a value: its items are evaluated where the call stands, not where it is written."""
+    and the place that list is written in (its records belong there); _CYCLE when it
+    leads back to an attribute it is reached through (the reference gives undefined
+    there); None when it does not lead to a list written as such (it is evaluated
+    instead). The library takes a list held in an attribute, or reached through a chain
+    of them or a conditional, as the expression it is, not as a value: its items are
+    evaluated where the call stands, not where they are written."""
     node = _unparen(node)
     t = type(node)
+    st = call.state
     if t is ListExpr:
         return node.items, where  # type: ignore[attr-defined]
-    if t is not AttrRef and t is not Select:
+    if t is Cond or (t is Call and len(node.args) == 3  # type: ignore[attr-defined]
+                     and node.name.lower() == "ifthenelse"):  # type: ignore[attr-defined]
+        parts = ((node.cond, node.then, node.else_) if t is Cond  # type: ignore[attr-defined]
+                 else node.args)  # type: ignore[attr-defined]
+        c = to_bool(call.compiler.compiled(parts[0])(*where, st))
+        if c is True or c is False:
+            return _held_list(call, m, parts[1] if c else parts[2], where, hops)
+        return None
+    if t is Elvis:
+        left = _held_list(call, m, node.left, where, hops)  # type: ignore[attr-defined]
+        if left is not None and left is not _CYCLE:
+            return left
+        if left is None and call.compiler.compiled(node.left)(  # type: ignore[attr-defined]
+                *where, st) is not Undefined:
+            return None
+        return _held_list(call, m, node.right, where, hops)  # type: ignore[attr-defined]
+    if (t is not AttrRef and t is not Select) or hops >= _MAX_HOPS:
         return None
     e, f, held, _ = _deref(call, m, node, where)
     if e is None or isinstance(e, _Const):
         return None
-    key = (id(f), node.name.lower())  # type: ignore[attr-defined]
-    if key in seen or len(seen) >= _MAX_HOPS:
-        return None  # a cycle: the evaluation of the reference says what it is
-    seen.add(key)
-    return _held_list(call, m, e.node, held, seen)
+    # the attribute is under evaluation while its expression is followed: the
+    # evaluation's own circular-reference check sees it (compiler.eval_attr)
+    key = (f.ident, node.name.lower())  # type: ignore[attr-defined]
+    active = st[1]
+    if active is None:
+        active = st[1] = set()
+    if key in active:
+        return _CYCLE
+    active.add(key)
+    try:
+        return _held_list(call, m, e.node, held, hops + 1)
+    finally:
+        active.discard(key)
 
 
 # (how many attribute hops _held_list follows; a longer chain is evaluated instead)
 _MAX_HOPS = 64
+_CYCLE: Any = object()
 
 
 def _elements(call: Any, m: _Match, where: tuple[Any, Any]) -> Any:
@@ -195,7 +228,9 @@ def _elements(call: Any, m: _Match, where: tuple[Any, Any]) -> Any:
     if type(node) is ListExpr:
         items: Any = (node.items, m.home)
     else:
-        items = _held_list(call, m, node, where, set())
+        items = _held_list(call, m, node, where)
+        if items is _CYCLE:
+            return Undefined
     if items is not None:
         s, tg = where
         nodes, home = items
