@@ -54,8 +54,8 @@ _MISS: Any = object()
 MAX_ATTR_DEPTH = 399
 _TEXTS_MAX = 1024  # (Compiler.compile_text)
 # The calls that may move the evaluation (place.py) when their first argument is an
-# attribute reference.
-MOVING_CALLS = frozenset({"countmatches", "evalineachcontext"})
+# attribute reference, with the numbers of arguments they take.
+MOVING_CALLS = {"countmatches": (2, 2), "evalineachcontext": (2, 2), "unresolved": (1, 2)}
 
 
 # Per-evaluation bookkeeping, a three-slot list because it is created on every
@@ -265,6 +265,8 @@ class Compiler:
         # compile() compares it before and after a node to learn that the node's
         # evaluation may move, without walking the tree again.
         self._moves = 0
+        # How many calls that read where the evaluation stands have been compiled.
+        self._reads = 0
         # Compiling the parts of an expression that may move (see _moving)?
         self._lexical = False
 
@@ -277,7 +279,8 @@ class Compiler:
         done = self._texts.get(text)
         if done is None:
             try:
-                done = self.compile_root(parse_node(text))
+                # (not an evaluation of its own: a move in the text outlasts eval())
+                done = self.compile(parse_node(text))
             except (ClassAdSyntaxError, RecursionError):
                 return None
             if len(self._texts) >= _TEXTS_MAX:
@@ -299,10 +302,11 @@ class Compiler:
     def compile_root(self, node: Node) -> tuple[Fn, Any]:
         """compile() of a whole expression (an attribute's): one that may move the
         evaluation (place.py) keeps the move to itself."""
-        n0 = self._moves
+        n0, r0 = self._moves, self._reads
         fn, const = self.compile(node)
-        if self._moves != n0:
-            self._moves = n0
+        if self._moves != n0 or self._reads != r0:
+            # (one that only reads the place must not read a place moved outside it)
+            self._moves, self._reads = n0, r0
             return frame(fn), const
         return fn, const
 
@@ -681,9 +685,14 @@ class Compiler:
     def _c_Call(self, node: Call, wrap: Callable[[Fn], Fn] | None = None
                 ) -> tuple[Fn, bool]:
         lname = node.name.lower()
-        if lname in MOVING_CALLS and len(node.args) == 2 and (
-                type(node.args[0]) is AttrRef or type(node.args[0]) is Select):
-            self._moves += 1  # (compile() learns from this that the call may move)
+        arity = MOVING_CALLS.get(lname)
+        if arity is not None:
+            self._reads += 1  # (it reads where the evaluation stands: compile_root)
+            if arity[0] <= len(node.args) <= arity[1] and (
+                    type(node.args[0]) is AttrRef or type(node.args[0]) is Select):
+                self._moves += 1  # (compile() learns from this that the call may move)
+        elif lname == "eval":
+            self._moves += 1  # its text may hold such a call, moving what follows eval()
         spec = self.functions.get(lname)
         compiled = [self.compile(a) for a in node.args]
         if wrap is not None:
@@ -1379,6 +1388,12 @@ class LazyCall:
     @property
     def ctx(self) -> CallContext:
         return state_ctx(self.state)
+
+    @property
+    def budget(self) -> Budget:
+        """The evaluation's budget (for a function that runs regular expressions)."""
+        b = self.state[2]
+        return open_budget(self.state) if b is None else b  # type: ignore[no-any-return]
 
     def charge(self, size: int) -> bool:
         """Charge ``size`` items of the function's own work (a list it walks); True when

@@ -187,11 +187,16 @@ def _operand(rng: random.Random) -> str:
                        # written in the expression: records belong to its ad
                        f"[a = {n}].a", f"[a = TARGET.{n}].a", f"[a = [b = {n}]].a.b",
                        f'[a = MY.{n}]["a"]', f"{{{n}, TARGET.{n}}}[1]",
-                       f"sum({{{n}, TARGET.{n}, 1}})", f"size({{{n}}})"])
+                       f"sum({{{n}, TARGET.{n}, 1}})", f"size({{{n}}})",
+                       f"size(unparse({n}))", f"size(unresolved({n}))"])
 
 
 def _moving_call(rng: random.Random) -> str:
-    f = rng.choice(["countMatches", "countMatches", "evalInEachContext"])
+    f = rng.choice(["countMatches", "countMatches", "evalInEachContext", "unresolved"])
+    if f == "unresolved":
+        ref = _ref_arg(rng)
+        return rng.choice([f"size(unresolved({ref}))", f'unresolved({ref}, "^[a-m]")',
+                           f'unresolved({ref}, "^C")'])
     second = _list_arg(rng) if rng.random() < 0.6 else _arg1(rng)
     text = f"{f}({_ref_arg(rng)}, {second})"
     return f"sum({text})" if f == "evalInEachContext" and rng.random() < 0.6 else text
@@ -228,6 +233,9 @@ def _disagreements(seed: int, n_pairs: int, match: bool, extended: bool = False
             exprs += [f"{rng.choice(['countMatches', 'evalInEachContext'])}"
                       f"({_arg0(rng)}, {_list_arg(rng)})" for _ in range(2)]
             exprs += ["MY.Follow", "TARGET.Follow", "Follow + c", "TARGET.Follow + c"]
+            # the other functions whose argument is a reference to an expression
+            exprs += [f"{rng.choice(['unparse', 'unresolved'])}({_ref_arg(rng)})"
+                      for _ in range(2)]
         for text in exprs:
             ref = classad2.ExprTree(text).eval(rj, rs if match else None)
             ours = parse_expr(text).evaluate(j, s if match else None)
@@ -269,7 +277,8 @@ def _both(job: str, slot: str, text: str) -> tuple[Any, Any, Any, Any]:
     return ours, ref, rj, rs
 
 
-GPU_SLOT = "[AvailableGPUs = {g}; g = [Capability = 8.0]; RequestGPUs = 5]"
+GPU_SLOT = ("[AvailableGPUs = {g}; g = [Capability = 8.0]; RequestGPUs = 5; c = 10; "
+            "L = evalInEachContext(d + 0, {[d = c]})]")
 
 
 @pytest.mark.parametrize("job, text, expected", [
@@ -291,6 +300,10 @@ GPU_SLOT = "[AvailableGPUs = {g}; g = [Capability = 8.0]; RequestGPUs = 5]"
      "N + RequestGPUs", 1),
     ("[RequestGPUs = 1; N = countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) + "
      "RequestGPUs]", "N", None),
+    # ... and an attribute evaluated after a move starts afresh where it is found: the
+    # record written in the slot's L belongs to the slot (c = 10)
+    ("[c = 1; RequireGPUs = c > 0]",
+     "countMatches(MY.RequireGPUs, {}) + sum(TARGET.L)", 10),
 ])
 def test_what_follows_the_call_in_the_same_expression(job: str, text: str,
                                                        expected: Any) -> None:

@@ -60,7 +60,7 @@ def _root(s: Scope) -> Scope:
     return s
 
 
-class _Match:
+class Match:
     """The two ads of the evaluation (b is None outside a match) and the call's place."""
 
     __slots__ = ("a", "b", "here", "home")
@@ -108,7 +108,7 @@ def _find(start: Scope, lc: str) -> tuple[Any, Scope]:
         s = s.parent
 
 
-def _deref(call: Any, m: _Match, node: Node, where: tuple[Any, Any]
+def deref(call: Any, m: Match, node: Node, where: tuple[Any, Any]
            ) -> tuple[Any, Any, tuple[Any, Any], tuple[Any, Any]]:
     """An attribute-reference argument looked up from ``where``: (its expression or
     None, the scope holding it or None, the place it stood in, where the evaluation
@@ -145,11 +145,11 @@ def _deref(call: Any, m: _Match, node: Node, where: tuple[Any, Any]
         if type(base) is list:
             # a projection over a list: the list of its selections, as a constant
             value = call.compiler.compiled(node)(s, tg, call.state)
-            return _Const(value), None, where, where
+            return Const(value), None, where, where
     return None, None, where, where
 
 
-class _Const:
+class Const:
     """A value standing where an expression would (a projection over a list)."""
 
     __slots__ = ("fn",)
@@ -164,7 +164,7 @@ def _unparen(node: Node) -> Node:
     return node
 
 
-def _held_list(call: Any, m: _Match, node: Node, where: tuple[Any, Any], hops: int = 0
+def _held_list(call: Any, m: Match, node: Node, where: tuple[Any, Any], hops: int = 0
                ) -> Any:
     """The items of the list expression ``node`` stands for, looked up from ``where``,
     and the place that list is written in (its records belong there); _CYCLE when it
@@ -196,8 +196,8 @@ def _held_list(call: Any, m: _Match, node: Node, where: tuple[Any, Any], hops: i
         return _held_list(call, m, node.right, where, hops)  # type: ignore[attr-defined]
     if (t is not AttrRef and t is not Select) or hops >= _MAX_HOPS:
         return None
-    e, f, held, _ = _deref(call, m, node, where)
-    if e is None or isinstance(e, _Const):
+    e, f, held, _ = deref(call, m, node, where)
+    if e is None or isinstance(e, Const):
         return None
     # the attribute is under evaluation while its expression is followed: the
     # evaluation's own circular-reference check sees it (compiler.eval_attr)
@@ -219,7 +219,7 @@ _MAX_HOPS = 64
 _CYCLE: Any = object()
 
 
-def _elements(call: Any, m: _Match, where: tuple[Any, Any]) -> Any:
+def _elements(call: Any, m: Match, where: tuple[Any, Any]) -> Any:
     """The second argument's elements, evaluated where the call stands (``where``); or
     Undefined or Error in place of a list."""
     node = call.nodes[1]
@@ -245,10 +245,10 @@ def _elements(call: Any, m: _Match, where: tuple[Any, Any]) -> Any:
 def _each(call: Any) -> Any:
     """The results of the first argument in each element of the second (a list), or
     Undefined/Error for the whole call."""
-    m = _Match(call)
+    m = Match(call)
     first = call.nodes[0]
     st = call.state
-    e, _, _, where = _deref(call, m, first, m.here)
+    e, _, _, where = deref(call, m, first, m.here)
     if type(first) is AttrRef or type(first) is Select:
         # the lookup moved the evaluation: the rest of it goes on from there
         place.move(st, where[0], where[1], m.here)
