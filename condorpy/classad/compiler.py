@@ -25,6 +25,7 @@ from condorpy.classad.functions.registry import CallContext, FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.parser import parse_node
+from condorpy.classad.place import contained, frame, here, home
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, RelTime, Undefined, Value
 from condorpy.errors import ClassAdSyntaxError
@@ -52,6 +53,9 @@ _MISS: Any = object()
 # stack (one frame per hop of a plain chain) well inside the interpreter's limit.
 MAX_ATTR_DEPTH = 399
 _TEXTS_MAX = 1024  # (Compiler.compile_text)
+# The calls that may move the evaluation (place.py) when their first argument is an
+# attribute reference, with the numbers of arguments they take.
+MOVING_CALLS = {"countmatches": (2, 2), "evalineachcontext": (2, 2), "unresolved": (1, 2)}
 
 
 # Per-evaluation bookkeeping, a three-slot list because it is created on every
@@ -257,6 +261,14 @@ class Compiler:
         # sub-trees a lazy function evaluates on its own (a list literal's items), by
         # id of the node, kept with the node so that the id stays its own. Bounded.
         self._nodes: dict[int, tuple[Node, Fn]] = {}
+        # How many calls that move the evaluation (see place.py) have been compiled:
+        # compile() compares it before and after a node to learn that the node's
+        # evaluation may move, without walking the tree again.
+        self._moves = 0
+        # How many calls that read where the evaluation stands have been compiled.
+        self._reads = 0
+        # Compiling the parts of an expression that may move (see _moving)?
+        self._lexical = False
 
     def new_record(self, fields: dict[str, Value]) -> Any:
         """A record holding plain values (what a ``makes_records`` function gets)."""
@@ -267,6 +279,7 @@ class Compiler:
         done = self._texts.get(text)
         if done is None:
             try:
+                # (not an evaluation of its own: a move in the text outlasts eval())
                 done = self.compile(parse_node(text))
             except (ClassAdSyntaxError, RecursionError):
                 return None
@@ -286,6 +299,17 @@ class Compiler:
             self._nodes[id(node)] = done
         return done[1]
 
+    def compile_root(self, node: Node) -> tuple[Fn, Any]:
+        """compile() of a whole expression (an attribute's): one that may move the
+        evaluation (place.py) keeps the move to itself."""
+        n0, r0 = self._moves, self._reads
+        fn, const = self.compile(node)
+        if self._moves != n0 or self._reads != r0:
+            # (one that only reads the place must not read a place moved outside it)
+            self._moves, self._reads = n0, r0
+            return frame(fn), const
+        return fn, const
+
     def compile(self, node: Node) -> tuple[Fn, Any]:
         """(closure, constant value or NOCONST)."""
         t = type(node)
@@ -295,7 +319,16 @@ class Compiler:
         if t is Paren:
             return self.compile(node.inner)  # type: ignore[attr-defined]
         meth = getattr(self, "_c_" + t.__name__)
+        n0 = self._moves
         fn, foldable = meth(node)
+        if self._moves != n0:
+            # the node's evaluation may move (place.py): what it evaluates after a part
+            # that moved must be evaluated where that part left it
+            if t is Select or t is RecordExpr:
+                self._moves = n0  # an attribute reference puts the place back
+                return (contained(fn) if t is Select else fn), NOCONST
+            fn = self._moving(node, fn)
+            return fn, NOCONST
         if foldable:
             st = new_state()
             v = fn(None, None, st)
@@ -358,11 +391,19 @@ class Compiler:
     def _c_Select(self, node: Select) -> tuple[Fn, bool]:
         bf, bc = self.compile(node.base)
         lc = node.name.lower()
+        if self._lexical:
+            def lexical_select(s: Any, tg: Any, st: EvalState) -> Any:
+                b = bf(s, tg, st)
+                h = home(st, s, tg)  # (which ad a record belongs to: see _moving)
+                return select(b, lc, h[0], h[1], st)
+            return lexical_select, False
         return (lambda s, tg, st: select(bf(s, tg, st), lc, s, tg, st)), False
 
     def _c_Subscript(self, node: Subscript) -> tuple[Fn, bool]:
         bf, _ = self.compile(node.base)
         xf, _ = self.compile(node.index)
+        if self._lexical:
+            return self._moving(node, bf), False
         return (lambda s, tg, st: subscript(bf(s, tg, st), xf(s, tg, st), s, tg, st)), False
 
     def _c_ListExpr(self, node: ListExpr) -> tuple[Fn, bool]:
@@ -374,6 +415,11 @@ class Compiler:
     def _c_RecordExpr(self, node: RecordExpr) -> tuple[Fn, bool]:
         make = self.make_record
         proto = make(node.items, None)  # compiles the attribute expressions once
+
+        if self._lexical:
+            def lexical_record(s: Any, tg: Any, st: EvalState) -> Any:
+                return proto.with_parent(home(st, s, tg)[0])
+            return lexical_record, False
 
         def record(s: Any, tg: Any, st: EvalState) -> Any:
             return proto.with_parent(s)
@@ -544,10 +590,14 @@ class Compiler:
             return None
         return la, on_target, _PYOPS[node.op], k, tk  # type: ignore[attr-defined]
 
-    def _c_Cond(self, node: Cond) -> tuple[Fn, bool]:
-        cf, cc = self.compile(node.cond)
-        tf, tc = self.compile(node.then)
-        ef, ec = self.compile(node.else_)
+    def _c_Cond(self, node: Cond, *parts: Fn) -> tuple[Fn, bool]:
+        if parts:
+            cf, tf, ef = parts
+            cc = tc = ec = NOCONST
+        else:
+            cf, cc = self.compile(node.cond)
+            tf, tc = self.compile(node.then)
+            ef, ec = self.compile(node.else_)
         to_bool = ops.to_bool
 
         def cond(s: Any, tg: Any, st: EvalState) -> Any:
@@ -573,9 +623,80 @@ class Compiler:
             return rf(s, tg, st) if v is Undefined else v
         return elvis, lc_ is not NOCONST and rc is not NOCONST
 
-    def _c_Call(self, node: Call) -> tuple[Fn, bool]:
-        spec = self.functions.get(node.name.lower())
+    def _moving(self, node: Node, fn: Fn) -> Fn:
+        """``node``'s closure when a part of it may move the evaluation (place.py):
+        each part evaluated where the evaluation stands when that part is reached, and
+        none of the fast paths that read an attribute from the scope they were given."""
+        # A record written in the expression belongs to the ad the expression is
+        # written in wherever the evaluation has moved (and TARGET inside it is the
+        # other matched ad): the parts are compiled to look that place up (_lexical).
+        lexical = self._lexical
+        self._lexical = True
+        try:
+            return self._moving_parts(node, fn)
+        finally:
+            self._lexical = lexical
+
+    def _moving_parts(self, node: Node, fn: Fn) -> Fn:
+        t = type(node)
+        if t is Binary:
+            lf = self.compile(node.left)[0]  # type: ignore[attr-defined]
+            rf = here(self.compile(node.right)[0])  # type: ignore[attr-defined]
+            op = node.op  # type: ignore[attr-defined]
+            if op == "&&":
+                return _and(lf, rf)
+            if op == "||":
+                return _or(lf, rf)
+            slow = ops.BINARY[op]
+            return lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))
+        if t is Cond:
+            cf = self.compile(node.cond)[0]  # type: ignore[attr-defined]
+            return self._c_Cond(node, cf, here(self.compile(node.then)[0]),  # type: ignore[arg-type,attr-defined]
+                                here(self.compile(node.else_)[0]))[0]  # type: ignore[attr-defined]
+        if t is Elvis:
+            lf = self.compile(node.left)[0]  # type: ignore[attr-defined]
+            rf = here(self.compile(node.right)[0])  # type: ignore[attr-defined]
+            return lambda s, tg, st: (lambda v: rf(s, tg, st) if v is Undefined else v)(
+                lf(s, tg, st))
+        if t is Subscript:
+            bf = self.compile(node.base)[0]  # type: ignore[attr-defined]
+            base = node.base  # type: ignore[attr-defined]
+            while type(base) is Paren:
+                base = base.inner  # type: ignore[attr-defined]
+            if type(base) is ListExpr:
+                # an item taken from a list written here is evaluated in the ad the
+                # list is written in (the other list functions take it where they are)
+                bf = _at_home(bf)
+            xf = here(self.compile(node.index)[0])  # type: ignore[attr-defined]
+
+            def moving_subscript(s: Any, tg: Any, st: EvalState) -> Any:
+                b = bf(s, tg, st)
+                x = xf(s, tg, st)
+                h = home(st, s, tg)
+                return subscript(b, x, h[0], h[1], st)
+            return moving_subscript
+        if t is ListExpr:
+            fns = tuple(here(self.compile(i)[0]) for i in node.items)  # type: ignore[attr-defined]
+            return lambda s, tg, st: [f(s, tg, st) for f in fns]
+        if t is Call and node.name.lower() not in MOVING_CALLS:  # type: ignore[attr-defined]
+            return self._c_Call(node, here)[0]  # type: ignore[arg-type]
+        return fn  # one part (a unary operator), or evalInEachContext/countMatches itself
+
+    def _c_Call(self, node: Call, wrap: Callable[[Fn], Fn] | None = None
+                ) -> tuple[Fn, bool]:
+        lname = node.name.lower()
+        arity = MOVING_CALLS.get(lname)
+        if arity is not None:
+            self._reads += 1  # (it reads where the evaluation stands: compile_root)
+            if arity[0] <= len(node.args) <= arity[1] and (
+                    type(node.args[0]) is AttrRef or type(node.args[0]) is Select):
+                self._moves += 1  # (compile() learns from this that the call may move)
+        elif lname == "eval":
+            self._moves += 1  # its text may hold such a call, moving what follows eval()
+        spec = self.functions.get(lname)
         compiled = [self.compile(a) for a in node.args]
+        if wrap is not None:
+            compiled = [(wrap(f), NOCONST) for f, _ in compiled]
         n = len(compiled)
         if spec is None or n < spec.min_args or (spec.max_args is not None and n > spec.max_args):
             return (lambda s, tg, st: Error), True
@@ -673,6 +794,14 @@ class Compiler:
                     n += len(a)
             return Error if n >= unit and charge_size(st, n) else r
         return call, foldable
+
+
+def _at_home(f: Fn) -> Fn:
+    """``f`` evaluated where the expression is written (place.home)."""
+    def at_home(s: Any, tg: Any, st: EvalState) -> Any:
+        h = home(st, s, tg)
+        return f(h[0], h[1], st)
+    return at_home
 
 
 def _size(args: list[Any], r: Any) -> int:
@@ -1259,6 +1388,12 @@ class LazyCall:
     @property
     def ctx(self) -> CallContext:
         return state_ctx(self.state)
+
+    @property
+    def budget(self) -> Budget:
+        """The evaluation's budget (for a function that runs regular expressions)."""
+        b = self.state[2]
+        return open_budget(self.state) if b is None else b  # type: ignore[no-any-return]
 
     def charge(self, size: int) -> bool:
         """Charge ``size`` items of the function's own work (a list it walks); True when

@@ -69,7 +69,7 @@ class Expr:
         try:
             object.__getattribute__(self, "fn")
         except AttributeError:
-            fn, const = _compiler().compile(self.node)
+            fn, const = _compiler().compile_root(self.node)
             self.fn = fn
             self.const = const
             self.__class__ = Expr

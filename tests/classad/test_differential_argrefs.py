@@ -4,7 +4,11 @@ expressions in argument position (``x``, ``MY.x``, ``TARGET.x``, ``r.x``, nested
 members), lists of references to records (GPU property records reached through
 ``AvailableGPUs``), literal records in those lists, and the nested records they lead
 to; the calls written inline, held in the job ad (``MY.Attr``) and in the slot ad
-(``TARGET.Attr``), in a match and with the job alone.
+(``TARGET.Attr``), in a match and with the job alone. The extended ads add what the
+reference evaluates after such a call in the same expression (operators, conditionals,
+a second call, records and lists written after it, attributes holding all that) and
+lists reached through chains of attributes, the other ad, records, conditionals and
+cycles.
 
 The generators draw names from one small pool for both ads, so that a name is often
 defined in the job, in the slot, in both or in neither: where it is found decides
@@ -18,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from condorpy.classad import ClassAd, parse_expr
+from condorpy.classad import ClassAd, Undefined, parse_expr
 from tests.classad.oracle import classad2, same
 
 pytestmark = [pytest.mark.differential,
@@ -102,7 +106,7 @@ def _call(rng: random.Random) -> str:
     return text
 
 
-def _ad(rng: random.Random, side: str) -> str:
+def _ad(rng: random.Random, side: str, extended: bool = False) -> str:
     attrs: list[str] = []
 
     def put(name: str, value: str, p: float = 0.75) -> None:
@@ -131,6 +135,20 @@ def _ad(rng: random.Random, side: str) -> str:
     put("Want", _num(rng), 0.5)
     put("RequestGPUs", rng.choice(["1", "2"]), 0.8)
     put("Call", _call(rng), 0.9)
+    if extended:
+        # lists reached through attributes: chains, the other ad, records, cycles
+        put("LL", rng.choice(["L", "G", "TARGET.L", "MY.G", "r.L", "K", "LL2", "(L)",
+                              "AvailableGPUs", "TARGET.AvailableGPUs", "nothere",
+                              "TARGET.LL", "ga.L", "Recs", "TARGET.Recs", "Lc",
+                              "c > 1 ? L : TARGET.L", "ifThenElse(y > 1, G, r.L)",
+                              "nothere ?: TARGET.G", "LL2 ?: L", "y ? L : 5",
+                              "ifThenElse(nothere, L, G)", "(q > 1) ? LL2 : G"]))
+        put("LL2", rng.choice(["L", "TARGET.G", "r.L", "LL", "{ga, gb.n}"]), 0.6)
+        put("Lc", rng.choice(["Lc", "LL", "{Lc}"]), 0.3)
+        ga_l = _list(rng)
+        put("gl", f"[L = {ga_l}; n = {_record(rng, 1)}; c = {_num(rng)}]", 0.6)
+        put("Follow", _followed(rng), 0.8)
+        put("Held", rng.choice(["MY.RequireGPUs", "TARGET.Req", "r.q", "nothere"]), 0.5)
     return "[" + "; ".join(attrs) + "]"
 
 
@@ -143,15 +161,82 @@ def _exprs(rng: random.Random) -> list[str]:
     return out
 
 
-def _disagreements(seed: int, n_pairs: int, match: bool) -> tuple[int, list[str]]:
+def _list_arg(rng: random.Random) -> str:
+    """A second argument that is a list held in an attribute, often through a chain of
+    them, through the other ad, a record, a list that is not there or a cycle."""
+    return rng.choice(["LL", "MY.LL", "TARGET.LL", "LL2", "TARGET.LL2", "Lc", "gl.L",
+                       "TARGET.gl.L", "MY.gl.L", "r.L", "TARGET.r.L", "(LL)", "nothere",
+                       "TARGET.AvailableGPUs", "AvailableGPUs", "L", "TARGET.G", "K"])
+
+
+def _ref_arg(rng: random.Random) -> str:
+    """A first argument that is an attribute reference, often to nothing."""
+    n = rng.choice(NAMES + ["RequireGPUs", "Held"])
+    return rng.choice([n, f"MY.{n}", f"TARGET.{n}", f"r.{n}", f"MY.r.{n}", f"r.rr.{n}",
+                       f"TARGET.ga.{n}", f"ga.n.{n}", f"gl.n.{n}", f"TARGET.gl.n.{n}",
+                       "MY.nothere", "TARGET.nothere", "r.nothere", "MY.Held"])
+
+
+def _operand(rng: random.Random) -> str:
+    """What an expression evaluates after the call: where it is looked up is the test."""
+    n = rng.choice(NAMES + ["RequestGPUs", "Want"])
+    return rng.choice([n, n, f"MY.{n}", f"TARGET.{n}", f"r.{n}", f"ga.{n}",
+                       f"TARGET.r.{n}", _num(rng), "size(L)", "size(TARGET.L)",
+                       f"isUndefined({n})", f"r.rr.{n}", "Call", "TARGET.Call",
+                       "Follow", "TARGET.Follow", "gl.c", "gl.n.c",
+                       # written in the expression: records belong to its ad
+                       f"[a = {n}].a", f"[a = TARGET.{n}].a", f"[a = [b = {n}]].a.b",
+                       f'[a = MY.{n}]["a"]', f"{{{n}, TARGET.{n}}}[1]",
+                       f"sum({{{n}, TARGET.{n}, 1}})", f"size({{{n}}})",
+                       f"size(unparse({n}))", f"size(unresolved({n}))"])
+
+
+def _moving_call(rng: random.Random) -> str:
+    f = rng.choice(["countMatches", "countMatches", "evalInEachContext", "unresolved"])
+    if f == "unresolved":
+        ref = _ref_arg(rng)
+        return rng.choice([f"size(unresolved({ref}))", f'unresolved({ref}, "^[a-m]")',
+                           f'unresolved({ref}, "^C")'])
+    second = _list_arg(rng) if rng.random() < 0.6 else _arg1(rng)
+    text = f"{f}({_ref_arg(rng)}, {second})"
+    return f"sum({text})" if f == "evalInEachContext" and rng.random() < 0.6 else text
+
+
+def _followed(rng: random.Random) -> str:
+    """A call whose attribute lookup moves the evaluation, and more evaluated after it
+    in the same expression (and sometimes before it, which must not move)."""
+    c, a, b = _moving_call(rng), _operand(rng), _operand(rng)
+    return rng.choice([
+        f"{c} >= {a}", f"{c} + {a}", f"{c} && {a}", f"{c} || {a}", f"{c} == {a}",
+        f"{c} ? {a} : {b}", f"({c} > 0) ? {a} : {b}", f"{c} ?: {a}",
+        f"ifThenElse({c} > 0, {a}, {b})", f"{a} + {c} + {b}", f"-{c} * {a}",
+        f"{c} + {_moving_call(rng)} + {a}", f"{c} is undefined || {a}",
+        f"{c} =?= {a}", f"{c} - {a} * {b}", f"strcat({c}, {a}, {b})",
+        f"{a} <= {c} && {b}", f"{c} != {a} && {b} >= 1", f"({c}) / {a}",
+        f"isUndefined({c}) ? {a} : {b}", f"{c} + ({a} + {b})",
+        f"member({a}, {{{c}}})", f"real({c}) + {a}",
+    ])
+
+
+def _disagreements(seed: int, n_pairs: int, match: bool, extended: bool = False
+                   ) -> tuple[int, list[str]]:
     rng = random.Random(seed)
     bad: list[str] = []
     checked = 0
     for _ in range(n_pairs):
-        job_text, slot_text = _ad(rng, "job"), _ad(rng, "slot")
+        job_text, slot_text = _ad(rng, "job", extended), _ad(rng, "slot", extended)
         rj, rs = classad2.ClassAd(job_text), classad2.ClassAd(slot_text)
         j, s = ClassAd.parse_new(job_text), ClassAd.parse_new(slot_text)
-        for text in _exprs(rng):
+        exprs = _exprs(rng)
+        if extended:
+            exprs += [_followed(rng) for _ in range(4)]
+            exprs += [f"{rng.choice(['countMatches', 'evalInEachContext'])}"
+                      f"({_arg0(rng)}, {_list_arg(rng)})" for _ in range(2)]
+            exprs += ["MY.Follow", "TARGET.Follow", "Follow + c", "TARGET.Follow + c"]
+            # the other functions whose argument is a reference to an expression
+            exprs += [f"{rng.choice(['unparse', 'unresolved'])}({_ref_arg(rng)})"
+                      for _ in range(2)]
+        for text in exprs:
             ref = classad2.ExprTree(text).eval(rj, rs if match else None)
             ours = parse_expr(text).evaluate(j, s if match else None)
             checked += 1
@@ -173,15 +258,84 @@ def test_calls_with_the_job_alone_agree(seed: int) -> None:
     assert not bad, f"{len(bad)} of {checked} disagree:\n" + "\n".join(bad[:10])
 
 
-@pytest.mark.xfail(strict=True, reason="the reference leaves the evaluation where the "
-                   "first argument's lookup ended, for the rest of the expression: "
-                   "condorpy does not (yet) carry that over to what follows the call")
-def test_what_follows_the_call_in_the_same_expression() -> None:
-    # MY.RequireGPUs missing: the lookup ends above both ads, and the reference then
-    # finds no RequestGPUs either, making the whole comparison undefined
-    job, slot = "[RequestGPUs = 1]", "[AvailableGPUs = {g}; g = [Capability = 8.0]]"
-    text = "countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= RequestGPUs"
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+def test_what_follows_a_moving_call_agrees_in_a_match(seed: int) -> None:
+    checked, bad = _disagreements(seed, 200, match=True, extended=True)
+    assert not bad, f"{len(bad)} of {checked} disagree:\n" + "\n".join(bad[:10])
+
+
+@pytest.mark.parametrize("seed", [15, 16])
+def test_what_follows_a_moving_call_agrees_with_the_job_alone(seed: int) -> None:
+    checked, bad = _disagreements(seed, 150, match=False, extended=True)
+    assert not bad, f"{len(bad)} of {checked} disagree:\n" + "\n".join(bad[:10])
+
+
+def _both(job: str, slot: str, text: str) -> tuple[Any, Any, Any, Any]:
     rj, rs = classad2.ClassAd(job), classad2.ClassAd(slot)
     ref = classad2.ExprTree(text).eval(rj, rs)
     ours = parse_expr(text).evaluate(ClassAd.parse_new(job), ClassAd.parse_new(slot))
+    return ours, ref, rj, rs
+
+
+GPU_SLOT = ("[AvailableGPUs = {g}; g = [Capability = 8.0]; RequestGPUs = 5; c = 10; "
+            "L = evalInEachContext(d + 0, {[d = c]})]")
+
+
+@pytest.mark.parametrize("job, text, expected", [
+    # MY.RequireGPUs missing: the lookup ends above both ads, and RequestGPUs is then
+    # found in neither: the whole comparison is undefined
+    ("[RequestGPUs = 1]",
+     "countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= RequestGPUs", None),
+    # found in the job: the evaluation stays there
+    ("[RequestGPUs = 1; RequireGPUs = Capability >= 8.0]",
+     "countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= RequestGPUs", True),
+    # found in the slot: RequestGPUs is then the slot's (5), not the job's
+    ("[RequestGPUs = 1]",
+     "countMatches(TARGET.AvailableGPUs, TARGET.AvailableGPUs) >= RequestGPUs", False),
+    # what comes before the call is not moved
+    ("[RequestGPUs = 1]",
+     "RequestGPUs <= countMatches(MY.RequireGPUs, TARGET.AvailableGPUs)", False),
+    # an attribute's expression keeps its move to itself
+    ("[RequestGPUs = 1; N = countMatches(MY.RequireGPUs, TARGET.AvailableGPUs)]",
+     "N + RequestGPUs", 1),
+    ("[RequestGPUs = 1; N = countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) + "
+     "RequestGPUs]", "N", None),
+    # ... and an attribute evaluated after a move starts afresh where it is found: the
+    # record written in the slot's L belongs to the slot (c = 10)
+    ("[c = 1; RequireGPUs = c > 0]",
+     "countMatches(MY.RequireGPUs, {}) + sum(TARGET.L)", 10),
+])
+def test_what_follows_the_call_in_the_same_expression(job: str, text: str,
+                                                       expected: Any) -> None:
+    ours, ref, rj, rs = _both(job, GPU_SLOT, text)
     assert same(ours, ref, rj, rs)
+    assert ours == expected if expected is not None else ours is Undefined
+
+
+@pytest.mark.parametrize("job, slot, text, expected", [
+    # the slot's L is {g}: g is evaluated where the call stands (the job, which has a
+    # g of its own), not in the slot where the list is written
+    ("[g = [Capability = 9.0]]", "[L = {g}; g = [Capability = 7.0]]",
+     "evalInEachContext(Capability + 0, TARGET.L)", [9.0]),
+    # through a chain of attributes (LL = L), and through the other ad
+    ("[g = [Capability = 9.0]]", "[LL = L; L = {g}; g = [Capability = 7.0]]",
+     "evalInEachContext(Capability + 0, TARGET.LL)", [9.0]),
+    ("[g = [Capability = 9.0]; LT = TARGET.L]", "[L = {g}; g = [Capability = 7.0]]",
+     "evalInEachContext(Capability + 0, LT)", [9.0]),
+    # after a reference found in the slot moved the call there, TARGET.L is the job's
+    # list, and its g the slot's
+    ("[g = [Capability = 9.0]; L = {g}]", "[g = [Capability = 7.0]; R = Capability > 8]",
+     "evalInEachContext(TARGET.R, TARGET.L)", [False]),
+    # a missing reference moves it above both ads, where no list is found
+    ("[g = [Capability = 9.0]]", "[L = {g}; g = [Capability = 7.0]]",
+     "evalInEachContext(Capability, TARGET.L)", None),
+    # a record written in the list belongs to the ad the list is written in
+    ("[c = 1]", "[L = {[x = c]}; c = 2]", "evalInEachContext(x + 0, TARGET.L)", [2]),
+    # a cycle is undefined
+    ("[Lc = Lc]", "[]", "evalInEachContext(x, Lc)", None),
+])
+def test_lists_held_in_attributes_are_evaluated_where_the_call_stands(
+        job: str, slot: str, text: str, expected: Any) -> None:
+    ours, ref, rj, rs = _both(job, slot, text)
+    assert same(ours, ref, rj, rs)
+    assert ours == expected if expected is not None else ours is Undefined

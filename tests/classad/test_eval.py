@@ -144,8 +144,9 @@ def test_lazy_special_functions() -> None:
     assert ev("evalInEachContext(v * 2, l)", my) == [2, 10]
     assert ev("countMatches(v > 2, l)", my) == 1
     assert ev("debug(y)", my) == 1
+    # (what classad2 answers: MY.w is looked up in MY, TARGET.q printed without TARGET)
     assert ev("unresolved(x)", ClassAd.parse_new("[x = y + z + MY.w + TARGET.q; y = 1]")) \
-        == "MY.w,q,z"
+        == "q,w,z"
     assert ev("unparse(nope)", my) == "" and ev("unparse(1 + 2)") is Error
     assert ev("eval(1.5)") == 1.5 and ev("eval(undefined)") is Error
 

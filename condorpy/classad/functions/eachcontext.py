@@ -16,10 +16,13 @@ hold it to, including where that library's rules are surprising:
 * Looking the reference up moves the evaluation to the ad where the lookup ended, and
   the second argument is evaluated there: after ``TARGET.x`` a ``TARGET.List`` names
   the ad that first held the expression's other side, and after a lookup that found
-  nothing in a match, every name is undefined (the lookup ended above both ads).
+  nothing in a match, every name is undefined (the lookup ended above both ads). The
+  move outlasts the call: the rest of the expression is evaluated from there too
+  (condorpy.classad.place, and Compiler._moving for the expressions around the call).
 * The list's elements are evaluated where the call is (that moved place), not where
-  the list is written, and a record in it written literally belongs to the ad the list
-  is written in.
+  the list is written, also when the list is held in an attribute or reached through
+  a chain of them or a conditional (_held_list); a record in it written literally
+  belongs to the ad the list is written in.
 * In each record, a name the record's scopes do not hold goes on to the other matched
   ad only when the record sits directly in one of them (a GPU record of the slot: yes;
   a record nested deeper: no). TARGET there is the other ad either way.
@@ -33,8 +36,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from condorpy.classad.ast import AttrRef, ListExpr, Node, Paren, RecordExpr, Select
+from condorpy.classad import place
+from condorpy.classad.ast import (AttrRef, Call, Cond, Elvis, ListExpr, Node, Paren,
+                                  RecordExpr, Select)
 from condorpy.classad.functions.registry import FunctionTable
+from condorpy.classad.ops import to_bool
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, Undefined
 
@@ -54,16 +60,20 @@ def _root(s: Scope) -> Scope:
     return s
 
 
-class _Match:
+class Match:
     """The two ads of the evaluation (b is None outside a match) and the call's place."""
 
-    __slots__ = ("a", "b", "here")
+    __slots__ = ("a", "b", "here", "home")
 
     def __init__(self, call: Any) -> None:
         s, tg = call.scope, call.target
-        self.a = _root(s) if isinstance(s, Scope) else None
-        self.b = _root(tg) if isinstance(tg, Scope) else None
         self.here: tuple[Any, Any] = (s, tg)
+        # where the call is written: what a record written in it belongs to, and
+        # which two ads are matched (where the call stands may have moved: place.py)
+        self.home = place.home(call.state, s, tg)
+        hs, htg = self.home
+        self.a = _root(hs) if isinstance(hs, Scope) else None
+        self.b = _root(htg) if isinstance(htg, Scope) else None
 
     def other(self, s: Scope) -> Any:
         """TARGET for an evaluation standing in ``s``: the other matched ad."""
@@ -98,7 +108,7 @@ def _find(start: Scope, lc: str) -> tuple[Any, Scope]:
         s = s.parent
 
 
-def _deref(call: Any, m: _Match, node: Node, where: tuple[Any, Any]
+def deref(call: Any, m: Match, node: Node, where: tuple[Any, Any]
            ) -> tuple[Any, Any, tuple[Any, Any], tuple[Any, Any]]:
     """An attribute-reference argument looked up from ``where``: (its expression or
     None, the scope holding it or None, the place it stood in, where the evaluation
@@ -135,11 +145,11 @@ def _deref(call: Any, m: _Match, node: Node, where: tuple[Any, Any]
         if type(base) is list:
             # a projection over a list: the list of its selections, as a constant
             value = call.compiler.compiled(node)(s, tg, call.state)
-            return _Const(value), None, where, where
+            return Const(value), None, where, where
     return None, None, where, where
 
 
-class _Const:
+class Const:
     """A value standing where an expression would (a projection over a list)."""
 
     __slots__ = ("fn",)
@@ -154,27 +164,79 @@ def _unparen(node: Node) -> Node:
     return node
 
 
-def _elements(call: Any, m: _Match, where: tuple[Any, Any]) -> Any:
+def _held_list(call: Any, m: Match, node: Node, where: tuple[Any, Any], hops: int = 0
+               ) -> Any:
+    """The items of the list expression ``node`` stands for, looked up from ``where``,
+    and the place that list is written in (its records belong there); _CYCLE when it
+    leads back to an attribute it is reached through (the reference gives undefined
+    there); None when it does not lead to a list written as such (it is evaluated
+    instead). The library takes a list held in an attribute, or reached through a chain
+    of them or a conditional, as the expression it is, not as a value: its items are
+    evaluated where the call stands, not where they are written."""
+    node = _unparen(node)
+    t = type(node)
+    st = call.state
+    if t is ListExpr:
+        return node.items, where  # type: ignore[attr-defined]
+    if t is Cond or (t is Call and len(node.args) == 3  # type: ignore[attr-defined]
+                     and node.name.lower() == "ifthenelse"):  # type: ignore[attr-defined]
+        parts = ((node.cond, node.then, node.else_) if t is Cond  # type: ignore[attr-defined]
+                 else node.args)  # type: ignore[attr-defined]
+        c = to_bool(call.compiler.compiled(parts[0])(*where, st))
+        if c is True or c is False:
+            return _held_list(call, m, parts[1] if c else parts[2], where, hops)
+        return None
+    if t is Elvis:
+        left = _held_list(call, m, node.left, where, hops)  # type: ignore[attr-defined]
+        if left is not None and left is not _CYCLE:
+            return left
+        if left is None and call.compiler.compiled(node.left)(  # type: ignore[attr-defined]
+                *where, st) is not Undefined:
+            return None
+        return _held_list(call, m, node.right, where, hops)  # type: ignore[attr-defined]
+    if (t is not AttrRef and t is not Select) or hops >= _MAX_HOPS:
+        return None
+    e, f, held, _ = deref(call, m, node, where)
+    if e is None or isinstance(e, Const):
+        return None
+    # the attribute is under evaluation while its expression is followed: the
+    # evaluation's own circular-reference check sees it (compiler.eval_attr)
+    key = (f.ident, node.name.lower())  # type: ignore[attr-defined]
+    active = st[1]
+    if active is None:
+        active = st[1] = set()
+    if key in active:
+        return _CYCLE
+    active.add(key)
+    try:
+        return _held_list(call, m, e.node, held, hops + 1)
+    finally:
+        active.discard(key)
+
+
+# (how many attribute hops _held_list follows; a longer chain is evaluated instead)
+_MAX_HOPS = 64
+_CYCLE: Any = object()
+
+
+def _elements(call: Any, m: Match, where: tuple[Any, Any]) -> Any:
     """The second argument's elements, evaluated where the call stands (``where``); or
     Undefined or Error in place of a list."""
     node = call.nodes[1]
     st = call.state
     compiled = call.compiler.compiled
-    s, tg = where
-    items: tuple[Node, ...] | None = None
-    home = m.here  # where literal records in the list belong
     if type(node) is ListExpr:
-        items = node.items
-    elif type(node) in (AttrRef, Select):
-        e, _, held, _ = _deref(call, m, node, where)
-        if e is not None and not isinstance(e, _Const):
-            inner = _unparen(e.node)
-            if type(inner) is ListExpr:
-                items, home = inner.items, held  # type: ignore[attr-defined]
+        items: Any = (node.items, m.home)
+    else:
+        items = _held_list(call, m, node, where)
+        if items is _CYCLE:
+            return Undefined
     if items is not None:
+        s, tg = where
+        nodes, home = items
         return [compiled(i)(*home, st) if type(i) is RecordExpr else compiled(i)(s, tg, st)
-                for i in items]
-    v = compiled(node)(s, tg, st)
+                for i in nodes]
+    v = compiled(node)(*where, st)
     if type(v) is list:
         return v
     return Undefined if v is Undefined else Error
@@ -183,25 +245,37 @@ def _elements(call: Any, m: _Match, where: tuple[Any, Any]) -> Any:
 def _each(call: Any) -> Any:
     """The results of the first argument in each element of the second (a list), or
     Undefined/Error for the whole call."""
-    m = _Match(call)
-    e, _, _, where = _deref(call, m, call.nodes[0], m.here)
+    m = Match(call)
+    first = call.nodes[0]
+    st = call.state
+    e, _, _, where = deref(call, m, first, m.here)
+    if type(first) is AttrRef or type(first) is Select:
+        # the lookup moved the evaluation: the rest of it goes on from there
+        place.move(st, where[0], where[1], m.here)
     fn = call.fns[0] if e is None else e.fn
     elems = _elements(call, m, where)
     if type(elems) is not list:
         return elems
     if call.charge(len(elems)):
         return Error
-    st = call.state
     out: list[Any] = []
-    for v in elems:
-        if isinstance(v, Scope):
-            p = v.parent
-            if m.b is not None and p is not None and (p is m.a or p is m.b):
-                out.append(fn(v.alternate_view(), m.b if p is m.a else m.a, st))
+    # each record is evaluated as an evaluation of its own (the library gives each a
+    # fresh state): whatever moves there stays there
+    saved = place.moved(st)
+    try:
+        for v in elems:
+            if len(st) > 3:
+                st[3] = None
+            if isinstance(v, Scope):
+                p = v.parent
+                if m.b is not None and p is not None and (p is m.a or p is m.b):
+                    out.append(fn(v.alternate_view(), m.b if p is m.a else m.a, st))
+                else:
+                    out.append(fn(v, m.other(v), st))
             else:
-                out.append(fn(v, m.other(v), st))
-        else:
-            out.append(Undefined if v is Undefined else Error)
+                out.append(Undefined if v is Undefined else Error)
+    finally:
+        place.restore(st, saved)
     return out
 
 

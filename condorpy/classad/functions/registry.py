@@ -15,8 +15,8 @@ Two kinds of function exist:
   values.
 * lazy functions receive a :class:`LazyCall` and decide themselves what to evaluate
   (``ifThenElse``, ``eval``, ``unparse``, ``unresolved``, ``evalInEachContext``,
-  ``countMatches``, ``debug``). They are implemented in :mod:`.special` and
-  :mod:`.eachcontext`.
+  ``countMatches``, ``debug``). They are implemented in :mod:`.special`,
+  :mod:`.eachcontext` and :mod:`.references`.
 
 Arity is checked by the evaluator before the call: too few or too many arguments
 evaluate to ``Error``. An exception escaping an implementation is a bug, but the

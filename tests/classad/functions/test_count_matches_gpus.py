@@ -50,3 +50,32 @@ def test_an_unmatched_lookup_leaves_nothing_to_count() -> None:
                       ).evaluate(job, slot) == 0
     assert parse_expr("evalInEachContext(MY.RequireGPUs, TARGET.AvailableGPUs)"
                       ).evaluate(job, slot) is Undefined
+
+
+def test_without_require_gpus_the_rest_of_the_requirements_is_undefined() -> None:
+    # the lookup of the missing RequireGPUs leaves the evaluation above both ads, so
+    # RequestGPUs after the call is found in neither (HTCondor's library does this)
+    slot = ClassAd.parse_new(SLOT)
+    job = ClassAd.parse_new(f"[RequestGPUs = 1; Requirements = {REQUIREMENTS}]")
+    assert job.evaluate("Requirements", slot) is Undefined
+    # what is evaluated before the call is not affected
+    job = ClassAd.parse_new("[RequestGPUs = 1; Requirements = RequestGPUs <= "
+                            "countMatches(MY.RequireGPUs, TARGET.AvailableGPUs)]")
+    assert job.evaluate("Requirements", slot) is False
+
+
+def test_the_move_ends_with_the_attribute_that_holds_the_call() -> None:
+    slot = ClassAd.parse_new(SLOT)
+    job = ClassAd.parse_new("[RequestGPUs = 1; RequireGPUs = Capability >= 8.0; "
+                            "N = countMatches(MY.nothere, TARGET.AvailableGPUs); "
+                            "Requirements = N + RequestGPUs >= 1 && "
+                            "countMatches(MY.RequireGPUs, TARGET.AvailableGPUs) >= "
+                            "RequestGPUs]")
+    assert job.evaluate("Requirements", slot) is True
+
+
+def test_gpus_listed_through_an_attribute_chain_are_found_where_the_call_stands() -> None:
+    slot = ClassAd.parse_new(SLOT.replace("GPUs = 3", "GPUs = 3; Usable = AvailableGPUs"))
+    job = _job("Capability >= 8.0")
+    expr = parse_expr("countMatches(MY.RequireGPUs, TARGET.Usable)")
+    assert expr.evaluate(job, slot) == 2
