@@ -31,6 +31,7 @@ from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
 from condorpy.startd.forkserver import LaunchRequest, Launched
 from condorpy.startd.job_log import JobLog
+from condorpy.starter.users import SUBMITTER_ATTR
 from condorpy.startd.journal import fields
 from condorpy.startd.metrics import MetricsStats
 from condorpy.startd.ports import (HooksPort, JobRows, Launcher, NoHooks, PoolSide,
@@ -216,6 +217,11 @@ class ResourceManager:
             # This daemon is the job's schedd and shadow too: the starter writes the
             # execution events into the job's own log.
             job_ad["StarterUserLog"] = user_log
+        owner = rec.ad.evaluate("Owner")
+        if isinstance(owner, str):
+            # the queue took the owner from the submitter's peer credentials: the
+            # starter writes the log and brings outputs back with that account's rights
+            job_ad[SUBMITTER_ATTR] = owner
         try:
             job_dir.mkdir(parents=True, exist_ok=True)
             (job_dir / "job.ad").write_text(job_ad.to_old())
