@@ -31,6 +31,7 @@ from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
 from condorpy.startd.forkserver import LaunchRequest, Launched
 from condorpy.startd.job_log import JobLog
+from condorpy.starter.transferlist import SPOOL_ATTR
 from condorpy.starter.users import SUBMITTER_ATTR
 from condorpy.startd.journal import fields
 from condorpy.startd.metrics import MetricsStats
@@ -222,6 +223,8 @@ class ResourceManager:
             # the queue took the owner from the submitter's peer credentials: the
             # starter writes the log and brings outputs back with that account's rights
             job_ad[SUBMITTER_ATTR] = owner
+            # where an ON_EXIT_OR_EVICT job's output waits for its next run
+            job_ad[SPOOL_ATTR] = str(job_dir / "spooled")
         try:
             job_dir.mkdir(parents=True, exist_ok=True)
             (job_dir / "job.ad").write_text(job_ad.to_old())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from condorpy.starter.transferlist import Source
+from condorpy.starter.users import JobUser
 
 Ids = tuple[int, int, tuple[int, ...]]
 CHUNK = 1 << 20
@@ -157,12 +159,15 @@ def _write(inp: BinaryIO, report: BinaryIO, dest: Callable[[str], str]) -> None:
         report.flush()
 
 
-def _child(run: Callable[[], None], ids: Ids | None, keep: tuple[int, ...]) -> int:
+def _child(run: Callable[[], None], ids: Ids | None, keep: tuple[int, ...],
+           cwd: int | None = None) -> int:
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
             _become(ids, keep)
+            if cwd is not None:
+                os.fchdir(cwd)
             run()
             code = 0
         except BaseException:
@@ -173,10 +178,12 @@ def _child(run: Callable[[], None], ids: Ids | None, keep: tuple[int, ...]) -> i
 
 
 def copy_as(items: list[Source], *, reader: Ids | None, writer: Ids | None,
-            dest: Callable[[str], str], executable: str | None = None) -> CopyResult:
+            dest: Callable[[str], str], executable: str | None = None,
+            reader_cwd: int | None = None, writer_cwd: int | None = None) -> CopyResult:
     """Copy ``items`` (read as ``reader``) to ``dest(name)`` (written as ``writer``);
     ``None`` stays this process's own account. The file named ``executable`` arrives
-    executable, as HTCondor makes it."""
+    executable, as HTCondor makes it. ``reader_cwd`` and ``writer_cwd``: directory
+    descriptors a side works in, for relative paths."""
     data_r, data_w = os.pipe()
     rep_r, rep_w = os.pipe()
 
@@ -191,8 +198,10 @@ def copy_as(items: list[Source], *, reader: Ids | None, writer: Ids | None,
 
     pids = []
     try:
-        pids.append(_child(read_side, reader, (data_w,)))
-        pids.append(_child(write_side, writer, (data_r, rep_w)))
+        keep_r = (data_w,) if reader_cwd is None else (data_w, reader_cwd)
+        keep_w = (data_r, rep_w) if writer_cwd is None else (data_r, rep_w, writer_cwd)
+        pids.append(_child(read_side, reader, keep_r, reader_cwd))
+        pids.append(_child(write_side, writer, keep_w, writer_cwd))
     finally:
         for fd in (data_r, data_w, rep_w):
             os.close(fd)
@@ -212,3 +221,40 @@ def copy_as(items: list[Source], *, reader: Ids | None, writer: Ids | None,
     if any(os.waitstatus_to_exitcode(s) != 0 for s in statuses) and not result.failures:
         result.failures.append(("(the copy ended early)", 5, True))
     return result
+
+
+def intermediate_dir(path: str, owner: JobUser) -> int | None:
+    """A descriptor of the job's spool directory for ON_EXIT_OR_EVICT, made by root in
+    the daemon's own job directory (no user can write there) and given to the
+    submitter, 0700; one that is a link or another account's is not used. The copies
+    reach it through the descriptor (their working directory), so the submitter needs
+    no way into the daemon's SPOOL."""
+    uid = owner.uid if owner.switch else os.geteuid()
+    try:
+        os.mkdir(path, 0o700)
+        if owner.switch:
+            os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if os.fstat(fd).st_uid != uid:
+        os.close(fd)
+        return None
+    return fd
+
+
+def empty_as(ids: Ids | None, dir_fd: int) -> None:
+    """Remove what is in the directory open as ``dir_fd``, as ``ids`` (the
+    submitter's spooled files)."""
+    def run() -> None:
+        for entry in os.scandir("."):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.name, ignore_errors=True)
+            else:
+                os.unlink(entry.name)
+    os.waitpid(_child(run, ids, (dir_fd,), cwd=dir_fd), 0)

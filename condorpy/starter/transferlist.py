@@ -31,6 +31,10 @@ SKIPPED = frozenset({JOB_AD_FILE, MACHINE_AD_FILE, ".chirp.config", ".update.ad"
 # CONDOR_HOLD_CODE (condor_holdcodes.h) as the shadow rewrites a transfer's failure
 TRANSFER_OUTPUT_ERROR = 12
 TRANSFER_INPUT_ERROR = 13
+# Set by the daemon on its local queue's jobs: the directory (in the daemon's spool,
+# the submitter's) that keeps a ON_EXIT_OR_EVICT job's output between an eviction and
+# its next run, as the schedd's SPOOL does
+SPOOL_ATTR = "CondorpySpoolDir"
 
 
 class When(Enum):
@@ -269,7 +273,13 @@ class LocalPlan:
         return success or self.when is not When.ON_SUCCESS
 
     def output_sources(self, scratch: str, before: Mapping[str, tuple[int, int]],
-                       after: Mapping[str, tuple[int, int]]) -> list[Source]:
+                       after: Mapping[str, tuple[int, int]], *,
+                       spooled: frozenset[str] = frozenset(), final: bool = True
+                       ) -> list[Source]:
+        """What goes back: the named outputs (a missing one fails the exit's transfer
+        only), else the files the job made or changed and, at its exit, those an earlier
+        eviction spooled (``SpooledOutputFiles``), changed or not; stdout and stderr
+        in either case."""
         streams = [name for name, _ in self.streams if name in after]
         if self.outputs is not None:
             named = list(self.outputs) + [s for s in streams if s not in self.outputs]
@@ -277,7 +287,8 @@ class LocalPlan:
         skip = set(SKIPPED) | {STDOUT_NAME, STDERR_NAME}
         if self.executable:
             skip.add(self.executable)
-        files = changed_files(before, after, skip=skip)
+        files = changed_files(before, after, skip=skip,
+                              always=spooled if final else frozenset())
         return sources(files + streams, scratch)
 
     def destination(self, name: str) -> str:

@@ -292,3 +292,46 @@ def test_a_job_running_as_another_account_still_writes_its_owners_log(
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+EVICTED = """#!/bin/sh
+# the first run leaves a marker outside the sandbox and waits to be vacated; the
+# next finds it and ends
+if [ -f "$1" ]; then
+    echo second >> progress.txt
+    exit 0
+fi
+echo first > progress.txt
+touch "$1"
+exec sleep 120
+"""
+
+
+@pytest.mark.parametrize("when,expected", [("ON_EXIT_OR_EVICT", "first\nsecond\n"),
+                                           ("ON_EXIT", "second\n")])
+def test_an_evicted_job_keeps_its_output_only_with_on_exit_or_evict(
+        daemon: Daemon, attacker: User, when: str, expected: str) -> None:
+    """ON_EXIT_OR_EVICT: at the eviction the output goes to the job's spool and comes
+    back into the next run's scratch directory; ON_EXIT: the next run starts from the
+    input alone. Either way only the exit brings the output to Iwd."""
+    u = attacker
+    u.write(u.home / "job.sh", EVICTED, 0o755)
+    marker = u.home / "marker"
+    cluster = _submit_as(u, daemon, f"""\
+executable = job.sh
+arguments = {marker}
+should_transfer_files = YES
+when_to_transfer_output = {when}
+log = job.log
+queue
+""")
+    wait_for(marker.exists, 60, daemon.output)
+    assert not (u.home / "progress.txt").exists()
+    daemon.cli("vacate")
+    _done(daemon, cluster)
+    assert (u.home / "progress.txt").read_text() == expected
+    log = (u.home / "job.log").read_text()
+    assert "Job was evicted" in log and "Job terminated." in log
+    assert _sandboxes(daemon) == []
+    spooled = list(daemon.state.glob("spool/jobs/*/spooled/*"))
+    assert spooled == [], spooled
