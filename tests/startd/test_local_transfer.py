@@ -335,3 +335,48 @@ queue
     assert _sandboxes(daemon) == []
     spooled = list(daemon.state.glob("spool/jobs/*/spooled/*"))
     assert spooled == [], spooled
+
+
+# --- what root does on the submitter's and the job's behalf -----------------------------
+
+def test_input_is_read_with_the_submitters_rights_only(daemon: Daemon,
+                                                       attacker: User) -> None:
+    """Naming root's unreadable file as input gets the submitter nothing: the copy
+    reads as the submitter, so the job is held with EACCES as its subcode."""
+    u = attacker
+    cluster = _submit_as(u, daemon, """\
+executable = /bin/true
+should_transfer_files = YES
+transfer_input_files = /etc/shadow
+queue
+""")
+    _done(daemon, cluster, status=5)
+    ad = _ads(daemon, cluster)[0]
+    assert _attr(ad, "HoldReasonCode") == "13" and _attr(ad, "HoldReasonSubCode") == "13"
+    assert "reading from file /etc/shadow: (errno 13) Permission denied" in ad
+    assert _sandboxes(daemon) == []
+
+
+def test_output_links_and_remaps_reach_only_what_the_users_could(
+        daemon: Daemon, attacker: User) -> None:
+    """A job's link to root's file, named as output, is read as the job's user
+    (refused), and a remap onto root's file is written as the submitter (refused): the
+    job is held and root's files are unchanged."""
+    u = attacker
+    before = {p: open(p, "rb").read() for p in ("/etc/shadow", "/etc/passwd")}
+    cluster = _submit_as(u, daemon, """\
+executable = /bin/sh
+arguments = "-c 'ln -s /etc/shadow stolen; echo x > planted'"
+should_transfer_files = YES
+transfer_output_files = stolen, planted
+transfer_output_remaps = "planted = /etc/passwd"
+queue
+""")
+    _done(daemon, cluster, status=5)
+    ad = _ads(daemon, cluster)[0]
+    assert _attr(ad, "HoldReasonCode") == "12" and _attr(ad, "HoldReasonSubCode") == "13"
+    assert "/stolen: (errno 13) Permission denied" in ad
+    assert not (u.home / "stolen").exists()
+    for path, data in before.items():
+        assert open(path, "rb").read() == data
+    assert _sandboxes(daemon) == []
