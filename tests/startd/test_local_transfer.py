@@ -380,3 +380,44 @@ queue
     for path, data in before.items():
         assert open(path, "rb").read() == data
     assert _sandboxes(daemon) == []
+
+
+# --- an unprivileged daemon's starter -----------------------------------------------------
+
+def _readme_job_as_an_ordinary_users_starter(u: User, should: str) -> dict[str, object]:
+    """The README's first job as a starter run by an ordinary user runs it (the
+    daemon's starter when the daemon is that user's): in the user's own process,
+    forked from this one, since the user cannot start this test's interpreter."""
+    from condorpy.starter.settings import StarterSettings
+    from condorpy.starter.starter import Starter
+    execute = u.home / "execute"
+    execute.mkdir(mode=0o755)
+    os.chown(execute, u.uid, u.gid)
+    job = {"ClusterId": 1, "ProcId": 0, "Owner": u.name, "CondorpySubmitter": u.name,
+           "Cmd": "/bin/echo", "Arguments": "hello from 1.0", "Iwd": str(u.home),
+           "Out": "hello.0.out", "Err": "/dev/null", "In": "/dev/null",
+           "StarterUserLog": str(u.home / "hello.log"), "ShouldTransferFiles": should}
+
+    def run() -> dict[str, object]:
+        settings = StarterSettings(execute=str(execute), use_cgroups=False,
+                                   update_interval_s=0.05)
+        out = Starter(job, {"Name": "slot1@test", "Cpus": 1}, settings,
+                      notice=lambda _t: None).run()
+        return {"attrs": out.attributes, "left": os.listdir(execute)}
+    res = u.call(run, env=dict(os.environ))
+    assert res.kind == "ok", res
+    assert isinstance(res.value, dict)
+    return res.value
+
+
+@pytest.mark.parametrize("should", ["IF_NEEDED", "YES"])
+def test_the_readme_example_under_an_ordinary_users_starter(
+        attacker: User, should: str) -> None:
+    u = attacker
+    done = _readme_job_as_an_ordinary_users_starter(u, should)
+    assert done["attrs"]["ExitCode"] == 0, done  # type: ignore[index]
+    assert done["left"] == []
+    assert (u.home / "hello.0.out").read_text() == "hello from 1.0\n"
+    log = (u.home / "hello.log").read_text()
+    assert "Job executing on host" in log and "Job terminated." in log
+    assert (u.home / "hello.log").stat().st_uid == u.uid
