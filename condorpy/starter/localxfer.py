@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from condorpy.starter import safefs
 from condorpy.starter.transferlist import Source
 from condorpy.starter.users import JobUser
 
@@ -139,8 +140,9 @@ def _write(inp: BinaryIO, report: BinaryIO, dest: Callable[[str], str]) -> None:
             size = int(str(rec["size"]))
             path = dest(str(rec["file"]))
             try:
-                fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-                                         | os.O_CLOEXEC, 0o600)
+                # never blocks on a FIFO put where an output goes
+                fd: int | None = safefs.open_regular(
+                    path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, follow=True)
             except OSError as exc:
                 fd = None
                 _header(report, {"fail": path, "errno": exc.errno or 5, "writing": True})

@@ -421,3 +421,20 @@ def test_the_readme_example_under_an_ordinary_users_starter(
     log = (u.home / "hello.log").read_text()
     assert "Job executing on host" in log and "Job terminated." in log
     assert (u.home / "hello.log").stat().st_uid == u.uid
+
+
+def test_fifos_among_inputs_or_outputs_block_nothing(daemon: Daemon, attacker: User) -> None:
+    """A FIFO named as input, or sitting where an output goes, is refused at once (the
+    copy never waits on it): the jobs are held, the daemon keeps serving."""
+    u = attacker
+    for name in ("in.fifo", "out.fifo"):
+        u.run(["mkfifo", name])
+    c1 = _submit_as(u, daemon, "executable = /bin/true\nshould_transfer_files = YES\n"
+                    "transfer_input_files = in.fifo\nqueue\n")
+    c2 = _submit_as(u, daemon, "executable = /bin/echo\narguments = hi\n"
+                    "should_transfer_files = YES\noutput = out.fifo\nqueue\n", "o.sub")
+    _done(daemon, c1, status=5)
+    _done(daemon, c2, status=5)
+    assert _attr(_ads(daemon, c1)[0], "HoldReasonCode") == "13"
+    assert _attr(_ads(daemon, c2)[0], "HoldReasonCode") == "12"
+    assert _sandboxes(daemon) == []
