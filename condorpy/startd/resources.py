@@ -30,6 +30,7 @@ from condorpy.startd import job_end
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
 from condorpy.startd.forkserver import LaunchRequest, Launched
+from condorpy.startd.hooks import FETCHED
 from condorpy.startd.job_log import JobLog
 from condorpy.starter.transferlist import SPOOL_ATTR
 from condorpy.starter.users import SUBMITTER_ATTR
@@ -219,9 +220,11 @@ class ResourceManager:
             # execution events into the job's own log.
             job_ad["StarterUserLog"] = user_log
         owner = rec.ad.evaluate("Owner")
-        if isinstance(owner, str):
+        if isinstance(owner, str) and rec.ad.lookup(FETCHED) is None:
             # the queue took the owner from the submitter's peer credentials: the
             # starter writes the log and brings outputs back with that account's rights
+            # (fetched work names its Owner itself and moves no files, as HTCondor's
+            # starter does for it)
             job_ad[SUBMITTER_ATTR] = owner
             # where an ON_EXIT_OR_EVICT job's output waits for its next run
             job_ad[SPOOL_ATTR] = str(job_dir / "spooled")
