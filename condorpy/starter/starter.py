@@ -243,8 +243,10 @@ class Starter:
         self._make_sandbox(job, user)
         assert self.sandbox is not None
         self._open_userlog(job, user, job.iwd or self.sandbox.path)
-        job = self._transfer_in(job, slot, user)
+        # listening before the input is copied: the daemon gives a starter that never
+        # listens CONNECT_TIMEOUT_S, and a large input takes longer
         self.server = ControlServer(self.socket_path)
+        job = self._transfer_in(job, slot, user)
         if tree is not None:
             self.cgroup = JobCgroup(tree, f"job_{self.tag}")
             limits = compute_limits(
