@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from condorpy.starter import safefs
-from condorpy.starter.transferlist import Source
+from condorpy.starter.holds import HoldCode, JobHold
+from condorpy.starter.jobspec import JobSpec
+from condorpy.starter.transferlist import LocalPlan, Source, When, catalog, input_failure, \
+    output_failure, sources
 from condorpy.starter.users import JobUser
 
 Ids = tuple[int, int, tuple[int, ...]]
@@ -260,3 +263,85 @@ def empty_as(ids: Ids | None, dir_fd: int) -> None:
             else:
                 os.unlink(entry.name)
     os.waitpid(_child(run, ids, (dir_fd,), cwd=dir_fd), 0)
+
+
+def _ids(user: JobUser) -> Ids | None:
+    return (user.uid, user.gid, user.groups) if user.switch else None
+
+
+class LocalTransfer:
+    """One local job's files, from its input to its output: what the starter of a job
+    of the daemon's own queue does as that job's shadow (``docs/starter.md``, "File
+    transfer for local jobs")."""
+
+    def __init__(self, plan: LocalPlan, scratch: str, *, submitter: JobUser,
+                 user: JobUser, access_point: str, slot: str, job_id: str,
+                 spool: str | None) -> None:
+        self.plan = plan
+        self.scratch = scratch
+        self.submitter = submitter
+        self.user = user
+        self.access_point = access_point
+        self.slot = slot
+        self.job_id = job_id
+        self.spool_path = spool
+        self.spool: int | None = None          # ON_EXIT_OR_EVICT's intermediate files
+        self.spooled: frozenset[str] = frozenset()
+        self.before: dict[str, tuple[int, int]] = {}
+
+    def _hold(self, reason: str, code: int, subcode: int) -> JobHold:
+        return JobHold(reason, HoldCode(code), subcode, job=self.job_id)
+
+    def bring_in(self, job: JobSpec) -> JobSpec:
+        """The input copied from the submitter's Iwd into the scratch directory (read
+        as the submitter, written as the job's user), with what an eviction spooled;
+        the job as it runs there. Raises JobHold (TransferInputError)."""
+        plan, sub = self.plan, self.submitter
+        items = sources(list(plan.inputs), plan.iwd)
+        if plan.when is When.ON_EXIT_OR_EVICT and self.spool_path:
+            self.spool = intermediate_dir(self.spool_path, sub)
+            if self.spool is not None:
+                self.spooled = frozenset(os.listdir(self.spool))
+                if self.spooled:
+                    # the reader works in the spool directory: "." is its descriptor
+                    items.append(Source(".", "", contents_only=True))
+        result = copy_as(items, reader=_ids(sub), writer=_ids(self.user),
+                         dest=lambda name: os.path.join(self.scratch, name),
+                         executable=plan.executable,
+                         reader_cwd=self.spool if self.spooled else None)
+        if result.failures:
+            path, err, writing = result.failures[0]
+            f = input_failure(path, err, access_point=self.access_point, slot=self.slot,
+                              writing=writing)
+            raise self._hold(f.reason, f.code, f.subcode)
+        self.before = catalog(self.scratch, regular_only=True)
+        return plan.job_in_scratch(job, self.scratch)
+
+    def send_out(self, *, final: bool) -> JobHold | None:
+        """The output copied back to Iwd (remapped), read as the job's user and written
+        as the submitter; what can be copied is, and the first failure is the hold
+        returned (TransferOutputError). At an eviction (``final`` false) it goes to
+        the job's spool directory instead, and nothing missing is a failure."""
+        plan, sub, user = self.plan, self.submitter, self.user
+        after = catalog(self.scratch, regular_only=True)
+        srcs = plan.output_sources(self.scratch, self.before, after, spooled=self.spooled,
+                                   final=final)
+        if not final:
+            if self.spool is not None:
+                copy_as(srcs, reader=_ids(user), writer=_ids(sub), dest=lambda name: name,
+                        writer_cwd=self.spool)
+            return None
+        result = copy_as(srcs, reader=_ids(user), writer=_ids(sub), dest=plan.destination)
+        if not result.failures:
+            if self.spool is not None and self.spooled:
+                empty_as(_ids(sub), self.spool)
+            return None
+        path, err, writing = result.failures[0]
+        f = output_failure(path, err, access_point=self.access_point, slot=self.slot,
+                           writing=writing)
+        return self._hold(f.reason, f.code, f.subcode)
+
+    def close(self) -> None:
+        if self.spool is not None:
+            os.close(self.spool)
+            self.spool = None

@@ -23,15 +23,14 @@ from condorpy.starter.environment import job_environment
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan, Launched, launch
-from condorpy.starter.localxfer import Ids, copy_as, empty_as, intermediate_dir
+from condorpy.starter.localxfer import LocalTransfer
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, SandboxRefused, \
     adopt_sandbox, create_sandbox, remove_sandbox
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.usage import MIB, DiskWatch, Usage, disk_limit_kb
 from condorpy.starter.userlog import UserLog
-from condorpy.starter.transferlist import SPOOL_ATTR, LocalPlan, Source, When, catalog, \
-    input_failure, output_failure, sources, transfer_wanted
+from condorpy.starter.transferlist import SPOOL_ATTR, LocalPlan, transfer_wanted
 from condorpy.starter.users import SUBMITTER_ATTR, JobUser, choose_user, submitter
 
 
@@ -88,10 +87,7 @@ class Starter:
         self.sandbox: Sandbox | None = None
         self.user: JobUser | None = None      # whose sandbox it is, for its removal
         self.submitter: JobUser | None = None  # a local job's: see users.SUBMITTER_ATTR
-        self.xfer: LocalPlan | None = None     # a local job's file transfer
-        self.xfer_before: dict[str, tuple[int, int]] = {}
-        self.spool: int | None = None          # ON_EXIT_OR_EVICT's intermediate files
-        self.spooled: frozenset[str] = frozenset()
+        self.xfer: LocalTransfer | None = None  # a local job's file transfer
         self.notices: list[str] = []
         self.kill_deadline: float | None = None
         self.vacating = False
@@ -308,65 +304,20 @@ class Starter:
                           HoldCode.IWD_ERROR, exc.errno, job=job.job_id) from None
 
     def _transfer_in(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> JobSpec:
-        """A local job that transfers files: its input copied from the submitter's
-        Iwd into the scratch directory (read as the submitter, written as the job's
-        user), and the job pointed at the copies."""
+        """A local job that transfers files: its input copied into the scratch
+        directory, and the job pointed at the copies (may hold the job)."""
         sub, box = self.submitter, self.sandbox
         assert box is not None
         if sub is None or box.prepared or job.iwd is None or not transfer_wanted(
                 self.job_ad, runs_as_submitter=sub.uid == user.uid):
             return job
-        plan = LocalPlan.from_ad(self.job_ad, job.iwd)
-        items = sources(list(plan.inputs), plan.iwd)
         spool = self.job_ad.get(SPOOL_ATTR)
-        if plan.when is When.ON_EXIT_OR_EVICT and isinstance(spool, str) and spool:
-            # what an eviction kept comes back with the input, as from the schedd's
-            # spool
-            self.spool = intermediate_dir(spool, sub)
-            if self.spool is not None:
-                self.spooled = frozenset(os.listdir(self.spool))
-                if self.spooled:
-                    # the reader works in the spool directory: "." is its descriptor
-                    items.append(Source(".", "", contents_only=True))
-        result = copy_as(items, reader=_ids(sub), writer=_ids(user),
-                         dest=lambda name: os.path.join(box.path, name),
-                         executable=plan.executable,
-                         reader_cwd=self.spool if self.spooled else None)
-        if result.failures:
-            path, err, writing = result.failures[0]
-            failure = input_failure(path, err, access_point=self.settings.hostname,
-                                    slot=slot.name, writing=writing)
-            raise JobHold(failure.reason, HoldCode(failure.code), failure.subcode,
-                          job=job.job_id)
-        self.xfer = plan
-        self.xfer_before = catalog(box.path, regular_only=True)
-        return plan.job_in_scratch(job, box.path)
-
-    def _transfer_out(self, job: JobSpec, *, final: bool) -> JobHold | None:
-        """The local job's output copied back to its Iwd (remapped), read as the job's
-        user and written as the submitter; what could be copied is, and the first
-        failure holds the job. At an eviction (``final`` false) it goes to the
-        job's spool directory instead, and nothing missing is a failure."""
-        plan, box, sub, user = self.xfer, self.sandbox, self.submitter, self.user
-        assert plan is not None and box is not None and sub is not None
-        after = catalog(box.path, regular_only=True)
-        srcs = plan.output_sources(box.path, self.xfer_before, after,
-                                   spooled=self.spooled, final=final)
-        if not final:
-            if self.spool is not None:
-                copy_as(srcs, reader=_ids(user), writer=_ids(sub), dest=lambda name: name,
-                        writer_cwd=self.spool)
-            return None
-        result = copy_as(srcs, reader=_ids(user), writer=_ids(sub), dest=plan.destination)
-        if not result.failures:
-            if self.spool is not None and self.spooled:
-                empty_as(_ids(sub), self.spool)
-            return None
-        path, err, writing = result.failures[0]
-        failure = output_failure(path, err, access_point=self.settings.hostname,
-                                 slot=SlotSpec.from_ad(self.slot_ad).name, writing=writing)
-        return JobHold(failure.reason, HoldCode(failure.code), failure.subcode,
-                       job=job.job_id)
+        self.xfer = LocalTransfer(LocalPlan.from_ad(self.job_ad, job.iwd), box.path,
+                                  submitter=sub, user=user,
+                                  access_point=self.settings.hostname, slot=slot.name,
+                                  job_id=job.job_id,
+                                  spool=spool if isinstance(spool, str) else None)
+        return self.xfer.bring_in(job)
 
     def _hello(self) -> dict[str, Any]:
         return {"event": "hello", "version": PROTOCOL_VERSION, "starter_pid": os.getpid(),
@@ -609,9 +560,9 @@ class Starter:
                 f"{oom} time(s) in the job's cgroup)",
                 HoldCode.JOB_OUT_OF_RESOURCES, 0, job=job.job_id)
             attrs.update(hold_attributes(hold))
-        if self.xfer is not None and hold is None and self.xfer.output_goes(
+        if self.xfer is not None and hold is None and self.xfer.plan.output_goes(
                 exited=not self.vacating, success=not signalled and code == 0):
-            hold = self._transfer_out(job, final=not self.vacating)
+            hold = self.xfer.send_out(final=not self.vacating)
             if hold is not None:
                 attrs.update(hold_attributes(hold))
         if self.userlog is not None:
@@ -655,9 +606,8 @@ class Starter:
             self.server.close()
         if self.userlog is not None:
             self.userlog.close()
-        if self.spool is not None:
-            os.close(self.spool)
-            self.spool = None
+        if self.xfer is not None:
+            self.xfer.close()
         if self.sandbox is not None and not self.sandbox.prepared:
             try:
                 left = remove_sandbox(self.sandbox, self.user)
@@ -668,12 +618,6 @@ class Starter:
                 problems.append(f"sandbox {self.sandbox.path}: {len(left) - 20} more")
         for text in problems:
             self._say(f"clean-up of job {job_id} incomplete: {text}")
-
-
-def _ids(user: JobUser | None) -> Ids | None:
-    if user is None or not user.switch:
-        return None
-    return user.uid, user.gid, user.groups
 
 
 def hold_attributes(hold: JobHold) -> dict[str, object]:
