@@ -128,6 +128,12 @@ def _records(inp: BinaryIO) -> Iterator[dict[str, object]]:
         yield record
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _write(inp: BinaryIO, report: BinaryIO, dest: Callable[[str], str]) -> None:
     for rec in _records(inp):
         if "fail" in rec:
@@ -156,7 +162,13 @@ def _write(inp: BinaryIO, report: BinaryIO, dest: Callable[[str], str]) -> None:
                     raise EOFError("the reader ended inside a file")
                 left -= len(chunk)
                 if fd is not None:
-                    os.write(fd, chunk)
+                    try:
+                        _write_all(fd, chunk)
+                    except OSError as exc:      # a full disk, a quota: the rest is read
+                        os.close(fd)
+                        fd = None
+                        _header(report, {"fail": path, "errno": exc.errno or 5,
+                                         "writing": True})
             if fd is not None:
                 os.fchmod(fd, int(str(rec["mode"])))
                 os.close(fd)
