@@ -65,6 +65,7 @@ from condorpy.errors import WireError
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import Op, Receive, Send
 from condorpy.pool.wire_ad import get_classad, put_classad
+from condorpy.starter import transferlist
 
 FILETRANS_UPLOAD = 61000
 FILETRANS_DOWNLOAD = 61001
@@ -76,8 +77,8 @@ GO_AHEAD_FAILED = -1
 GO_AHEAD_UNDEFINED = 0
 GO_AHEAD_ALWAYS = 2
 MAX_PENDING_GO_AHEADS = 10_000
-STDOUT_NAME = "_condor_stdout"    # StdoutRemapName: the shadow maps it back to Out
-STDERR_NAME = "_condor_stderr"
+STDOUT_NAME = transferlist.STDOUT_NAME    # the shadow maps it back to Out
+STDERR_NAME = transferlist.STDERR_NAME
 # FILETRANSFER_HOLD_CODE (condor_holdcodes.h): the side that failed to receive or
 # write reports 12, the side that failed to read or send 13
 DOWNLOAD_FILE_ERROR = 12

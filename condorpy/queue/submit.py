@@ -816,6 +816,12 @@ def _set_transfer(b: _AdBuilder) -> None:
             b.ad["TransferExecutable"] = _bool_text(val, key, b.src, b.line(key))
         else:
             b.ad[attr] = ",".join(p.strip() for p in val.split(",") if p.strip())
+    remaps = b.get("transfer_output_remaps")
+    if remaps is not None and remaps.strip():
+        # a string, quoted or not (condor_submit strips the quotes)
+        text = remaps.strip()
+        b.ad["TransferOutputRemaps"] = text[1:-1] if len(text) >= 2 and \
+            text[0] == text[-1] == '"' else text
 
 
 def _set_requests(b: _AdBuilder) -> None:

@@ -111,6 +111,11 @@ def machine_ad(inventory: MachineInventory, settings: AdSettings, *, now: float,
             ad[key] = value
     ad["UidDomain"] = settings.uid_domain
     ad["FileSystemDomain"] = settings.filesystem_domain
+    # as HTCondor's startd has them from its starter: condorpy's starter transfers
+    # files for its local queue and the daemon for a pool's shadow (every file on an
+    # AES-GCM session there); no transfer plugins, so no HasFileTransferPluginMethods
+    ad["HasFileTransfer"] = True
+    ad["HasPerFileEncryption"] = True
     ad["TotalSlots"] = num_slots
     ad["TotalCpus"] = inventory.cpus
     ad["TotalMemory"] = inventory.memory_mb

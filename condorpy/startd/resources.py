@@ -30,7 +30,10 @@ from condorpy.startd import job_end, job_update
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
 from condorpy.startd.forkserver import LaunchRequest, Launched
+from condorpy.startd.hooks import FETCHED
 from condorpy.startd.job_log import JobLog
+from condorpy.starter.transferlist import SPOOL_ATTR
+from condorpy.starter.users import SUBMITTER_ATTR
 from condorpy.startd.journal import fields
 from condorpy.startd.metrics import MetricsStats
 from condorpy.startd.ports import (HooksPort, JobRows, Launcher, NoHooks, PoolSide,
@@ -242,6 +245,15 @@ class ResourceManager:
             # This daemon is the job's schedd and shadow too: the starter writes the
             # execution events into the job's own log.
             job_ad["StarterUserLog"] = user_log
+        owner = rec.ad.evaluate("Owner")
+        if isinstance(owner, str) and rec.ad.lookup(FETCHED) is None:
+            # the queue took the owner from the submitter's peer credentials: the
+            # starter writes the log and brings outputs back with that account's rights
+            # (fetched work names its Owner itself and moves no files, as HTCondor's
+            # starter does for it)
+            job_ad[SUBMITTER_ATTR] = owner
+            # where an ON_EXIT_OR_EVICT job's output waits for its next run
+            job_ad[SPOOL_ATTR] = str(job_dir / "spooled")
         try:
             job_dir.mkdir(parents=True, exist_ok=True)
             (job_dir / "job.ad").write_text(job_ad.to_old())

@@ -14,6 +14,8 @@ class HoldCode(IntEnum):
     FAILED_TO_CREATE_PROCESS = 6     # subcode: errno of the failed exec
     UNABLE_TO_OPEN_OUTPUT = 7        # subcode: errno
     UNABLE_TO_OPEN_INPUT = 8         # subcode: errno
+    TRANSFER_OUTPUT_ERROR = 12       # subcode: errno
+    TRANSFER_INPUT_ERROR = 13        # subcode: errno
     IWD_ERROR = 14                   # subcode: errno
     UNABLE_TO_INIT_USER_LOG = 22
     FAILED_TO_ACCESS_USER_ACCOUNT = 23

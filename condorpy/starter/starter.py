@@ -23,13 +23,15 @@ from condorpy.starter.environment import job_environment
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan, Launched, launch
+from condorpy.starter.localxfer import LocalTransfer
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, SandboxRefused, \
     adopt_sandbox, create_sandbox, remove_sandbox
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.usage import MIB, DiskWatch, Usage, disk_limit_kb
 from condorpy.starter.userlog import UserLog
-from condorpy.starter.users import JobUser, choose_user
+from condorpy.starter.transferlist import SPOOL_ATTR, LocalPlan, transfer_wanted
+from condorpy.starter.users import SUBMITTER_ATTR, JobUser, choose_user, submitter
 
 
 class JobState(Enum):
@@ -84,6 +86,8 @@ class Starter:
         self.userlog: UserLog | None = None
         self.sandbox: Sandbox | None = None
         self.user: JobUser | None = None      # whose sandbox it is, for its removal
+        self.submitter: JobUser | None = None  # a local job's: see users.SUBMITTER_ATTR
+        self.xfer: LocalTransfer | None = None  # a local job's file transfer
         self.notices: list[str] = []
         self.kill_deadline: float | None = None
         self.vacating = False
@@ -125,11 +129,14 @@ class Starter:
         if job.user_log is None:
             return
         path = job.user_log if os.path.isabs(job.user_log) else os.path.join(iwd, job.user_log)
+        # a local job's log is its submitter's (HTCondor's shadow writes it as the
+        # Owner), whoever the job runs as; a pool job's StarterUserLog is in its sandbox
+        who = self.submitter or user
         try:
             self.userlog = UserLog.open(path, job.cluster, job.proc,
-                                        uid=user.uid if user.switch else None,
-                                        gid=user.gid if user.switch else None,
-                                        groups=user.groups, wall=self.wall)
+                                        uid=who.uid if who.switch else None,
+                                        gid=who.gid if who.switch else None,
+                                        groups=who.groups, wall=self.wall)
         except OSError as exc:
             raise JobHold(f"cannot open the job event log {path}: {exc.strerror}",
                           HoldCode.UNABLE_TO_INIT_USER_LOG, exc.errno or 0,
@@ -173,6 +180,7 @@ class Starter:
                 self._say(f"job {job.job_id}: {job.kill_sig_note}")
             slot = SlotSpec.from_ad(self.slot_ad)
             user = choose_user(job, slot, self.settings)
+            self.submitter = submitter(self.job_ad.get(SUBMITTER_ATTR))
             return self._run(job, slot, user)
         except JobHold as hold:
             return self._held_before_start(hold, ident, user)
@@ -193,6 +201,8 @@ class Starter:
             if ident.iwd is None:
                 return        # relative to a sandbox that never existed
             path = os.path.join(ident.iwd, path)
+        if self.submitter is not None:
+            user = self.submitter
         if user is None:
             try:
                 user = choose_user(ident, SlotSpec.from_ad(self.slot_ad), self.settings)
@@ -229,7 +239,10 @@ class Starter:
         self._make_sandbox(job, user)
         assert self.sandbox is not None
         self._open_userlog(job, user, job.iwd or self.sandbox.path)
+        # listening before the input is copied: the daemon gives a starter that never
+        # listens CONNECT_TIMEOUT_S, and a large input takes longer
         self.server = ControlServer(self.socket_path)
+        job = self._transfer_in(job, slot, user)
         if tree is not None:
             self.cgroup = JobCgroup(tree, f"job_{self.tag}")
             limits = compute_limits(
@@ -289,6 +302,22 @@ class Starter:
         except SandboxRefused as exc:
             raise JobHold(f"the job's scratch directory was refused: {exc}",
                           HoldCode.IWD_ERROR, exc.errno, job=job.job_id) from None
+
+    def _transfer_in(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> JobSpec:
+        """A local job that transfers files: its input copied into the scratch
+        directory, and the job pointed at the copies (may hold the job)."""
+        sub, box = self.submitter, self.sandbox
+        assert box is not None
+        if sub is None or box.prepared or job.iwd is None or not transfer_wanted(
+                self.job_ad, runs_as_submitter=sub.uid == user.uid):
+            return job
+        spool = self.job_ad.get(SPOOL_ATTR)
+        self.xfer = LocalTransfer(LocalPlan.from_ad(self.job_ad, job.iwd), box.path,
+                                  submitter=sub, user=user,
+                                  access_point=self.settings.hostname, slot=slot.name,
+                                  job_id=job.job_id,
+                                  spool=spool if isinstance(spool, str) else None)
+        return self.xfer.bring_in(job)
 
     def _hello(self) -> dict[str, Any]:
         return {"event": "hello", "version": PROTOCOL_VERSION, "starter_pid": os.getpid(),
@@ -545,6 +574,11 @@ class Starter:
                 f"{oom} time(s) in the job's cgroup)",
                 HoldCode.JOB_OUT_OF_RESOURCES, 0, job=job.job_id)
             attrs.update(hold_attributes(hold))
+        if self.xfer is not None and hold is None and self.xfer.plan.output_goes(
+                exited=not self.vacating, success=not signalled and code == 0):
+            hold = self.xfer.send_out(final=not self.vacating)
+            if hold is not None:
+                attrs.update(hold_attributes(hold))
         if self.userlog is not None:
             if hold is not None:
                 self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
@@ -586,6 +620,8 @@ class Starter:
             self.server.close()
         if self.userlog is not None:
             self.userlog.close()
+        if self.xfer is not None:
+            self.xfer.close()
         if self.sandbox is not None and not self.sandbox.prepared:
             try:
                 left = remove_sandbox(self.sandbox, self.user)

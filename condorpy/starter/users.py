@@ -61,3 +61,28 @@ def choose_user(job: JobSpec | JobIdentity, slot: SlotSpec, settings: StarterSet
         return JobUser(entry.pw_name, entry.pw_uid, entry.pw_gid, _groups(entry), True)
     raise JobHold(f"no account to run the job as (tried {', '.join(candidates)})",
                   HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT, job=job.job_id)
+
+
+# Set by the daemon on its local queue's jobs only (it is the job's schedd and shadow):
+# the account that submitted the job, taken from the control socket's peer
+# credentials. Its rights, not the daemon's nor the job's, write the job's user log and
+# the outputs brought back to its Iwd, as HTCondor's schedd and shadow write as the
+# job's Owner. A submitter cannot set it (condorpy/starter/reserved.py).
+SUBMITTER_ATTR = "CondorpySubmitter"
+
+
+def submitter(name: object, *, euid: int | None = None) -> JobUser | None:
+    """The local job's submitter, or None for a job that has none here (a pool job, a
+    fetched one, ``condorpy starter`` run by hand). Unprivileged, the starter's own
+    account, which is the only one it can act as."""
+    if not isinstance(name, str) or not name:
+        return None
+    euid = os.geteuid() if euid is None else euid
+    if euid != 0:
+        me = pwd.getpwuid(euid)
+        return JobUser(me.pw_name, euid, os.getegid(), tuple(os.getgroups()), False)
+    entry = _lookup(name)
+    if entry is None:
+        raise JobHold(f"the job's submitter {name} has no account here",
+                      HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT)
+    return JobUser(entry.pw_name, entry.pw_uid, entry.pw_gid, _groups(entry), True)

@@ -7,7 +7,7 @@ import pytest
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobSpec, SlotSpec
 from condorpy.starter.settings import StarterSettings
-from condorpy.starter.users import choose_user
+from condorpy.starter.users import choose_user, submitter
 
 SLOT2 = SlotSpec.from_ad({"Name": "slot2@h"})
 
@@ -57,3 +57,20 @@ def test_unknown_owner_and_no_fallback_is_a_hold() -> None:
 def test_unprivileged_starter_runs_jobs_as_itself() -> None:
     user = choose_user(job("root"), SLOT2, StarterSettings(execute="/x"), euid=65534)
     assert user.uid == 65534 and not user.switch
+
+
+def test_a_local_jobs_submitter_is_looked_up_as_root() -> None:
+    """The account whose rights write a local job's log and outputs: none for a job
+    that has no submitter here; the named account as root (a missing one holds the
+    job, code 23); an unprivileged starter's own account whatever the name."""
+    assert submitter(None, euid=0) is None and submitter("", euid=0) is None
+    name = existing_user()
+    who = submitter(name, euid=0)
+    assert who is not None and who.name == name and who.switch
+    assert who.uid == pwd.getpwnam(name).pw_uid
+    with pytest.raises(JobHold) as held:
+        submitter("no-such-account-here", euid=0)
+    assert held.value.code is HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT
+    me = pwd.getpwuid(65534)
+    own = submitter("someone-else", euid=me.pw_uid)
+    assert own is not None and own.uid == me.pw_uid and not own.switch

@@ -38,15 +38,13 @@ from condorpy.pool.security import Op, resume
 from condorpy.pool.shadow import SessionInfo
 from condorpy.pool.sharedport import CCB_REFUSAL
 from condorpy.pool.sinful import parse_address
-from condorpy.starter import safefs
-from condorpy.starter.sandbox import JOB_AD_FILE, MACHINE_AD_FILE, PREPARED_SCRATCH_ATTR, \
-    Sandbox, remove_sandbox
+from condorpy.starter import safefs, transferlist
+from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, remove_sandbox
 
 log = logging.getLogger("condorpy.startd.pool")
 
 WAIT_TIMEOUT = 320.0       # a wait for the shadow: its go-ahead can be queued 300 s
-SKIPPED = frozenset({JOB_AD_FILE, MACHINE_AD_FILE, ".chirp.config", ".update.ad",
-                     ".update.ad.tmp", ".docker_sock", ".docker_stdout", ".docker_stderr"})
+SKIPPED = transferlist.SKIPPED
 
 
 def _text(ad: ClassAd, name: str) -> str:
@@ -147,18 +145,7 @@ def job_ad_in_scratch(ad: ClassAd, scratch: Path) -> ClassAd:
 
 
 def catalog(scratch: Path) -> dict[str, tuple[int, int]]:
-    """The top-level files and their (mtime, size): what the output leaves out unless
-    the job changed it (``FileTransfer::BuildFileCatalog``)."""
-    out = {}
-    for entry in os.scandir(scratch):
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        # nanoseconds: a job that rewrites an input within the second it arrived
-        # (same size) has still changed it; HTCondor sleeps a second instead
-        out[entry.name] = (st.st_mtime_ns, st.st_size)
-    return out
+    return transferlist.catalog(str(scratch))
 
 
 class DirSink:
@@ -242,7 +229,7 @@ def output_items(ad: ClassAd, box: Scratch, final: bool = True
     failure: ft.Failure | None = None
     named = ad.lookup("TransferOutput") is not None
     if named:
-        names = [n.strip() for n in _text(ad, "TransferOutput").replace(",", " ").split()]
+        names = transferlist.transfer_list(_text(ad, "TransferOutput"))
         for std in (ft.STDOUT_NAME, ft.STDERR_NAME):
             if (scratch / std).is_file() and std not in names:
                 names.append(std)
@@ -255,7 +242,7 @@ def output_items(ad: ClassAd, box: Scratch, final: bool = True
                         f"|Error: reading from {scratch / name}: (errno {exc.errno}) "
                         f"{exc.strerror}", ft.UPLOAD_FILE_ERROR, exc.errno or 0)
         return items, failure
-    spooled = set(_text(ad, "SpooledOutputFiles").replace(",", " ").split()) \
+    spooled = set(transferlist.transfer_list(_text(ad, "SpooledOutputFiles"))) \
         if final else set()
     for name, stamp in sorted(catalog(scratch).items()):
         if name in SKIPPED or name == box.executable:
