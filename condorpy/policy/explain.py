@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from condorpy.classad import ClassAd, Expr, format_value
 from condorpy.classad import ast
+from condorpy.classad.formats import parse_old_nonempty
 from condorpy.errors import ClassAdError, PolicyError
 from condorpy.inputs import loads_json, read_text
 from condorpy.policy.engine import PolicyEngine
@@ -154,6 +155,7 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
 
 
 def _load_job(engine: PolicyEngine, path: str) -> ClassAd:
+    source = "<stdin>" if path == "-" else path
     text = read_text(path, f"job ad {path}", on_os_error=lambda why: PolicyError(
         f"cannot read job ad {path}: {why}"))
     if text.lstrip().startswith("{"):
@@ -166,9 +168,11 @@ def _load_job(engine: PolicyEngine, path: str) -> ClassAd:
             raise PolicyError(f"job ad {path}: JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise PolicyError(f"job ad {path}: a job ad must be a JSON object")
+        if not data:
+            raise PolicyError(f"job ad {source}: the job ad is empty: no attributes")
         ad: ClassAd = load_ad(engine.backend, data, f"job ad {path}")
         return ad
-    return ClassAd.parse_old(text, source=path)
+    return parse_old_nonempty(text, source)
 
 
 def explain_command(engine: PolicyEngine, names: list[str], job: str | None,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from condorpy.startd.client import RequestRefused
 from tests.startd.daemon_helpers import Daemon
 
 
@@ -56,4 +57,14 @@ def test_errors_name_the_line_and_queue_nothing(daemon: Daemon, tmp_path: Path,
     assert rc != 0
     assert "submitted" not in out
     assert f"job.sub, line {line}" in err and words in err, err
+    assert daemon.statuses() == before
+
+
+def test_the_control_socket_refuses_an_empty_job_ad(daemon: Daemon) -> None:
+    before = daemon.statuses()
+    with pytest.raises(RequestRefused) as info:
+        daemon.call("submit", cluster=None, ads=['MyType = "Job"\nCmd = "/bin/true"\n',
+                                                 "# nothing\n"])
+    assert "the job ad is empty" in str(info.value)
+    assert "submitted job ad 1" in str(info.value)
     assert daemon.statuses() == before
