@@ -25,7 +25,8 @@ from condorpy.queue.submit import SubmitDescription, statement_parts
 __all__ = ["SubmitWarning", "ProgramFS", "unused_lines", "check_executables",
            "KNOWN_COMMANDS"]
 
-# The commands condorpy's submit reads.
+# The commands condorpy's submit reads (and the job attribute names it, like
+# condor_submit, takes for some of them).
 _CONDORPY = """
 universe executable arguments args arguments2 environment env environment2 getenv
 input stdin output stdout error stderr log initialdir initial_dir iwd job_iwd
@@ -36,6 +37,8 @@ job_lease_duration job_max_vacate_time kill_sig batch_name should_transfer_files
 when_to_transfer_output transfer_input_files transfer_output_files transfer_executable
 request_cpus request_memory request_disk request_gpus
 require_gpus requirements
+requestcpus requestmemory requestdisk requestgpus userlog streamout streamerr
+jobleaseduration jobmaxvacatetime
 """
 # Submit commands of HTCondor 23.9/25.x that condorpy accepts without acting on them
 # (other universes, grid and cloud, accounting, DAGMan, ...): not typos.

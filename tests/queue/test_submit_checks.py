@@ -45,7 +45,8 @@ def test_what_condor_submit_reads_is_no_typo() -> None:
     text = ("universe = vanilla\nexecutable = /bin/true\narguments = $(n)\nn = 3\n"
             "+Project = \"x\"\nMY.Weight = 2\nrequest_cpus = 1\nrequest_memory = 1G\n"
             "request_foo = 2\nrequire_gpus = Capability >= 8\naccounting_group = g\n"
-            "docker_image = img\nmax_retries = 3\nINITIALDIR = /tmp\nqueue\n")
+            "docker_image = img\nmax_retries = 3\nINITIALDIR = /tmp\nRequestMemory = 64\n"
+            "UserLog = l\nJobLeaseDuration = 60\nqueue\n")
     assert warnings(text) == []
 
 
@@ -166,3 +167,20 @@ def test_local_fs_kinds(tmp_path: Path) -> None:
     os.chmod(exe, 0o700)
     assert [fs.kind(str(p)) for p in (exe, tmp_path, tmp_path / "none")] == \
         ["ok", "dir", "missing"]
+
+
+def test_every_command_submit_reads_is_known() -> None:
+    # a command added to submit.py without adding it here would be warned as a typo
+    import ast
+    import condorpy.queue.submit as submit_module
+    tree = ast.parse(Path(submit_module.__file__).read_text())
+    read = {arg.value.lower() for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "b"
+            for arg in node.args
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str)}
+    assert read and not {k for k in read if not warnings_free(k)}
+
+
+def warnings_free(key: str) -> bool:
+    return warnings(f"executable = /bin/true\n{key} = 1\nqueue\n") == []
