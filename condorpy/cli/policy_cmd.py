@@ -17,7 +17,7 @@ import sys
 from condorpy.classad import ClassAd
 from condorpy.clock import ManualClock, SystemClock
 from condorpy.config import load_config
-from condorpy.errors import CondorpyError, TimelineError
+from condorpy.errors import ConfigError, CondorpyError, TimelineError
 from condorpy.inputs import read_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.explain import explain_command
@@ -96,7 +96,12 @@ def _live_slots(args: argparse.Namespace) -> list[ClassAd] | None:
         why = "--offline" if args.offline else "--set" if args.set else "--inventory"
         note(f"slots computed from the configuration ({why})")
         return None
-    path = client_socket(load_config(args.config))
+    try:
+        path = client_socket(load_config(args.config))
+    except ConfigError as exc:
+        # explain needs no daemon: a configuration that places none is explained alone
+        note(f"slots computed from the configuration: it places no daemon ({exc})")
+        return None
     try:
         got = call(path, "status", {})
     except DaemonUnreachable as exc:

@@ -37,7 +37,7 @@ job_lease_duration job_max_vacate_time kill_sig batch_name should_transfer_files
 when_to_transfer_output transfer_input_files transfer_output_files transfer_executable
 request_cpus request_memory request_disk request_gpus
 require_gpus requirements
-requestcpus requestmemory requestdisk requestgpus userlog streamout streamerr
+requestcpus requestmemory requestdisk requestgpus requiregpus userlog streamout streamerr
 jobleaseduration jobmaxvacatetime
 """
 # Submit commands of HTCondor 23.9/25.x that condorpy accepts without acting on them
