@@ -15,8 +15,8 @@ import sys
 from typing import TextIO
 
 from condorpy.classad import ClassAd, format_value, parse_expr
-from condorpy.classad.formats import (from_json, parse_new, parse_old_many, to_json, to_new,
-                                      to_old)
+from condorpy.classad.formats import (from_json, parse_new, parse_old_many,
+                                      parse_old_nonempty, to_json, to_new, to_old)
 from condorpy.errors import ClassAdError, ClassAdSyntaxError
 from condorpy.inputs import loads_json, read_stdin, read_text
 
@@ -25,13 +25,13 @@ def _read(path: str) -> str:
     return read_text(path, on_os_error=lambda why: ClassAdError(f"cannot read {path}: {why}"))
 
 
-def _load_old(path: str) -> ClassAd:
-    return ClassAd.parse_old(_read(path), source=path)
+def _load_old(path: str, what: str) -> ClassAd:
+    return parse_old_nonempty(_read(path), "<stdin>" if path == "-" else path, what)
 
 
 def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    my = _load_old(args.my) if args.my else None
-    target = _load_old(args.target) if args.target else None
+    my = _load_old(args.my, "MY ad") if args.my else None
+    target = _load_old(args.target, "TARGET ad") if args.target else None
     exprs: list[tuple[str, str]] = []
     if args.file:
         for n, line in enumerate(_read(args.file).splitlines(), 1):

@@ -17,7 +17,8 @@ from condorpy.errors import CondorpyError
 from condorpy.inputs import read_text
 from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
-from condorpy.queue.submit import parse_submit
+from condorpy.queue.submit import LocalFS, parse_submit, read_description
+from condorpy.queue.submit_checks import check_executables, unused_lines
 
 
 class UsageError(CondorpyError):
@@ -44,6 +45,11 @@ def submit_main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     source = "<stdin>" if args.file == "-" else args.file
     text = read_text(args.file, f"the submit description {source}")
+    # condor_submit's checks, before anything is queued: lines nothing reads are
+    # warnings, a bad description or executable an error
+    desc = read_description(text, source)
+    for warning in unused_lines(desc):
+        print(f"condorpy submit: {warning}", file=sys.stderr)
     cfg = load_config(args.config)
     path = client_socket(cfg)
     cluster = call(path, "new_cluster", {})
@@ -51,6 +57,7 @@ def submit_main(argv: list[str]) -> int:
                        submit_dir=os.getcwd(), qdate=int(time.time()), env=dict(os.environ),
                        uid_domain=cfg.get("UID_DOMAIN") or "localhost",
                        filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None)
+    check_executables(desc, ads, LocalFS())
     got = call(path, "submit", {"cluster": int(cluster), "ads": [ad.to_old() for ad in ads]})
     print("Submitting job(s)" + "." * len(ads))
     print(f"{got['count']} job(s) submitted to cluster {got['cluster']}.")

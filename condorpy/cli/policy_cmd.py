@@ -4,7 +4,8 @@ Both go down the one path every front end shares (:mod:`condorpy.startd.core`):
 the same configuration search, layout, slot ads and engine as ``status --offline`` and
 the daemon. ``simulate`` runs on a virtual clock and, unless ``--inventory`` pins
 another machine, on the fixed virtual host of :mod:`condorpy.machine.virtual`;
-``explain`` looks at this machine as measured now.
+``explain`` looks at this machine as measured now or, when a daemon answers on the
+control socket, at the slot ads that daemon advertises (saying which on stderr).
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ import argparse
 import json
 import sys
 
+from condorpy.classad import ClassAd
 from condorpy.clock import ManualClock, SystemClock
-from condorpy.errors import CondorpyError, TimelineError
+from condorpy.config import load_config
+from condorpy.errors import ConfigError, CondorpyError, TimelineError
 from condorpy.inputs import read_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.explain import explain_command
 from condorpy.policy.simulate import Simulation, parse_timeline
+from condorpy.startd.client import DaemonUnreachable, call
 from condorpy.startd.core import Host, load_core
+from condorpy.startd.paths import client_socket
 
 _SIMULATE_HELP = """\
 Replay a JSON-lines timeline against the configuration on a virtual clock that starts
@@ -57,7 +62,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="override a measured machine attribute (e.g. KeyboardIdle=30)")
     ex.add_argument("--slot", help="only this slot")
     ex.add_argument("--inventory", metavar="FILE",
-                    help="a JSON machine snapshot to use instead of measuring this one")
+                    help="a JSON machine snapshot to use instead of measuring this one "
+                         "(implies --offline)")
+    ex.add_argument("--offline", action="store_true",
+                    help="explain the slots as computed from the configuration, even "
+                         "when a daemon runs (implied by --set and --inventory)")
     ex.add_argument("names", nargs="*", metavar="NAME",
                     help="attributes or policy expressions to explain (default START)")
     return p
@@ -71,7 +80,35 @@ def main(argv: list[str]) -> int:
         return _simulate(engine, args.timeline, args.until)
     core = load_core(args.config, inventory_path=args.inventory)
     engine = core.engine(SystemClock())
-    return explain_command(engine, args.names or ["START"], args.job, args.set, args.slot)
+    live = _live_slots(args)
+    return explain_command(engine, args.names or ["START"], args.job, args.set, args.slot,
+                           live=live)
+
+
+def _live_slots(args: argparse.Namespace) -> list[ClassAd] | None:
+    """The running daemon's slot ads, or None (computed slots); says which on stderr,
+    since a daemon's slots can differ from the configuration's (state, claims, what
+    its d-slots took, the measurements it last made)."""
+    def note(text: str) -> None:
+        print(f"condorpy policy explain: {text}", file=sys.stderr)
+
+    if args.offline or args.set or args.inventory:
+        why = "--offline" if args.offline else "--set" if args.set else "--inventory"
+        note(f"slots computed from the configuration ({why})")
+        return None
+    try:
+        path = client_socket(load_config(args.config))
+    except ConfigError as exc:
+        # explain needs no daemon: a configuration that places none is explained alone
+        note(f"slots computed from the configuration: it places no daemon ({exc})")
+        return None
+    try:
+        got = call(path, "status", {})
+    except DaemonUnreachable as exc:
+        note(f"slots computed from the configuration: no daemon answers ({exc})")
+        return None
+    note(f"the running daemon's live slot ads (from {path})")
+    return [ClassAd.parse_old(t, source="the daemon's slots") for t in got["ads"]]
 
 
 def _simulate(engine: PolicyEngine, timeline: str, until: float | None) -> int:

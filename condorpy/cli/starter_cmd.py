@@ -16,6 +16,7 @@ import os
 import sys
 
 from condorpy.classad import ClassAd
+from condorpy.classad.formats import parse_old_nonempty
 from condorpy.config import Config, load_config
 from condorpy.errors import ConfigError, StarterError
 from condorpy.inputs import read_text
@@ -31,7 +32,7 @@ EXIT_VACATED = 4
 def _read_ad(path: str, what: str) -> tuple[ClassAd, str]:
     text = read_text(path, f"the {what} {path}", on_os_error=lambda why: StarterError(
         f"cannot read the {what} {path}: {why}"))
-    return ClassAd.parse_old(text, source=path), text
+    return parse_old_nonempty(text, path, what), text
 
 
 def _load_config(path: str | None, overrides: dict[str, str]) -> Config:

@@ -247,9 +247,13 @@ class PolicyEngine:
         self._readings.set(attrs, slot)
 
     def poll_interval(self) -> int:
-        """POLLING_INTERVAL while any slot is claimed, UPDATE_INTERVAL otherwise."""
+        """POLLING_INTERVAL while any slot is claimed or in Owner, UPDATE_INTERVAL
+        otherwise. HTCondor's startd polls only while a slot is claimed and evaluates
+        an Owner slot every UPDATE_INTERVAL; condorpy re-evaluates IS_OWNER and START of
+        an Owner slot every POLLING_INTERVAL, so that the slot leaves Owner within one
+        POLLING_INTERVAL of START turning true."""
         settings = self._st.settings
-        if any(s.state in (S.CLAIMED, S.PREEMPTING, S.MATCHED)
+        if any(s.state in (S.CLAIMED, S.PREEMPTING, S.MATCHED, S.OWNER)
                for s in self._st.slots.values() if not s.deleted):
             return settings.polling_interval
         return settings.update_interval

@@ -14,15 +14,16 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from condorpy.classad import ClassAd, Expr, format_value
 from condorpy.classad import ast
+from condorpy.classad.formats import parse_old_nonempty
 from condorpy.errors import ClassAdError, PolicyError
 from condorpy.inputs import loads_json, read_text
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.evaluation import Error, Undefined, load_ad
-from condorpy.policy.records import Slot
 from condorpy.slots.model import Refusal
 
 BAD_MARK = "✗"     # this part made its parent False
@@ -154,6 +155,7 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
 
 
 def _load_job(engine: PolicyEngine, path: str) -> ClassAd:
+    source = "<stdin>" if path == "-" else path
     text = read_text(path, f"job ad {path}", on_os_error=lambda why: PolicyError(
         f"cannot read job ad {path}: {why}"))
     if text.lstrip().startswith("{"):
@@ -166,16 +168,52 @@ def _load_job(engine: PolicyEngine, path: str) -> ClassAd:
             raise PolicyError(f"job ad {path}: JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise PolicyError(f"job ad {path}: a job ad must be a JSON object")
+        if not data:
+            raise PolicyError(f"job ad {source}: the job ad is empty: no attributes")
         ad: ClassAd = load_ad(engine.backend, data, f"job ad {path}")
         return ad
-    return ClassAd.parse_old(text, source=path)
+    return parse_old_nonempty(text, source)
+
+
+@dataclass(frozen=True)
+class SlotView:
+    """A slot as explain sees it: computed by this engine, or as a running daemon
+    advertises it (then with its state, which only the daemon knows)."""
+    name: str
+    ad: Any
+    kind: str                  # static | partitionable | dynamic
+    layer: Any = None          # the slot layer's record, for carving a p-slot
+    state: str | None = None   # "Owner/Idle", from the daemon; None when computed
+
+
+_KINDS = {"partitionable": "partitionable", "dynamic": "dynamic"}
+# States in which a slot takes a new claim (a Backfill slot gives way to one).
+_CLAIMABLE = ("Unclaimed", "Backfill")
+
+
+def live_views(engine: PolicyEngine, ads: Sequence[Any]) -> list[SlotView]:
+    """The slots of a running daemon, from the ads it advertises."""
+    out = []
+    for ad in ads:
+        name = str(ad.evaluate("Name")).split("@", 1)[0]
+        kind = _KINDS.get(str(ad.evaluate("SlotType")).lower(), "static")
+        computed = engine.slots.get(name)
+        out.append(SlotView(name, ad, kind,
+                            computed.layer if computed is not None else None,
+                            f"{ad.evaluate('State')}/{ad.evaluate('Activity')}"))
+    return out
 
 
 def explain_command(engine: PolicyEngine, names: list[str], job: str | None,
-                    sets: list[str], slot: str | None, out: TextIO | None = None) -> int:
+                    sets: list[str], slot: str | None, out: TextIO | None = None,
+                    live: Sequence[Any] | None = None) -> int:
+    """Explain ``names`` in each slot: the slots this engine computes from the
+    configuration, or, given ``live``, the slot ads a running daemon advertises."""
     out = out or sys.stdout
     engine.cycle(engine.now)
     if sets:
+        if live is not None:
+            raise PolicyError("--set changes the computed slots, not a running daemon's")
         # --set is what the user wants each slot to see, whatever the slot layer
         # would have made of the machine's measurement (SLOTS_CONNECTED_TO_*, ...).
         values = _parse_set(sets)
@@ -183,11 +221,15 @@ def explain_command(engine: PolicyEngine, names: list[str], job: str | None,
             engine.set(engine.now, values, slot=name)
         engine.cycle(engine.now)
     job_ad = _load_job(engine, job) if job else None
-    shown = [s for s in engine.slots.values() if slot is None or s.name == slot]
+    views = live_views(engine, live) if live is not None else \
+        [SlotView(s.name, s.ad, s.kind, s.layer) for s in engine.slots.values()]
+    shown = [v for v in views if slot is None or v.name == slot]
     if not shown:
-        known = ", ".join(engine.slots)
+        known = ", ".join(v.name for v in views)
         raise PolicyError(f"no slot named {slot!r} (this machine has {known})", slot=slot)
     for s in shown:
+        if s.state is not None:
+            out.write(f"{s.name}: the daemon has it {s.state}\n")
         for name in names:
             value = engine.backend.evaluate(s.ad, name, job_ad)
             render(s.name, name, explain_tree(engine, s.ad, name, job_ad), value, out)
@@ -196,11 +238,15 @@ def explain_command(engine: PolicyEngine, names: list[str], job: str | None,
     return 0
 
 
-def _judge_match(engine: PolicyEngine, slot: Slot, job_ad: ClassAd, shown: list[str],
+def _judge_match(engine: PolicyEngine, slot: SlotView, job_ad: ClassAd, shown: list[str],
                  out: TextIO) -> None:
     """The rest of the match the startd would judge for a claim by this job."""
     b = engine.backend
     failed: list[str] = []
+    if slot.state is not None and slot.state.split("/")[0] not in _CLAIMABLE:
+        # the daemon's own view: however the expressions come out, a slot in Owner (or
+        # claimed, draining, ...) takes no new claim now
+        failed.append(f"the slot is {slot.state.split('/')[0]} now")
     if "start" not in {n.lower() for n in shown}:
         v = b.evaluate(slot.ad, "START", job_ad)
         render(slot.name, "START", explain_tree(engine, slot.ad, "START", job_ad), v, out)
@@ -224,15 +270,27 @@ def _judge_match(engine: PolicyEngine, slot: Slot, job_ad: ClassAd, shown: list[
     out.write(f"{slot.name}: the job {verdict}\n")
 
 
-def _fit(engine: PolicyEngine, slot: Slot, job_ad: ClassAd) -> str:
+def _fit(engine: PolicyEngine, slot: SlotView, job_ad: ClassAd) -> str:
     """Whether the job's request fits the slot: a p-slot is asked what it would carve
     (request rounding, consumption policies and devices included); a static or dynamic
     slot compares RequestCpus/Memory/Disk with what it has."""
     layer = slot.layer
-    if slot.kind == "partitionable":
+    if slot.kind == "partitionable" and layer is not None:
         got = engine.layout.sized(layer, job_ad, slot.ad)
         if isinstance(got, Refusal):
             return f"false ({got.reason})"
+        if slot.state is not None:
+            # carved from the whole slot as configured; the daemon's p-slot has only
+            # what its d-slots left
+            short = [f"the d-slot's {have} {show_amount(want, unit)} > {have} "
+                     f"{show_amount(left, unit)} left"
+                     for have, want, unit in (("Cpus", got.cpus, ""),
+                                              ("Memory", got.memory_mb, "MB"),
+                                              ("Disk", got.disk_kb, "KB"))
+                     for left in [_number(engine.backend.evaluate(slot.ad, have, None))]
+                     if left is not None and want > left]
+            if short:
+                return "false (" + "; ".join(short) + ")"
         return (f"true (a d-slot of {show_amount(got.cpus)} Cpus, "
                 f"{show_amount(got.memory_mb, 'MB')} memory, "
                 f"{show_amount(got.disk_kb, 'KB')} disk)")
@@ -245,6 +303,10 @@ def _fit(engine: PolicyEngine, slot: Slot, job_ad: ClassAd) -> str:
                 and not isinstance(want, bool) and want > got:
             short.append(f"{req} {show_amount(want, unit)} > {have} {show_amount(got, unit)}")
     return "true" if not short else "false (" + "; ".join(short) + ")"
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _render_lines(lines: list[ExplainLine], out: TextIO) -> None:

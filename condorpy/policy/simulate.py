@@ -86,6 +86,9 @@ def parse_timeline(lines: Iterable[str], source: str) -> list[TimelineEntry]:
             raise TimelineError("'job' must be a JSON object", file=source, line=n)
         if ev == "job_update" and not isinstance(args["attrs"], dict):
             raise TimelineError("'attrs' must be a JSON object", file=source, line=n)
+        if "job" in args and args["job"] == {}:
+            raise TimelineError("'job': the job ad is empty: no attributes", file=source,
+                                line=n)
         if "slot" in args and not isinstance(args["slot"], str):
             raise TimelineError("'slot' must be a string", file=source, line=n)
         entries.append(TimelineEntry(float(t), n, event=ev, args=args))

@@ -15,11 +15,12 @@ import glob as _glob
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from condorpy.classad import ClassAd, parse_expr
+from condorpy.classad import ClassAd, ast, parse_expr
 from condorpy.classad.ast import Binary, Cond, Elvis
 from condorpy.classad.compiler import NOCONST
 from condorpy.classad.expr import Expr
@@ -32,7 +33,8 @@ from condorpy.errors import ClassAdError, SubmitError
 from condorpy.starter import reserved
 
 __all__ = ["SubmitFS", "LocalFS", "QueueItem", "parse_submit", "queue_items",
-           "parse_size", "SubmitDescription", "read_description", "expand", "item_data"]
+           "parse_size", "SubmitDescription", "read_description", "expand", "item_data",
+           "statement_parts"]
 
 UNIVERSE_VANILLA = 5
 # Universes HTCondor knows that condorpy does not run: refused with a clear message
@@ -65,6 +67,18 @@ class LocalFS:
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
+
+    def kind(self, path: str) -> str:
+        """What an executable path is: 'missing', 'dir', 'empty', 'noexec' or 'ok'."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return "missing"
+        if stat.S_ISDIR(st.st_mode):
+            return "dir"
+        if st.st_size == 0:
+            return "empty"
+        return "ok" if st.st_mode & 0o111 else "noexec"
 
 
 # --- reading the text into statements ---------------------------------------------
@@ -149,6 +163,20 @@ def read_description(text: str | bytes, source: str = "<submit>") -> SubmitDescr
                               line=start + 1)
         out.append(_Assign(start + 1, m.group(1), m.group(2).strip()))
     return SubmitDescription(source, tuple(out))
+
+
+def statement_parts(desc: SubmitDescription
+                    ) -> tuple[list[tuple[int, str, str]], list[str]]:
+    """The assignments (line, key as written, value) and the text of each queue
+    statement (its arguments and any multi-line list), in the order of the file."""
+    assigns: list[tuple[int, str, str]] = []
+    queues: list[str] = []
+    for stmt in desc.statements:
+        if isinstance(stmt, _Assign):
+            assigns.append((stmt.line, stmt.key, stmt.value))
+        else:
+            queues.append("\n".join((stmt.args, *(stmt.block or ()))))
+    return assigns, queues
 
 
 # --- macros -------------------------------------------------------------------------
@@ -682,8 +710,36 @@ def _build_ad(b: _AdBuilder, *, cluster_id: int, proc_id: int, owner: str,
                               line=ln) from None
 
     _set_gpu_requirement(b)
+    _check_sizes(b)
     _set_requirements(b, forced={n.lower() for n, _r, _l in attrs})
     return ad
+
+
+# Job attributes a request may follow although the ad has none at submit time: the
+# starter fills them in while the job runs.
+_LATER = frozenset({"memoryusage", "diskusage", "diskusage_raw", "imagesize",
+                    "imagesize_raw", "residentsetsize", "residentsetsize_raw",
+                    "proportionalsetsizekb", "cpususage", "numjobstarts",
+                    "transferinputsizemb"})
+
+
+def _check_sizes(b: _AdBuilder) -> None:
+    """A memory or disk request must be a size: a text value, a boolean or a lone word
+    that names nothing the job will ever have (``request_memory = lots``) would leave
+    the job idle with no reason given, so it is refused here."""
+    for attr, key in (("RequestMemory", "request_memory"), ("RequestDisk", "request_disk")):
+        e = b.ad.lookup(attr)
+        if e is None:
+            continue
+        c = e.const
+        wrong = c is not NOCONST and (isinstance(c, bool) or not isinstance(c, (int, float))) \
+            and c is not Undefined
+        node = e.node
+        if isinstance(node, ast.AttrRef) and node.scope_kind in ("", "my"):
+            wrong = node.name.lower() not in _LATER and node.name not in b.ad
+        if wrong:
+            raise b.fail(f"{key} = {e}: not a size (a number with an optional unit K, "
+                         "M, G or T, or an expression that gives one)", key, attr)
 
 
 def _v2_quoted(text: str) -> str | None:
@@ -692,6 +748,30 @@ def _v2_quoted(text: str) -> str | None:
     if len(t) >= 2 and t.startswith('"') and t.endswith('"'):
         return t[1:-1].replace('""', '"')
     return None
+
+
+def _double_quote_trouble(text: str) -> str | None:
+    """What is wrong with the double quotes of an arguments or environment value, as
+    condor_submit refuses them: a V2 value must close its opening quote and end there
+    (a quote inside is written twice); a V1 value has no bare double quote."""
+    t = text.strip()
+    if not t.startswith('"'):
+        m = re.search(r'(?<!\\)"', t)
+        if m is None:
+            return None
+        return f"a double quote that is not escaped (\\\") at {t[m.start():]!r}"
+    i = 1
+    while i < len(t):
+        if t[i] == '"':
+            if t.startswith('""', i) and i + 2 < len(t):
+                i += 2
+                continue
+            if i == len(t) - 1:
+                return None
+            return (f"text after the closing double quote: {t[i:]!r} (write a double "
+                    "quote inside as \"\")")
+        i += 1
+    return "the opening double quote is never closed"
 
 
 def _set_arguments(b: _AdBuilder) -> None:
@@ -709,6 +789,9 @@ def _set_arguments(b: _AdBuilder) -> None:
     if raw is None:
         b.ad["Args"] = ""
         return
+    trouble = _double_quote_trouble(raw)
+    if trouble is not None:
+        raise b.fail(f"arguments = {raw.strip()}: {trouble}", "arguments", "args")
     inner = _v2_quoted(raw)
     if inner is None:
         # V1: words split at whitespace; the ad keeps them joined by single spaces, in
@@ -756,6 +839,11 @@ def _set_environment(b: _AdBuilder) -> None:
             env.update({k: v for k, v in b.env.items() if keep(k)})
     prefer_v1 = False
     raw = raw2 if raw2 is not None else raw1
+    if raw is not None and raw.strip().startswith('"'):
+        trouble = _double_quote_trouble(raw)
+        if trouble is not None:
+            raise b.fail(f"environment = {raw.strip()}: {trouble}", "environment", "env",
+                         "environment2")
     if raw is not None:
         inner = _v2_quoted(raw)
         if inner is not None or raw2 is not None:
@@ -855,8 +943,10 @@ def _set_requests(b: _AdBuilder) -> None:
     if "RequestGPUs" in ad:
         _set_gpu_constraints(b)
     # request_<name> for other resources becomes Request<name>
+    # request_cpu and request_gpu are typos condor_submit names, not resources
     done = {"request_cpus", "request_memory", "request_disk", "request_gpus",
-            "request_cpu", "requestcpus", "requestmemory", "requestdisk", "requestgpus"}
+            "request_cpu", "request_gpu", "requestcpus", "requestmemory", "requestdisk",
+            "requestgpus"}
     for lc, (raw, _ln) in list(b.m.table.items()):
         if not lc.startswith("request_") or lc in done:
             continue

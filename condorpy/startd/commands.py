@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
-from condorpy.classad import ClassAd, Expr, Undefined
+from condorpy.classad import Expr, Undefined
+from condorpy.classad.formats import parse_old_nonempty
 from condorpy.clock import Clock
 from condorpy.config import Config
 from condorpy.errors import ClassAdError, QueueError, RequestError
@@ -185,7 +186,7 @@ class Commands:
         for i, text in enumerate(texts):
             source = f"submitted job ad {i}"
             try:
-                ad = ClassAd.parse_old(text, source=source)
+                ad = parse_old_nonempty(text, source)
             except ClassAdError as exc:
                 raise RequestError(str(exc)) from None
             universe = ad.evaluate("JobUniverse")

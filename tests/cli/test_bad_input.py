@@ -24,6 +24,10 @@ def files(tmp_path: Path) -> dict[str, str]:
         "good_conf": "use POLICY : Desktop\n",
         "job_no_cmd": 'Owner = "nobody"\nJobUniverse = 5\n',
         "slot_ad": 'Name = "slot1@x"\nCpus = 1\nMemory = 128\n',
+        "empty_ad": "",
+        "comments_ad": "# only a comment\n\n",
+        "empty_json_job": "{}\n",
+        "empty_job_timeline": '{"t": 0, "event": "request_claim", "id": "c", "job": {}}\n',
     }
     paths = {}
     for name, text in out.items():
@@ -50,6 +54,18 @@ CASES = [
     (["policy", "explain", "-config", "{good_conf}", "--set", "KeyboardIdle"], "KeyboardIdle"),
     (["starter", "--job-ad", "{bad_ad}", "--slot-ad", "{slot_ad}", "--execute", "{tmp}"],
      "bad_ad"),
+    # an empty job ad is refused, naming where it came from (issue 23, item 6)
+    (["policy", "explain", "-config", "{good_conf}", "--job", "{empty_ad}"],
+     "the job ad is empty|{empty_ad}"),
+    (["policy", "explain", "-config", "{good_conf}", "--job", "{comments_ad}"],
+     "the job ad is empty|{comments_ad}"),
+    (["policy", "explain", "-config", "{good_conf}", "--job", "{empty_json_job}"],
+     "the job ad is empty|{empty_json_job}"),
+    (["policy", "simulate", "-config", "{good_conf}", "--timeline", "{empty_job_timeline}"],
+     "the job ad is empty|{empty_job_timeline}, line 1"),
+    (["classad", "eval", "--my", "{empty_ad}", "1"], "the MY ad is empty|{empty_ad}"),
+    (["starter", "--job-ad", "{empty_ad}", "--slot-ad", "{slot_ad}", "--execute", "{tmp}"],
+     "the job ad is empty|{empty_ad}"),
 ]
 
 

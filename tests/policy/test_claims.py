@@ -116,8 +116,14 @@ def test_cycles_follow_the_cadence(tmp_path: Path) -> None:
     recs = simulate(tmp_path, QUIET + "POLLING_INTERVAL = 7\nUPDATE_INTERVAL = 90\n"
                     "IS_OWNER = KeyboardIdle < 100\n", [
         {"t": 0, "set": {"KeyboardIdle": 0}}, {"t": 400, "event": "snapshot"}])
-    # Unclaimed: polled every 90 s, so the owner is noticed gone at 180, not 100.
-    assert find(recs, transition="1")[0]["t"] == 180
+    # Owner: re-evaluated every POLLING_INTERVAL (issue 23: HTCondor waits for
+    # UPDATE_INTERVAL), so the slot leaves Owner at 105, within 7 s of 100, not at 180.
+    assert find(recs, transition="1")[0]["t"] == 105
+    # Unclaimed: still polled every 90 s, so the owner is noticed back at 180, not 100.
+    recs = simulate(tmp_path, QUIET + "POLLING_INTERVAL = 7\nUPDATE_INTERVAL = 90\n"
+                    "IS_OWNER = KeyboardIdle >= 100\n", [
+        {"t": 0, "set": {"KeyboardIdle": 0}}, {"t": 400, "event": "snapshot"}])
+    assert find(recs, transition="2")[0]["t"] == 180
 
 
 def test_two_slot_suspension_example_with_slot_attrs(tmp_path: Path) -> None:

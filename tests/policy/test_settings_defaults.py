@@ -60,4 +60,6 @@ def test_the_engine_exposes_the_timing_knobs() -> None:
     eng = engine_from_text("POLLING_INTERVAL = 7\nUPDATE_INTERVAL = 90\nKILLING_TIMEOUT = 11\n")
     s = eng.settings
     assert (s.polling_interval, s.update_interval, s.killing_timeout) == (7, 90, 11)
-    assert eng.poll_interval() == 90          # nothing claimed: UPDATE_INTERVAL
+    assert eng.poll_interval() == 7           # slots start in Owner: POLLING_INTERVAL
+    eng.cycle(0)
+    assert eng.poll_interval() == 90          # Unclaimed, nothing claimed: UPDATE_INTERVAL

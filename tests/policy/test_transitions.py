@@ -19,8 +19,10 @@ def test_1_A_owner_to_unclaimed_when_is_owner_false(tmp_path: Path) -> None:
         {"t": 0, "set": {"KeyboardIdle": 10}},
         {"t": 400, "event": "snapshot", "attrs": ["State"]},
     ])
-    # KeyboardIdle ages with the clock: owner until it passes 60 at the next poll (300 s).
-    assert states(recs) == [(0, "Owner", "Idle"), (300, "Unclaimed", "Idle")]
+    # KeyboardIdle ages with the clock: owner until it reaches 60 at 50 s; an Owner slot
+    # is re-evaluated every POLLING_INTERVAL (5 s), so it leaves then, not at the
+    # UPDATE_INTERVAL poll (300 s).
+    assert states(recs) == [(0, "Owner", "Idle"), (50, "Unclaimed", "Idle")]
     assert find(recs, slot="slot1", transition="1")[0]["letter"] == "A"
 
 
