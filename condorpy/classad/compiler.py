@@ -245,14 +245,14 @@ class Compiler:
     def _c_Binary(self, node: Binary) -> tuple[Fn, bool]:
         op = node.op
         if op == "&&" or op == "||":
-            fused = fuse_and_leaf_or(node, self.compile) if op == "&&" else None
+            fused = fuse_and_leaf_or(node, self) if op == "&&" else None
             if fused is not None:
                 return fused, False
             # a && b && c is (a && b) && c: one closure walks the whole chain
             chain = [self.compile(n) for n in chain_of(node, op)]
             fns = [f for f, _ in chain]
             foldable = all(c is not NOCONST for _, c in chain)
-            leaf = None if foldable or len(fns) != 2 else leaf_test(chain_first(node, op), self.compile)
+            leaf = None if foldable or len(fns) != 2 else leaf_test(chain_first(node, op), self)
             if leaf is not None and not leaf[1]:
                 return (make_and_leaf if op == "&&" else make_or_leaf)(leaf, fns[0], fns[1]), False
             if len(fns) == 2:
@@ -262,8 +262,7 @@ class Compiler:
         if spine is not None:
             return self._c_spine(*spine)
         if op in CMP_OPS:
-            fused = fuse_cmp_ite_is(node, self.functions, self.compile) or fuse_cmp_arith(
-                node, self.compile)
+            fused = fuse_cmp_ite_is(node, self) or fuse_cmp_arith(node, self)
             if fused is not None:
                 return fused, False
         lf, lc_ = self.compile(node.left)

@@ -6,7 +6,7 @@ compiled twice.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeAlias
+from typing import Any, Protocol
 
 from condorpy.classad.ast import AttrRef, Binary, Call, Literal, Node, Paren
 from condorpy.classad.evaluation import Fn
@@ -16,8 +16,13 @@ from condorpy.classad.functions.registry import FunctionSpec
 from condorpy.classad.functions.special import if_then_else
 from condorpy.classad.values import Error, Undefined
 
-# How a node is compiled: (closure, constant value or NOCONST).
-Compile: TypeAlias = Callable[[Node], "tuple[Fn, Any]"]
+class NodeCompiler(Protocol):
+    """What the fused shapes need of the compiler: its function table, and the closure
+    and constant value (or NOCONST) of a node."""
+
+    functions: dict[str, FunctionSpec]
+
+    def compile(self, node: Node) -> tuple[Fn, Any]: ...
 
 def is_test(node: Node) -> tuple[str, Node, Any, bool] | None:
     """(name, left, constant, negated) when ``node`` is ``name is/isnt constant`` with
@@ -99,8 +104,7 @@ def chain_of(node: Node, op: str) -> list[Node]:
     return out
 
 
-def fuse_cmp_ite_is(node: Binary, functions: dict[str, FunctionSpec],
-                    compile_node: Compile) -> Fn | None:
+def fuse_cmp_ite_is(node: Binary, compiler: NodeCompiler) -> Fn | None:
     """``ifThenElse(X is K, a, b) OP number`` (Desktop's SUSPEND) as one closure: what
     make_ite_is and then make_compare's closure return. Decided from the tree's
     shape alone so that nothing is compiled twice."""
@@ -115,7 +119,7 @@ def fuse_cmp_ite_is(node: Binary, functions: dict[str, FunctionSpec],
     c = right.value  # type: ignore[attr-defined]
     if type(c) is not int and type(c) is not float:
         return None
-    spec = functions.get(left.name.lower())  # type: ignore[attr-defined]
+    spec = compiler.functions.get(left.name.lower())  # type: ignore[attr-defined]
     if spec is None or spec.impl is not if_then_else:
         return None
     args = left.args  # type: ignore[attr-defined]
@@ -123,13 +127,13 @@ def fuse_cmp_ite_is(node: Binary, functions: dict[str, FunctionSpec],
     if test is None:
         return None
     la, attr_node, k, negate = test
-    tf, tk = compile_node(args[1])
-    ef, ek = compile_node(args[2])
-    return make_cmp_ite_is(node.op, c, la, compile_node(attr_node)[0], k, negate, tf, ef,
+    tf, tk = compiler.compile(args[1])
+    ef, ek = compiler.compile(args[2])
+    return make_cmp_ite_is(node.op, c, la, compiler.compile(attr_node)[0], k, negate, tf, ef,
                            tk, ek)
 
 
-def fuse_and_leaf_or(node: Binary, compile_node: Compile) -> Fn | None:
+def fuse_and_leaf_or(node: Binary, compiler: NodeCompiler) -> Fn | None:
     """``leaf && (b || c)`` (Desktop's START) as one closure: make_and_leaf with the
     closure make_or would make run inline. Decided from the tree's shape alone so that
     nothing is compiled twice."""
@@ -144,14 +148,14 @@ def fuse_and_leaf_or(node: Binary, compile_node: Compile) -> Fn | None:
     ors = chain_of(right, "||")
     if len(ors) != 2:
         return None
-    leaf = leaf_test(operands[0], compile_node)
+    leaf = leaf_test(operands[0], compiler)
     if leaf is None or leaf[1]:
         return None
-    return make_and_leaf_or(leaf, compile_node(operands[0])[0], compile_node(ors[0])[0],
-                            compile_node(ors[1])[0])
+    return make_and_leaf_or(leaf, compiler.compile(operands[0])[0], compiler.compile(ors[0])[0],
+                            compiler.compile(ors[1])[0])
 
 
-def fuse_cmp_arith(node: Binary, compile_node: Compile) -> Fn | None:
+def fuse_cmp_arith(node: Binary, compiler: NodeCompiler) -> Fn | None:
     """``a OP b CMP number`` with a, b unscoped attributes and OP one of + - *
     (Desktop's ``(LoadAvg - CondorLoadAvg) <= 0.3``) as one closure: what make_arith's
     arith_aa and then make_compare's cmp_num return."""
@@ -171,11 +175,11 @@ def fuse_cmp_arith(node: Binary, compile_node: Compile) -> Fn | None:
     if la is None or ra is None:
         return None
     return make_cmp_arith_aa(node.op, c, left.op, la, ra,  # type: ignore[attr-defined]
-                             compile_node(left.left)[0],  # type: ignore[attr-defined]
-                             compile_node(left.right)[0])  # type: ignore[attr-defined]
+                             compiler.compile(left.left)[0],  # type: ignore[attr-defined]
+                             compiler.compile(left.right)[0])  # type: ignore[attr-defined]
 
 
-def leaf_test(node: Node, compile_node: Compile) -> "Leaf | None":
+def leaf_test(node: Node, compiler: NodeCompiler) -> "Leaf | None":
     """How to test ``node`` inline when it compares an attribute (unscoped or
     TARGET.) with a constant number or string."""
     while type(node) is Paren:
@@ -189,7 +193,7 @@ def leaf_test(node: Node, compile_node: Compile) -> "Leaf | None":
         on_target = True
     if la is None:
         return None
-    k = compile_node(node.right)[1]  # type: ignore[attr-defined]
+    k = compiler.compile(node.right)[1]  # type: ignore[attr-defined]
     tk = type(k)
     if tk is str:
         k = k.lower()
