@@ -10,245 +10,47 @@ a circular reference and yields ``undefined``, as HTCondor's library gives: the 
 reference is undefined and the outer evaluation carries on with that (so
 ``[a = isUndefined(a)].a`` is true). Nothing is cached between references: the
 reference evaluates an attribute afresh each time it is named, and so do we.
+
+The compiler walks the tree and decides; the closures it picks come from its parts:
+the operators' fast paths (fastpaths.py), the tree shapes that select them (shapes.py),
+function calls and what lazy functions see (calls.py), and the lookups and
+per-evaluation state every closure runs on (evaluation.py).
 """
 
 from __future__ import annotations
 
-import operator
-from typing import TYPE_CHECKING, Any, Callable, TypeAlias
+from typing import Any, Callable
 
 from condorpy.classad import ops
 from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
                                   Node, Paren, RecordExpr, Select, Subscript, Unary)
-from condorpy.classad.budget import CHARS_PER_STEP_SHIFT, Budget
-from condorpy.classad.functions.registry import CallContext, FunctionSpec
+from condorpy.classad.calls import LazyCall, call_closure
+from condorpy.classad.evaluation import (MAX_ATTR_DEPTH, MISS, NOCONST, EvalState, Fn,
+                                         budget_exceeded, literal_value, lookup_my,
+                                         lookup_target, lookup_unscoped, new_state,
+                                         open_budget, select, subscript)
+from condorpy.classad.fastpaths import CMP_OPS, SCALARS, make_and, make_and_leaf, make_and_n, \
+    make_arith, make_compare, make_identical, make_ite, make_ite_is, make_or, make_or_leaf, \
+    make_or_n
+from condorpy.classad.functions.registry import FunctionSpec
 from condorpy.classad.functions.special import if_then_else
-from condorpy.classad.lexer import INT_MAX, INT_MIN
 from condorpy.classad.parser import parse_node
 from condorpy.classad.place import contained, frame, here, home
 from condorpy.classad.scope import Scope
-from condorpy.classad.values import Error, RelTime, Undefined, Value
+from condorpy.classad.shapes import attr_name, chain_first, chain_of, fuse_and_leaf_or, \
+    fuse_cmp_arith, fuse_cmp_ite_is, is_test, leaf_test, spine_of
+from condorpy.classad.values import Error, Undefined, Value
 from condorpy.errors import ClassAdSyntaxError
 
-if TYPE_CHECKING:
-    from condorpy.classad.expr import Expr
+# What the rest of the package takes from here (the runtime lives in evaluation.py).
+__all__ = ["Compiler", "EvalState", "Fn", "LazyCall", "MOVING_CALLS", "NOCONST",
+           "literal_value"]
 
-Fn = Callable[[Any, Any, "list[Any]"], Any]
-
-
-class _NoConst:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "NOCONST"
-
-
-NOCONST: Any = _NoConst()
-_MISS: Any = object()
-
-# How deeply attribute evaluations may nest (a chain a1 = a2, a2 = a3, ...). HTCondor's
-# library stops an evaluation nested about 400 nodes deep (it then fails the whole
-# evaluation), and each attribute hop costs at least one node, so no chain longer than
-# this has a value there; beyond it condorpy gives ``error``. It also keeps Python's
-# stack (one frame per hop of a plain chain) well inside the interpreter's limit.
-MAX_ATTR_DEPTH = 399
 _TEXTS_MAX = 1024  # (Compiler.compile_text)
 # The calls that may move the evaluation (place.py) when their first argument is an
 # attribute reference, with the numbers of arguments they take.
 MOVING_CALLS = {"countmatches": (2, 2), "evalineachcontext": (2, 2), "unresolved": (1, 2)}
 
-
-# Per-evaluation bookkeeping, a three-slot list because it is created on every
-# evaluation and a list is the cheapest object Python makes:
-#   [0] the CallContext (None until a function needs it: making one costs microseconds)
-#   [1] the set of (scope id, attribute) under evaluation (None until the first one)
-#   [2] the Budget being spent (None until the first charge: see open_budget)
-EvalState: TypeAlias = "list[Any]"
-
-
-def literal_value(v: Any) -> Any:
-    """What a literal evaluates to. A relative-time literal (``relTime("01:30")``, read
-    as a literal when parsing) is a real number of seconds, as in HTCondor's library
-    (so ``-relTime("01:30")`` is -90.0 and ``relTime("01:30") > 60`` is true), while
-    ``relTime(90)``, a call, gives a relative time."""
-    return float(v.seconds) if type(v) is RelTime else v
-
-
-def new_state(ctx: CallContext | None = None) -> "EvalState":
-    return [ctx, None, None]
-
-
-def state_ctx(st: "EvalState") -> CallContext:
-    ctx = st[0]
-    if ctx is None:
-        ctx = st[0] = CallContext()
-    return ctx  # type: ignore[no-any-return]
-
-
-def open_budget(st: EvalState) -> Budget:
-    """The budget the evaluation ``st`` spends: its context's (shared by a request's
-    evaluations), else a default one of its own."""
-    ctx = st[0]
-    b = None if ctx is None else ctx.budget
-    if b is None:
-        b = Budget()
-    else:
-        b.begin()
-    st[2] = b
-    return b
-
-
-def charge_size(st: EvalState, size: int) -> bool:
-    """Charge ``size`` characters of work to the evaluation; True when its budget is
-    spent."""
-    b = st[2]
-    if b is None:
-        b = open_budget(st)
-    return b.charge_size(size)  # type: ignore[no-any-return]
-
-
-def budget_exceeded(st: EvalState) -> bool:
-    b = st[2]
-    return b is not None and b.exceeded  # type: ignore[no-any-return]
-
-
-# --- attribute resolution ------------------------------------------------------------
-
-def eval_attr(s: Scope, lc: str, fn: Fn, target: Any, st: EvalState) -> Any:
-    key = (s.ident, lc)
-    active = st[1]
-    if active is None:
-        active = st[1] = set()
-    if key in active:
-        return Undefined  # a circular reference
-    if len(active) >= MAX_ATTR_DEPTH:
-        return Error
-    # one step of the budget per attribute expression evaluated (inline: Budget.charge)
-    b = st[2]
-    if b is None:
-        b = open_budget(st)
-    t = b.ticks - 1
-    b.ticks = t
-    if t <= 0 and b.tick():
-        return Error
-    active.add(key)
-    try:
-        return fn(s, target, st)
-    finally:
-        active.discard(key)
-
-
-def _root(s: Scope) -> Scope:
-    while s.parent is not None:
-        s = s.parent
-    return s
-
-
-def lookup_in(s: Scope | None, lc: str, target: Any, st: EvalState) -> Any:
-    """``lc`` in scope ``s`` or its enclosing records; _MISS when absent."""
-    while s is not None:
-        v = s.consts.get(lc, _MISS)
-        if v is not _MISS:
-            return v
-        e = s.exprs.get(lc)
-        if e is not None:
-            return eval_attr(s, lc, e.fn, target, st)
-        s = s.parent
-    return _MISS
-
-
-def lookup_unscoped(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
-    v = lookup_in(scope, lc, target, st)
-    if v is not _MISS:
-        return v
-    if lc == "my":
-        return Undefined if scope is None else scope
-    if lc == "target":
-        return Undefined if target is None else target
-    # a name missing from a nested record's chain is not looked for in TARGET (as in
-    # HTCondor's library, where only the matched ads themselves have an alternate
-    # scope): [r = [a = y]] with y in TARGET only gives r.a undefined
-    if target is not None and isinstance(target, Scope) and (
-            scope is None or scope.parent is None or scope.alt):
-        v = lookup_in(target, lc, None if scope is None else _root(scope), st)
-        if v is not _MISS:
-            return v
-    return Undefined
-
-
-def lookup_target(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
-    if target is None or not isinstance(target, Scope):
-        return Undefined
-    v = lookup_in(target, lc, None if scope is None else _root(scope), st)
-    if v is _MISS:
-        return target if lc == "my" else (scope if lc == "target" and scope is not None
-                                           else Undefined)
-    return v
-
-
-def lookup_my(lc: str, scope: Any, target: Any, st: EvalState) -> Any:
-    v = lookup_in(scope, lc, target, st)
-    if v is _MISS:
-        if lc == "my" and scope is not None:
-            return scope
-        if lc == "target" and target is not None:
-            return target
-        return Undefined
-    return v
-
-
-def record_target(rec: Scope, scope: Any, target: Any) -> Any:
-    """TARGET for what is evaluated inside record ``rec`` reached from an evaluation
-    standing in ``scope`` with ``target``: the matched ad ``rec`` does not belong to
-    (HTCondor's library finds TARGET through the record's own enclosing ads), none for
-    a record of neither."""
-    if target is None:
-        return None
-    r = rec
-    while r.parent is not None:
-        r = r.parent
-    t = target
-    while t.parent is not None:
-        t = t.parent
-    if r is t:
-        return None if scope is None else _root(scope)
-    if scope is not None and r is _root(scope):
-        return target
-    return None
-
-
-def select(base: Any, lc: str, scope: Any, target: Any, st: EvalState) -> Any:
-    """``base.name``: a record's attribute; over a list, the list of selections."""
-    if isinstance(base, Scope):
-        v = lookup_in(base, lc, record_target(base, scope, target), st)
-        return Undefined if v is _MISS else v
-    if base is Undefined:
-        return Undefined
-    if type(base) is list:
-        return [select(b, lc, scope, target, st) for b in base]
-    return Error
-
-
-def subscript(base: Any, idx: Any, scope: Any, target: Any, st: EvalState) -> Any:
-    if base is Error or idx is Error:
-        return Error
-    if base is Undefined or idx is Undefined:
-        return Undefined
-    if type(base) is list:
-        if type(idx) is not int:
-            return Error
-        if 0 <= idx < len(base):
-            return base[idx]
-        return Error
-    if isinstance(base, Scope):
-        if type(idx) is not str:
-            return Error
-        v = lookup_in(base, idx.lower(), record_target(base, scope, target), st)
-        return Undefined if v is _MISS else v
-    return Error
-
-
-# --- the compiler --------------------------------------------------------------------
 
 class Compiler:
     def __init__(self, functions: dict[str, FunctionSpec],
@@ -347,8 +149,8 @@ class Compiler:
         if kind == "target":
             def target_attr(s: Any, tg: Any, st: EvalState) -> Any:
                 if isinstance(tg, Scope):
-                    v = tg.consts.get(lc, _MISS)  # lookup_target's first probe, inline
-                    if v is not _MISS:
+                    v = tg.consts.get(lc, MISS)  # lookup_target's first probe, inline
+                    if v is not MISS:
                         return v
                 return lookup_target(lc, s, tg, st)
             return target_attr, False
@@ -359,8 +161,8 @@ class Compiler:
 
         def attr(s: Any, tg: Any, st: EvalState) -> Any:
             if s is not None:
-                v = s.consts.get(lc, _MISS)
-                if v is not _MISS:
+                v = s.consts.get(lc, MISS)
+                if v is not MISS:
                     return v
                 e = s.exprs.get(lc)
                 if e is not None:
@@ -443,37 +245,38 @@ class Compiler:
     def _c_Binary(self, node: Binary) -> tuple[Fn, bool]:
         op = node.op
         if op == "&&" or op == "||":
-            fused = self._and_leaf_or(node) if op == "&&" else None
+            fused = fuse_and_leaf_or(node, self) if op == "&&" else None
             if fused is not None:
                 return fused, False
             # a && b && c is (a && b) && c: one closure walks the whole chain
-            chain = [self.compile(n) for n in _chain(node, op)]
+            chain = [self.compile(n) for n in chain_of(node, op)]
             fns = [f for f, _ in chain]
             foldable = all(c is not NOCONST for _, c in chain)
-            leaf = None if foldable or len(fns) != 2 else self._leaf(_chain_first(node, op))
+            leaf = None if foldable or len(fns) != 2 else leaf_test(chain_first(node, op), self)
             if leaf is not None and not leaf[1]:
-                return (_and_leaf if op == "&&" else _or_leaf)(leaf, fns[0], fns[1]), False
+                return (make_and_leaf if op == "&&" else make_or_leaf)(leaf, fns[0], fns[1]), False
             if len(fns) == 2:
-                return (_and if op == "&&" else _or)(fns[0], fns[1]), foldable
-            return (_and_n if op == "&&" else _or_n)(fns), foldable
-        spine = _spine(node)
+                return (make_and if op == "&&" else make_or)(fns[0], fns[1]), foldable
+            return (make_and_n if op == "&&" else make_or_n)(fns), foldable
+        spine = spine_of(node)
         if spine is not None:
             return self._c_spine(*spine)
-        if op in _CMP_OPS:
-            fused = self._cmp_ite_is(node) or self._cmp_arith(node)
+        if op in CMP_OPS:
+            fused = fuse_cmp_ite_is(node, self) or fuse_cmp_arith(node, self)
             if fused is not None:
                 return fused, False
         lf, lc_ = self.compile(node.left)
         rf, rc = self.compile(node.right)
         foldable = lc_ is not NOCONST and rc is not NOCONST
         if op in ("+", "-", "*"):
-            return _arith(op, lf, rf, rc, _attr_name(node.left), _attr_name(node.right)), foldable
+            return make_arith(op, lf, rf, rc, attr_name(node.left),
+                              attr_name(node.right)), foldable
         if op in ("<", "<=", ">", ">=", "==", "!="):
-            return _compare(op, lf, rf, rc, _attr_name(node.left),
-                            _attr_name(node.left, "target")), foldable
-        if (op == "is" or op == "isnt") and (type(rc) in _SCALARS or rc is Undefined
+            return make_compare(op, lf, rf, rc, attr_name(node.left),
+                                attr_name(node.left, "target")), foldable
+        if (op == "is" or op == "isnt") and (type(rc) in SCALARS or rc is Undefined
                                              or rc is Error):
-            return _identical(op == "isnt", lf, rc, _attr_name(node.left)), foldable
+            return make_identical(op == "isnt", lf, rc, attr_name(node.left)), foldable
         slow = ops.BINARY[op]
         return (lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))), foldable
 
@@ -495,100 +298,6 @@ class Compiler:
                 a = op_fn(a, rf(s, tg, st))
             return a
         return spine, foldable
-
-    def _cmp_ite_is(self, node: Binary) -> Fn | None:
-        """``ifThenElse(X is K, a, b) OP number`` (Desktop's SUSPEND) as one closure: what
-        _if_then_else_is and then _compare's closure return. Decided from the tree's
-        shape alone so that nothing is compiled twice."""
-        left, right = node.left, node.right
-        while type(left) is Paren:
-            left = left.inner  # type: ignore[attr-defined]
-        while type(right) is Paren:
-            right = right.inner  # type: ignore[attr-defined]
-        if type(right) is not Literal or type(left) is not Call \
-                or len(left.args) != 3:  # type: ignore[attr-defined]
-            return None
-        c = right.value  # type: ignore[attr-defined]
-        if type(c) is not int and type(c) is not float:
-            return None
-        spec = self.functions.get(left.name.lower())  # type: ignore[attr-defined]
-        if spec is None or spec.impl is not if_then_else:
-            return None
-        args = left.args  # type: ignore[attr-defined]
-        test = _is_test(args[0])
-        if test is None:
-            return None
-        la, attr_node, k, negate = test
-        tf, tk = self.compile(args[1])
-        ef, ek = self.compile(args[2])
-        return _cmp_ite_is(node.op, c, la, self.compile(attr_node)[0], k, negate, tf, ef,
-                           tk, ek)
-
-    def _and_leaf_or(self, node: Binary) -> Fn | None:
-        """``leaf && (b || c)`` (Desktop's START) as one closure: _and_leaf with the
-        closure _or would make run inline. Decided from the tree's shape alone so that
-        nothing is compiled twice."""
-        operands = _chain(node, "&&")
-        if len(operands) != 2:
-            return None
-        right = operands[1]
-        while type(right) is Paren:
-            right = right.inner  # type: ignore[attr-defined]
-        if type(right) is not Binary or right.op != "||":  # type: ignore[attr-defined]
-            return None
-        ors = _chain(right, "||")
-        if len(ors) != 2:
-            return None
-        leaf = self._leaf(operands[0])
-        if leaf is None or leaf[1]:
-            return None
-        return _and_leaf_or(leaf, self.compile(operands[0])[0], self.compile(ors[0])[0],
-                            self.compile(ors[1])[0])
-
-    def _cmp_arith(self, node: Binary) -> Fn | None:
-        """``a OP b CMP number`` with a, b unscoped attributes and OP one of + - *
-        (Desktop's ``(LoadAvg - CondorLoadAvg) <= 0.3``) as one closure: what _arith's
-        arith_aa and then _compare's cmp_num return."""
-        left, right = node.left, node.right
-        while type(left) is Paren:
-            left = left.inner  # type: ignore[attr-defined]
-        while type(right) is Paren:
-            right = right.inner  # type: ignore[attr-defined]
-        if type(right) is not Literal or type(left) is not Binary \
-                or left.op not in ("+", "-", "*"):  # type: ignore[attr-defined]
-            return None
-        c = right.value  # type: ignore[attr-defined]
-        if type(c) is not int and type(c) is not float:
-            return None
-        la = _attr_name(left.left)  # type: ignore[attr-defined]
-        ra = _attr_name(left.right)  # type: ignore[attr-defined]
-        if la is None or ra is None:
-            return None
-        return _cmp_arith_aa(node.op, c, left.op, la, ra,  # type: ignore[attr-defined]
-                             self.compile(left.left)[0],  # type: ignore[attr-defined]
-                             self.compile(left.right)[0])  # type: ignore[attr-defined]
-
-    def _leaf(self, node: Node) -> "_Leaf | None":
-        """How to test ``node`` inline when it compares an attribute (unscoped or
-        TARGET.) with a constant number or string."""
-        while type(node) is Paren:
-            node = node.inner  # type: ignore[attr-defined]
-        if type(node) is not Binary or node.op not in _CMP_OPS:  # type: ignore[attr-defined]
-            return None
-        on_target = False
-        la = _attr_name(node.left)  # type: ignore[attr-defined]
-        if la is None:
-            la = _attr_name(node.left, "target")  # type: ignore[attr-defined]
-            on_target = True
-        if la is None:
-            return None
-        k = self.compile(node.right)[1]  # type: ignore[attr-defined]
-        tk = type(k)
-        if tk is str:
-            k = k.lower()
-        elif tk is not int and tk is not float:
-            return None
-        return la, on_target, _PYOPS[node.op], k, tk  # type: ignore[attr-defined]
 
     def _c_Cond(self, node: Cond, *parts: Fn) -> tuple[Fn, bool]:
         if parts:
@@ -644,9 +353,9 @@ class Compiler:
             rf = here(self.compile(node.right)[0])  # type: ignore[attr-defined]
             op = node.op  # type: ignore[attr-defined]
             if op == "&&":
-                return _and(lf, rf)
+                return make_and(lf, rf)
             if op == "||":
-                return _or(lf, rf)
+                return make_or(lf, rf)
             slow = ops.BINARY[op]
             return lambda s, tg, st: slow(lf(s, tg, st), rf(s, tg, st))
         if t is Cond:
@@ -705,95 +414,14 @@ class Compiler:
         if impl is if_then_else and n == 3:
             foldable = all(c is not NOCONST for _, c in compiled)
             tk, ek = compiled[1][1], compiled[2][1]
-            test = _is_test(node.args[0])
+            test = is_test(node.args[0])
             if test is not None and not foldable:
                 la, left, k, negate = test
-                return _if_then_else_is(la, self.compile(left)[0], k, negate, fns[1:],
-                                        tk, ek), False
-            return _if_then_else(fns, tk, ek), foldable
-        if spec.lazy:
-            nodes = node.args
-            compiler = self
-
-            def lazy(s: Any, tg: Any, st: EvalState) -> Any:
-                try:
-                    return impl(LazyCall(fns, nodes, s, tg, st, compiler))
-                except RecursionError:
-                    return Error
-                except Exception:  # an implementation bug must not reach the user
-                    return Error
-            return lazy, False
-        const = all(c is not NOCONST for _, c in compiled)
-        # Every strict call is charged for the characters (list items) it is given and
-        # returns, 2**CHARS_PER_STEP_SHIFT to a step: what keeps strcat's doubling and
-        # a long list walked over and over inside the budget. Short ones cost nothing.
-        unit = 1 << CHARS_PER_STEP_SHIFT
-        foldable = const and spec.pure and not spec.needs_budget
-        if spec.makes_records:
-            new_record = self.new_record
-            needs_ctx = spec.needs_ctx
-
-            def call_records(s: Any, tg: Any, st: EvalState) -> Any:
-                args = [f(s, tg, st) for f in fns]
-                try:
-                    if needs_ctx:
-                        r = impl(new_record, state_ctx(st), *args)
-                    else:
-                        r = impl(new_record, *args)
-                except RecursionError:
-                    return Error
-                except Exception:
-                    return Error
-                n = _size(args, r)
-                return Error if n >= unit and charge_size(st, n) else r
-            return call_records, foldable
-        if spec.needs_budget:
-            def call_budget(s: Any, tg: Any, st: EvalState) -> Any:
-                args = [f(s, tg, st) for f in fns]
-                b = st[2]
-                if b is None:
-                    b = open_budget(st)
-                if b.exceeded:
-                    return Error
-                try:
-                    r = impl(b, *args)
-                except RecursionError:
-                    return Error
-                except Exception:
-                    return Error
-                n = _size(args, r)
-                return Error if n >= unit and b.charge_size(n) else r
-            return call_budget, foldable
-        if spec.needs_ctx:
-            def call_ctx(s: Any, tg: Any, st: EvalState) -> Any:
-                args = [f(s, tg, st) for f in fns]
-                try:
-                    r = impl(state_ctx(st), *args)
-                except RecursionError:
-                    return Error
-                except Exception:
-                    return Error
-                n = _size(args, r)
-                return Error if n >= unit and charge_size(st, n) else r
-            return call_ctx, foldable
-
-        def call(s: Any, tg: Any, st: EvalState) -> Any:
-            args = [f(s, tg, st) for f in fns]
-            try:
-                r: Any = impl(*args)
-            except RecursionError:
-                return Error
-            except Exception:
-                return Error
-            # _size inline: most calls take and give short values
-            tr = type(r)
-            n = len(r) if tr is str or tr is list else 0
-            for a in args:
-                ta = type(a)
-                if ta is str or ta is list:
-                    n += len(a)
-            return Error if n >= unit and charge_size(st, n) else r
-        return call, foldable
+                return make_ite_is(la, self.compile(left)[0], k, negate, fns[1:],
+                                   tk, ek), False
+            return make_ite(fns, tk, ek), foldable
+        return call_closure(spec, fns, node.args, all(c is not NOCONST for _, c in compiled),
+                            self)
 
 
 def _at_home(f: Fn) -> Fn:
@@ -802,619 +430,3 @@ def _at_home(f: Fn) -> Fn:
         h = home(st, s, tg)
         return f(h[0], h[1], st)
     return at_home
-
-
-def _size(args: list[Any], r: Any) -> int:
-    """Characters and list items a call was given and returned (its sized charge)."""
-    n = len(r) if type(r) is str or type(r) is list else 0
-    for a in args:
-        ta = type(a)
-        if ta is str or ta is list:
-            n += len(a)
-    return n
-
-
-# --- inline fast paths ----------------------------------------------------------------
-
-def _if_then_else(fns: tuple[Fn, ...], tk: Any, ek: Any) -> Fn:
-    """ifThenElse(c, a, b) without the lazy-call machinery; the rules of
-    :func:`condorpy.classad.functions.special.if_then_else`: a number is true when not
-    zero, undefined stays undefined, anything else is an error. ``tk``/``ek``: the
-    branches' constant values (NOCONST when not constant), returned without a call."""
-    cf, tf, ef = fns
-
-    def ite(s: Any, tg: Any, st: EvalState) -> Any:
-        try:
-            c = cf(s, tg, st)
-            if c is not True and c is not False:
-                t = type(c)
-                if t is not int and t is not float:
-                    return Undefined if c is Undefined else Error
-                c = c != 0
-            if c:
-                return tk if tk is not NOCONST else tf(s, tg, st)
-            return ek if ek is not NOCONST else ef(s, tg, st)
-        except RecursionError:
-            return Error
-        except Exception:  # as for any built-in: an implementation bug is an error value
-            return Error
-    return ite
-
-
-def _is_test(node: Node) -> tuple[str, Node, Any, bool] | None:
-    """(name, left, constant, negated) when ``node`` is ``name is/isnt constant`` with
-    ``name`` an unscoped attribute and a literal constant (scalar, undefined or error):
-    HTCondor's idiom ifThenElse(X =!= UNDEFINED, ...)."""
-    while type(node) is Paren:
-        node = node.inner  # type: ignore[attr-defined]
-    if type(node) is not Binary or node.op not in ("is", "isnt"):  # type: ignore[attr-defined]
-        return None
-    la = _attr_name(node.left)  # type: ignore[attr-defined]
-    right = node.right  # type: ignore[attr-defined]
-    while type(right) is Paren:
-        right = right.inner  # type: ignore[attr-defined]
-    if la is None or type(right) is not Literal:
-        return None
-    k = right.value  # type: ignore[attr-defined]
-    if not (type(k) in _SCALARS or k is Undefined or k is Error):
-        return None
-    return la, node.left, k, node.op == "isnt"  # type: ignore[attr-defined]
-
-
-def _if_then_else_is(la: str, lf: Fn, k: Any, negate: bool, branches: tuple[Fn, ...],
-                     tk: Any, ek: Any) -> Fn:
-    """_if_then_else whose condition is ``la is k`` (``isnt``) for a constant scalar,
-    undefined or error ``k``: the test of _identical inline; it is always a boolean."""
-    tf, ef = branches
-    single = k is Undefined or k is Error
-    tkk = type(k)
-
-    def ite_is(s: Any, tg: Any, st: EvalState) -> Any:
-        try:
-            a = _MISS if s is None else s.consts.get(la, _MISS)
-            if a is _MISS:
-                a = lf(s, tg, st)
-            if (a is k if single else (type(a) is tkk and a == k)) is not negate:
-                return tk if tk is not NOCONST else tf(s, tg, st)
-            return ek if ek is not NOCONST else ef(s, tg, st)
-        except RecursionError:
-            return Error
-        except Exception:  # as _if_then_else
-            return Error
-    return ite_is
-
-
-# (attribute, on TARGET, operator, constant (lower-cased string), its type)
-_Leaf: TypeAlias = "tuple[str, bool, Callable[[Any, Any], Any], Any, type]"
-_CMP_OPS = frozenset({"<", "<=", ">", ">=", "==", "!="})
-_lower: Callable[[Any], Any] = str.lower
-
-
-def _chain_first(node: Node, op: str) -> Node:
-    """The first operand of the chain _chain(node, op) returns."""
-    while True:
-        left = node.left  # type: ignore[attr-defined]
-        while type(left) is Paren:
-            left = left.inner  # type: ignore[attr-defined]
-        if type(left) is not Binary or left.op != op:  # type: ignore[attr-defined]
-            return left  # type: ignore[no-any-return]
-        node = left
-
-
-def _and_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
-    """_and whose left operand is a comparison _leaf describes: when the attribute is a
-    constant of the constant's type, the comparison runs here (what _compare's closure
-    would return); otherwise that closure runs."""
-    slow = ops.logical_and
-    la, _, pyop, k, tk = leaf
-    low = tk is str
-
-    def and_leaf(s: Any, tg: Any, st: EvalState) -> Any:
-        a: Any = _MISS if s is None else s.consts.get(la, _MISS)
-        if type(a) is tk:
-            a = pyop(_lower(a), k) if low else pyop(a, k)
-        else:
-            a = lf(s, tg, st)
-        if a is False:
-            return False
-        if a is True:
-            b = rf(s, tg, st)
-            if b is True or b is False:
-                return b
-            return slow(True, lambda: b)
-        return slow(a, lambda: rf(s, tg, st))
-    return and_leaf
-
-
-def _and_leaf_or(leaf: _Leaf, lf: Fn, of1: Fn, of2: Fn) -> Fn:
-    """_and_leaf whose right operand is ``of1 || of2``, evaluated here as _or's closure
-    would."""
-    slow_and = ops.logical_and
-    slow_or = ops.logical_or
-    la, _, pyop, k, tk = leaf
-    low = tk is str
-
-    def or_(s: Any, tg: Any, st: EvalState) -> Any:
-        a = of1(s, tg, st)
-        if a is True:
-            return True
-        if a is False:
-            b = of2(s, tg, st)
-            if b is True or b is False:
-                return b
-            return slow_or(False, lambda: b)
-        return slow_or(a, lambda: of2(s, tg, st))
-
-    def and_leaf_or(s: Any, tg: Any, st: EvalState) -> Any:
-        a: Any = _MISS if s is None else s.consts.get(la, _MISS)
-        if type(a) is tk:
-            a = pyop(_lower(a), k) if low else pyop(a, k)
-        else:
-            a = lf(s, tg, st)
-        if a is False:
-            return False
-        if a is not True:
-            return slow_and(a, lambda: or_(s, tg, st))
-        # b = or_(s, tg, st), inline
-        b = of1(s, tg, st)
-        if b is True:
-            return True
-        if b is False:
-            c = of2(s, tg, st)
-            if c is True or c is False:
-                return c
-            b = slow_or(False, lambda: c)
-        else:
-            b = slow_or(b, lambda: of2(s, tg, st))
-        if b is True or b is False:
-            return b
-        return slow_and(True, lambda: b)
-    return and_leaf_or
-
-
-def _or_leaf(leaf: _Leaf, lf: Fn, rf: Fn) -> Fn:
-    """_or with the left operand tested as in _and_leaf."""
-    slow = ops.logical_or
-    la, _, pyop, k, tk = leaf
-    low = tk is str
-
-    def or_leaf(s: Any, tg: Any, st: EvalState) -> Any:
-        a: Any = _MISS if s is None else s.consts.get(la, _MISS)
-        if type(a) is tk:
-            a = pyop(_lower(a), k) if low else pyop(a, k)
-        else:
-            a = lf(s, tg, st)
-        if a is True:
-            return True
-        if a is False:
-            b = rf(s, tg, st)
-            if b is True or b is False:
-                return b
-            return slow(False, lambda: b)
-        return slow(a, lambda: rf(s, tg, st))
-    return or_leaf
-
-
-def _cmp_ite_is(op: str, c: Any, la: str, lf: Fn, k: Any, negate: bool, tf: Fn, ef: Fn,
-                tk: Any, ek: Any) -> Fn:
-    """_if_then_else_is followed by _compare's cmp_num against the number ``c``."""
-    pyop = _PYOPS[op]
-    slow = ops.BINARY[op]
-    tc = type(c)
-    single = k is Undefined or k is Error
-    tkk = type(k)
-
-    def cmp_ite(s: Any, tg: Any, st: EvalState) -> Any:
-        try:
-            a = _MISS if s is None else s.consts.get(la, _MISS)
-            if a is _MISS:
-                a = lf(s, tg, st)
-            if (a is k if single else (type(a) is tkk and a == k)) is not negate:
-                v = tk if tk is not NOCONST else tf(s, tg, st)
-            else:
-                v = ek if ek is not NOCONST else ef(s, tg, st)
-        except RecursionError:
-            v = Error
-        except Exception:  # as _if_then_else
-            v = Error
-        tv = type(v)
-        if tv is tc:
-            return pyop(v, c)
-        if tv is int or tv is float:
-            return pyop(float(v), float(c))
-        return slow(v, c)
-    return cmp_ite
-
-
-def _cmp_arith_aa(op: str, c: Any, aop: str, la: str, ra: str, lf: Fn, rf: Fn) -> Fn:
-    """_arith's arith_aa for ``la aop ra`` followed by _compare's cmp_num against the
-    number ``c``."""
-    pyop = _PYOPS[op]
-    slow = ops.BINARY[op]
-    apy = _PYOPS[aop]
-    aslow = ops.BINARY[aop]
-    tc = type(c)
-    lo, hi = INT_MIN, INT_MAX
-    inf = float("inf")
-
-    def cmp_arith(s: Any, tg: Any, st: EvalState) -> Any:
-        if s is not None:
-            consts = s.consts
-            a = consts.get(la, _MISS)
-            if a is _MISS:
-                a = lf(s, tg, st)
-            b = consts.get(ra, _MISS)
-            if b is _MISS:
-                b = rf(s, tg, st)
-        else:
-            a = lf(s, tg, st)
-            b = rf(s, tg, st)
-        ta = type(a)
-        tb = type(b)
-        if ta is int and tb is int:
-            v = apy(a, b)
-            if not lo <= v <= hi:
-                v = aslow(a, b)
-        elif (ta is float or ta is int) and (tb is float or tb is int):
-            v = apy(a, b)
-            if v == inf:
-                v = Error
-        else:
-            v = aslow(a, b)
-        tv = type(v)
-        if tv is tc:
-            return pyop(v, c)
-        if tv is int or tv is float:
-            return pyop(float(v), float(c))
-        return slow(v, c)
-    return cmp_arith
-
-
-def _and(lf: Fn, rf: Fn) -> Fn:
-    slow = ops.logical_and
-
-    def and_(s: Any, tg: Any, st: EvalState) -> Any:
-        a = lf(s, tg, st)
-        if a is False:
-            return False
-        if a is True:
-            b = rf(s, tg, st)
-            if b is True or b is False:
-                return b
-            return slow(True, lambda: b)
-        return slow(a, lambda: rf(s, tg, st))
-    return and_
-
-
-def _or(lf: Fn, rf: Fn) -> Fn:
-    slow = ops.logical_or
-
-    def or_(s: Any, tg: Any, st: EvalState) -> Any:
-        a = lf(s, tg, st)
-        if a is True:
-            return True
-        if a is False:
-            b = rf(s, tg, st)
-            if b is True or b is False:
-                return b
-            return slow(False, lambda: b)
-        return slow(a, lambda: rf(s, tg, st))
-    return or_
-
-
-_PYOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "==": operator.eq, "!=": operator.ne,
-}
-
-
-_SCALARS = (int, float, str, bool)
-
-
-def _identical(negate: bool, lf: Fn, k: Any, la: str | None) -> Fn:
-    """``x is K`` / ``x isnt K`` against a constant scalar, undefined or error: never
-    error then (only lists and records are), so the test is a type check and ``==``."""
-    tk = type(k)
-    single = k is Undefined or k is Error
-    if la is not None:
-        def is_attr(s: Any, tg: Any, st: EvalState) -> Any:
-            a = _MISS if s is None else s.consts.get(la, _MISS)
-            if a is _MISS:
-                a = lf(s, tg, st)
-            r = a is k if single else (type(a) is tk and a == k)
-            return r is not negate
-        return is_attr
-
-    def is_(s: Any, tg: Any, st: EvalState) -> Any:
-        a = lf(s, tg, st)
-        r = a is k if single else (type(a) is tk and a == k)
-        return r is not negate
-    return is_
-
-
-def _attr_name(node: Node, scope: str = "") -> str | None:
-    """The lower-cased name when ``node`` is a plain unscoped attribute reference (or one
-    of ``scope``): the operators then probe the scope's (the target's) constants inline
-    before calling the lookup."""
-    while type(node) is Paren:
-        node = node.inner  # type: ignore[attr-defined]
-    if type(node) is AttrRef and node.scope.lower() == scope:  # type: ignore[attr-defined]
-        return node.name.lower()  # type: ignore[attr-defined,no-any-return]
-    return None
-
-
-# A left-nested run of (non-logical) operators at least this long compiles to one loop
-# (Compiler._c_spine); shorter ones keep an inline closure per operator, the fast paths.
-_SPINE_MIN = 16
-
-
-def _spine(node: Node) -> tuple[Node, list[tuple[str, Node]]] | None:
-    """(first operand, [(operator, right operand), ...] in evaluation order) when
-    ``node`` heads a left-nested run of _SPINE_MIN or more arithmetic, comparison or
-    bit operators; else None. ``&&``/``||`` are not in it (they short-circuit: _chain)."""
-    links: list[tuple[str, Node]] = []
-    n = node
-    while type(n) is Binary and n.op != "&&" and n.op != "||":  # type: ignore[attr-defined]
-        links.append((n.op, n.right))  # type: ignore[attr-defined]
-        n = n.left  # type: ignore[attr-defined]
-        if len(links) < _SPINE_MIN and type(n) is not Binary:
-            return None
-    if len(links) < _SPINE_MIN:
-        return None
-    links.reverse()
-    return n, links
-
-
-def _chain(node: Node, op: str) -> list[Node]:
-    """The operands of a left-nested chain ``a op b op c`` (parentheses looked through)."""
-    out: list[Node] = []
-    while True:
-        out.append(node.right)  # type: ignore[attr-defined]
-        left = node.left  # type: ignore[attr-defined]
-        while type(left) is Paren:
-            left = left.inner  # type: ignore[attr-defined]
-        if type(left) is not Binary or left.op != op:  # type: ignore[attr-defined]
-            out.append(left)
-            break
-        node = left
-    out.reverse()
-    return out
-
-
-def _and_n(fns: list[Fn]) -> Fn:
-    """_and folded over three or more operands, left to right."""
-    slow = ops.logical_and
-    first, rest = fns[0], tuple(fns[1:])
-
-    def and_n(s: Any, tg: Any, st: EvalState) -> Any:
-        a = first(s, tg, st)
-        for f in rest:
-            if a is False:
-                return False
-            if a is True:
-                b = f(s, tg, st)
-                a = b if b is True or b is False else slow(True, lambda: b)
-            else:
-                a = slow(a, lambda: f(s, tg, st))  # the thunk runs (or not) right here
-        return a
-    return and_n
-
-
-def _or_n(fns: list[Fn]) -> Fn:
-    """_or folded over three or more operands, left to right."""
-    slow = ops.logical_or
-    first, rest = fns[0], tuple(fns[1:])
-
-    def or_n(s: Any, tg: Any, st: EvalState) -> Any:
-        a = first(s, tg, st)
-        for f in rest:
-            if a is True:
-                return True
-            if a is False:
-                b = f(s, tg, st)
-                a = b if b is True or b is False else slow(False, lambda: b)
-            else:
-                a = slow(a, lambda: f(s, tg, st))
-        return a
-    return or_n
-
-
-def _arith(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, ra: str | None) -> Fn:
-    pyop = _PYOPS[op]
-    slow = ops.BINARY[op]
-    lo, hi = INT_MIN, INT_MAX
-    inf = float("inf")
-    if la is not None and ra is not None:
-        def arith_aa(s: Any, tg: Any, st: EvalState) -> Any:
-            if s is not None:
-                c = s.consts
-                a = c.get(la, _MISS)
-                if a is _MISS:
-                    a = lf(s, tg, st)
-                b = c.get(ra, _MISS)
-                if b is _MISS:
-                    b = rf(s, tg, st)
-            else:
-                a = lf(s, tg, st)
-                b = rf(s, tg, st)
-            ta = type(a)
-            tb = type(b)
-            if ta is int and tb is int:
-                r = pyop(a, b)
-                if lo <= r <= hi:
-                    return r
-            elif (ta is float or ta is int) and (tb is float or tb is int):
-                r = pyop(a, b)
-                return r if r != inf else Error
-            return slow(a, b)
-        return arith_aa
-    if type(rc) is int or type(rc) is float:
-        k = rc
-        ki = type(rc) is int
-
-        def arith_c(s: Any, tg: Any, st: EvalState) -> Any:
-            a = lf(s, tg, st)
-            ta = type(a)
-            if ta is int and ki:
-                r = pyop(a, k)
-                if lo <= r <= hi:
-                    return r
-            elif ta is float or ta is int:
-                r = pyop(a, k)
-                return r if r != inf else Error
-            return slow(a, k)
-        return arith_c
-
-    def arith(s: Any, tg: Any, st: EvalState) -> Any:
-        a = lf(s, tg, st)
-        b = rf(s, tg, st)
-        ta = type(a)
-        tb = type(b)
-        if ta is int and tb is int:
-            r = pyop(a, b)
-            if lo <= r <= hi:
-                return r
-        elif (ta is float or ta is int) and (tb is float or tb is int):
-            r = pyop(a, b)
-            return r if r != inf else Error
-        return slow(a, b)
-    return arith
-
-
-def _compare(op: str, lf: Fn, rf: Fn, rc: Any, la: str | None, lt: str | None = None
-             ) -> Fn:
-    pyop = _PYOPS[op]
-    slow = ops.BINARY[op]
-    tc = type(rc)
-    # A boolean constant compares as 0/1: with a boolean the Python operators agree,
-    # with a number the mixed path below gives what ops.compare gives.
-    if (tc is int or tc is float or tc is bool) and lt is not None:
-        kt = rc
-        tkt = tc
-
-        def cmp_target_num(s: Any, tg: Any, st: EvalState) -> Any:
-            a = tg.consts.get(lt, _MISS) if isinstance(tg, Scope) else _MISS
-            if a is _MISS:
-                a = lf(s, tg, st)
-            ta = type(a)
-            if ta is tkt:
-                return pyop(a, kt)
-            if ta is int or ta is float:
-                return pyop(float(a), float(kt))
-            return slow(a, kt)
-        return cmp_target_num
-    if (tc is int or tc is float or tc is bool) and la is not None:
-        k = rc
-        tk = tc
-
-        def cmp_attr_num(s: Any, tg: Any, st: EvalState) -> Any:
-            a = _MISS if s is None else s.consts.get(la, _MISS)
-            if a is _MISS:
-                a = lf(s, tg, st)
-            ta = type(a)
-            if ta is tk:
-                return pyop(a, k)
-            if ta is int or ta is float:
-                return pyop(float(a), float(k))  # mixed: compared as doubles, like C
-            return slow(a, k)
-        return cmp_attr_num
-    if tc is str and la is not None:
-        ks = rc
-        kl = rc.lower()
-
-        def cmp_attr_str(s: Any, tg: Any, st: EvalState) -> Any:
-            a = _MISS if s is None else s.consts.get(la, _MISS)
-            if a is _MISS:
-                a = lf(s, tg, st)
-            if type(a) is str:
-                return pyop(a.lower(), kl)
-            return slow(a, ks)
-        return cmp_attr_str
-    if tc is int or tc is float or tc is bool:
-        c = rc
-
-        def cmp_num(s: Any, tg: Any, st: EvalState) -> Any:
-            a = lf(s, tg, st)
-            ta = type(a)
-            if ta is tc:
-                return pyop(a, c)
-            if ta is int or ta is float:
-                return pyop(float(a), float(c))
-            return slow(a, c)
-        return cmp_num
-    if tc is str:
-        cs = rc
-        cl = rc.lower()
-
-        def cmp_str(s: Any, tg: Any, st: EvalState) -> Any:
-            a = lf(s, tg, st)
-            if type(a) is str:
-                return pyop(a.lower(), cl)
-            return slow(a, cs)
-        return cmp_str
-
-    def cmp(s: Any, tg: Any, st: EvalState) -> Any:
-        a = lf(s, tg, st)
-        b = rf(s, tg, st)
-        ta = type(a)
-        tb = type(b)
-        if ta is tb and (ta is int or ta is float):
-            return pyop(a, b)
-        return slow(a, b)
-    return cmp
-
-
-class LazyCall:
-    """What a lazy function receives: its argument trees, and a way to evaluate them."""
-
-    __slots__ = ("fns", "nodes", "scope", "target", "state", "compiler")
-
-    def __init__(self, fns: tuple[Fn, ...], nodes: tuple[Node, ...], scope: Any,
-                 target: Any, state: EvalState, compiler: Compiler) -> None:
-        self.fns = fns
-        self.nodes = nodes
-        self.scope = scope
-        self.target = target
-        self.state = state
-        self.compiler = compiler  # the one that compiled the call
-
-    def __len__(self) -> int:
-        return len(self.fns)
-
-    def arg(self, i: int) -> Any:
-        return self.fns[i](self.scope, self.target, self.state)
-
-    @property
-    def ctx(self) -> CallContext:
-        return state_ctx(self.state)
-
-    @property
-    def budget(self) -> Budget:
-        """The evaluation's budget (for a function that runs regular expressions)."""
-        b = self.state[2]
-        return open_budget(self.state) if b is None else b  # type: ignore[no-any-return]
-
-    def charge(self, size: int) -> bool:
-        """Charge ``size`` items of the function's own work (a list it walks); True when
-        the budget is spent and the function should give ``error``."""
-        return charge_size(self.state, size)
-
-    def evaluate(self, expr: "Expr", scope: Any = None, target: Any = None) -> Any:
-        return expr.eval_in(scope, target, self.state)
-
-    def evaluate_here(self, expr: "Expr") -> Any:
-        return expr.eval_in(self.scope, self.target, self.state)
-
-    def evaluate_text(self, text: str) -> Any:
-        """The expression ``text`` evaluated where the call is (eval()); error where it
-        does not parse."""
-        if len(text) >= 1 << CHARS_PER_STEP_SHIFT and charge_size(self.state, len(text)):
-            return Error  # parsing a long text is work of its own
-        done = self.compiler.compile_text(text)
-        if done is None:
-            return Error
-        fn, const = done
-        if const is not NOCONST:
-            return const
-        return fn(self.scope, self.target, self.state)

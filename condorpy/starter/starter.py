@@ -1,5 +1,9 @@
 """One job from start to end: sandbox, cgroup, launch, watch, obey commands, account,
 log, clean up. The outcome is the set of attributes to merge into the final job ad.
+
+The Starter carries the job through its life and holds the parts that do the rest: the
+job's set-up (prepare.py), its state and the commands that change it (control.py),
+what it uses (meter.py) and a local job's file transfer (localxfer.py).
 """
 
 from __future__ import annotations
@@ -12,33 +16,29 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from condorpy.errors import CgroupError
 from condorpy.starter import proctrack
-from condorpy.starter.cgroup import (CgroupSample, CgroupTree, CgroupUnavailable, JobCgroup,
-                                     compute_limits, open_tree)
-from condorpy.starter.environment import job_environment
+from condorpy.starter.cgroup import JobCgroup
+from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
-from condorpy.starter.launcher import LaunchPlan, Launched, launch
+from condorpy.starter.launcher import Launched, launch
 from condorpy.starter.localxfer import LocalTransfer
+from condorpy.starter.meter import UsageMeter
+from condorpy.starter.prepare import cgroup_limits, cgroup_tree, launch_plan, \
+    open_job_log, open_log_for_hold
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, SandboxRefused, \
     adopt_sandbox, create_sandbox, remove_sandbox
 from condorpy.starter.settings import StarterSettings
-from condorpy.starter.usage import MIB, DiskWatch, Usage, disk_limit_kb
+from condorpy.starter.usage import MIB, DiskWatch, disk_limit_kb
 from condorpy.starter.userlog import UserLog
 from condorpy.starter.transferlist import SPOOL_ATTR, LocalPlan, transfer_wanted
 from condorpy.starter.users import SUBMITTER_ATTR, JobUser, choose_user, submitter
 
-
-class JobState(Enum):
-    STARTING = "starting"
-    RUNNING = "running"
-    SUSPENDED = "suspended"
-    EXITED = "exited"
+__all__ = ["JobState", "Outcome", "Starter", "hold_attributes"]
 
 
 @dataclass
@@ -47,10 +47,6 @@ class Outcome:
     hold: JobHold | None = None
     vacated: bool = False
     notices: list[str] = field(default_factory=list)
-
-
-# How long the end of a job may take to freeze and kill its processes without cgroups.
-KILL_SWEEP_S = 10.0
 
 
 def _stderr_notice(text: str) -> None:
@@ -78,8 +74,9 @@ class Starter:
         self.own_process = handle_signals if own_process is None else own_process
         self.clock = clock
         self.wall = wall
-        self.state = JobState.STARTING
-        self.usage = Usage()
+        self.control = JobControl(clock=clock, say=self._say,
+                                  kill_timeout_s=settings.kill_timeout_s)
+        self.meter = UsageMeter()
         self.cgroup: JobCgroup | None = None
         self.proc: Launched | None = None
         self.server: ControlServer | None = None
@@ -89,77 +86,26 @@ class Starter:
         self.submitter: JobUser | None = None  # a local job's: see users.SUBMITTER_ATTR
         self.xfer: LocalTransfer | None = None  # a local job's file transfer
         self.notices: list[str] = []
-        self.kill_deadline: float | None = None
-        self.vacating = False
-        self.suspended_since: float | None = None
-        self.suspended_total = 0.0
-        self.pending: list[Command] = []
-        self.logged_image_kb = 0
         self.memory_limit: int | None = None
-        self.reaped = False
-        self.processes: proctrack.JobProcesses | None = None
-        self.disk: DiskWatch | None = None
-        self.disk_hold: JobHold | None = None
 
     @property
     def socket_path(self) -> str:
         return os.path.join(self.settings.execute, f"starter_{self.tag}.sock")
 
+    @property
+    def state(self) -> JobState:
+        return self.control.state
+
+    def on_signal(self, signum: int, frame: object) -> None:
+        """The handler for SIGTERM and SIGINT (a soft kill) and SIGQUIT (a hard kill)."""
+        self.control.on_signal(signum, frame)
+
+    def usage_attributes(self) -> dict[str, object]:
+        return self.meter.attributes()
+
     def _say(self, text: str) -> None:
         self.notices.append(text)
         self.notice(text)
-
-    # --- set-up ---------------------------------------------------------------------
-
-    def _cgroup_tree(self) -> CgroupTree | None:
-        if not self.settings.use_cgroups:
-            self._say("cgroups are turned off by configuration: memory, CPU and process "
-                      "limits are NOT enforced; the job's processes are tracked through "
-                      "/proc")
-            return None
-        try:
-            return open_tree(self.settings.cgroup_mount, self.settings.cgroup_base,
-                             proc_root=self.settings.proc_root)
-        except CgroupUnavailable as exc:
-            self._say(f"memory, CPU and process limits are NOT enforced: {exc}; "
-                      "the job's processes are tracked through /proc")
-            return None
-
-    def _open_userlog(self, job: JobSpec, user: JobUser, iwd: str) -> None:
-        if job.user_log is None:
-            return
-        path = job.user_log if os.path.isabs(job.user_log) else os.path.join(iwd, job.user_log)
-        # a local job's log is its submitter's (HTCondor's shadow writes it as the
-        # Owner), whoever the job runs as; a pool job's StarterUserLog is in its sandbox
-        who = self.submitter or user
-        try:
-            self.userlog = UserLog.open(path, job.cluster, job.proc,
-                                        uid=who.uid if who.switch else None,
-                                        gid=who.gid if who.switch else None,
-                                        groups=who.groups, wall=self.wall)
-        except OSError as exc:
-            raise JobHold(f"cannot open the job event log {path}: {exc.strerror}",
-                          HoldCode.UNABLE_TO_INIT_USER_LOG, exc.errno or 0,
-                          attribute="StarterUserLog", job=job.job_id) from None
-
-    def _plan(self, job: JobSpec, slot: SlotSpec, user: JobUser, box: Sandbox,
-              pid_ns: bool) -> LaunchPlan:
-        iwd = job.iwd or box.path
-
-        def rel(path: str | None) -> str:
-            if path is None:
-                return os.devnull
-            return path if os.path.isabs(path) else os.path.join(iwd, path)
-
-        executable = job.cmd if os.path.isabs(job.cmd) else os.path.join(iwd, job.cmd)
-        env = job_environment(job, slot, scratch=box.path, job_ad_path=box.job_ad,
-                              machine_ad_path=box.machine_ad, iwd=iwd,
-                              thread_vars=self.settings.num_threads_env)
-        return LaunchPlan(executable=executable, argv=(executable, *job.args), env=env,
-                          cwd=iwd, stdin=rel(job.stdin), stdout=rel(job.stdout),
-                          stderr=rel(job.stderr), user=user,
-                          cgroup_procs=self.cgroup.procs_file if self.cgroup else None,
-                          pid_namespace=pid_ns)
 
     # --- the run ----------------------------------------------------------------------
 
@@ -189,39 +135,12 @@ class Starter:
             for signum_int, handler in early.items():
                 signal.signal(signum_int, handler)
 
-    def _open_log_for_hold(self, hold: JobHold, ident: JobIdentity,
-                           user: JobUser | None) -> None:
-        """A job held before its log was opened still gets its held event, as in
-        HTCondor; written with the job user's credentials or not at all."""
-        if (self.userlog is not None or ident.user_log is None
-                or hold.code is HoldCode.UNABLE_TO_INIT_USER_LOG):
-            return
-        path = ident.user_log
-        if not os.path.isabs(path):
-            if ident.iwd is None:
-                return        # relative to a sandbox that never existed
-            path = os.path.join(ident.iwd, path)
-        if self.submitter is not None:
-            user = self.submitter
-        if user is None:
-            try:
-                user = choose_user(ident, SlotSpec.from_ad(self.slot_ad), self.settings)
-            except JobHold:
-                self._say(f"job {ident.job_id}: held event not written to {path}: "
-                          "no account to write it as")
-                return
-        try:
-            self.userlog = UserLog.open(path, ident.cluster, ident.proc,
-                                        uid=user.uid if user.switch else None,
-                                        gid=user.gid if user.switch else None,
-                                        groups=user.groups, wall=self.wall)
-        except OSError as exc:
-            self._say(f"job {ident.job_id}: held event not written to {path}: "
-                      f"{exc.strerror}")
-
     def _held_before_start(self, hold: JobHold, ident: JobIdentity,
                            user: JobUser | None) -> Outcome:
-        self._open_log_for_hold(hold, ident, user)
+        if self.userlog is None:
+            self.userlog = open_log_for_hold(hold, ident, self.submitter or user,
+                                             self.slot_ad, self.settings, self.wall,
+                                             self._say)
         if self.userlog is not None:
             self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
         attrs = hold_attributes(hold)
@@ -235,28 +154,26 @@ class Starter:
             self._say("USE_PID_NAMESPACES needs root; the job runs in the starter's "
                       "PID namespace")
             pid_ns = False
-        tree = self._cgroup_tree()
+        tree = cgroup_tree(self.settings, self._say)
         self._make_sandbox(job, user)
         assert self.sandbox is not None
-        self._open_userlog(job, user, job.iwd or self.sandbox.path)
+        # a local job's log is its submitter's (HTCondor's shadow writes it as the
+        # Owner), whoever the job runs as; a pool job's StarterUserLog is in its sandbox
+        self.userlog = open_job_log(job, self.submitter or user,
+                                    job.iwd or self.sandbox.path, self.wall)
         # listening before the input is copied: the daemon gives a starter that never
         # listens CONNECT_TIMEOUT_S, and a large input takes longer
         self.server = ControlServer(self.socket_path)
         job = self._transfer_in(job, slot, user)
         if tree is not None:
             self.cgroup = JobCgroup(tree, f"job_{self.tag}")
-            limits = compute_limits(
-                policy=self.settings.memory_policy.value, slot_memory_mb=slot.memory_mb,
-                slot_vm_kb=slot.virtual_memory_kb,
-                machine_memory_mb=self.settings.machine_memory_mb,
-                custom_hard_mb=self.settings.custom_hard_mb,
-                custom_soft_mb=self.settings.custom_soft_mb,
-                disable_swap=self.settings.disable_swap, cpus=slot.cpus,
-                pids_max=self.settings.pids_max,
-                enforce_cpu_max=self.settings.enforce_cpu_max)
+            limits = cgroup_limits(self.settings, slot)
             self.cgroup.create(limits)
+            self.meter.enforced = True
             self.memory_limit = limits.memory_max
-        plan = self._plan(job, slot, user, self.sandbox, pid_ns)
+        plan = launch_plan(job, slot, user, self.sandbox, pid_ns=pid_ns,
+                           settings=self.settings,
+                           cgroup_procs=self.cgroup.procs_file if self.cgroup else None)
         subreaper = False
         if self.cgroup is None and self.own_process:
             # Before the fork: orphans of the job come to the starter, not to init.
@@ -264,18 +181,20 @@ class Starter:
             if not subreaper:
                 self._say("cannot become the child subreaper of the job (prctl); a "
                           "process that leaves the job's session may escape")
-        self.disk = DiskWatch(self.sandbox.path,
-                              disk_limit_kb(self.slot_ad, self.job_ad)
-                              if self.settings.enforce_disk else None,
-                              self.settings.update_interval_s, self.clock)
+        self.meter.disk = DiskWatch(self.sandbox.path,
+                                    disk_limit_kb(self.slot_ad, self.job_ad)
+                                    if self.settings.enforce_disk else None,
+                                    self.settings.update_interval_s, self.clock)
         start = self.clock()
         self.proc = launch(plan, job_id=job.job_id)
         family = None if self.cgroup is not None else proctrack.ProcessFamily(
             self.settings.proc_root, self.proc.pid, self.proc.session,
             adopter=os.getpid() if subreaper else None)
-        self.processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
-                                                family=family, say=self._say)
-        self.state = JobState.RUNNING
+        processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
+                                           family=family, say=self._say)
+        self.meter.processes = processes
+        self.control.started(job, self.proc.pid, processes, self.server, self.userlog,
+                             self.meter.sample)
         if self.userlog is not None:
             self.userlog.execute(self.settings.hostname, slot.name)
         self.server.broadcast(self._hello())
@@ -320,22 +239,18 @@ class Starter:
         return self.xfer.bring_in(job)
 
     def _hello(self) -> dict[str, Any]:
+        processes = self.control.processes
         return {"event": "hello", "version": PROTOCOL_VERSION, "starter_pid": os.getpid(),
                 "job_pid": self.proc.pid if self.proc else None,
-                "state": self.state.value,
+                "state": self.control.state.value,
                 "sandbox": self.sandbox.path if self.sandbox else None,
                 "cgroup": self.cgroup.slice if self.cgroup else None,
-                "containment": self.processes.kind if self.processes else None,
-                "usage": self.usage_attributes()}
-
-    def usage_attributes(self) -> dict[str, object]:
-        attrs = self.usage.attributes()
-        if self.cgroup is not None:
-            attrs["CgroupEnforced"] = True      # as HTCondor's starter publishes it
-        return attrs
+                "containment": processes.kind if processes else None,
+                "usage": self.meter.attributes()}
 
     def _watch(self, job: JobSpec) -> tuple[int, Any]:
         assert self.proc is not None and self.server is not None
+        control, meter = self.control, self.meter
         sel = selectors.DefaultSelector()
         pidfd = os.pidfd_open(self.proc.pid)
         sel.register(pidfd, selectors.EVENT_READ, "exit")
@@ -359,15 +274,16 @@ class Starter:
             while True:
                 now = self.clock()
                 deadlines = [next_sample]
-                if self.kill_deadline is not None:
-                    deadlines.append(self.kill_deadline)
-                if self.disk is not None and self.disk_hold is None:
-                    deadlines.append(self.disk.due)
+                if control.kill_deadline is not None:
+                    deadlines.append(control.kill_deadline)
+                disk_due = meter.disk_due()
+                if disk_due is not None:
+                    deadlines.append(disk_due)
                 timeout = max(0.0, min(deadlines) - now)
                 for key, _ in sel.select(timeout):
                     if key.data == "exit":
                         _, status, rusage = os.wait4(self.proc.pid, 0)
-                        self.reaped = True
+                        control.reaped = True
                         return status, rusage
                     if key.data == "accept":
                         conn = self.server.accept()
@@ -383,27 +299,19 @@ class Starter:
                         except BlockingIOError:
                             pass
                     elif isinstance(key.data, Connection):
-                        self._serve(key.data, sel)
-                while self.pending:
-                    self._apply(self.pending.pop(0), job)
+                        control.serve(key.data, sel, self._hello)
+                control.run_pending()
                 now = self.clock()
-                if self.kill_deadline is not None and now >= self.kill_deadline:
-                    self._say(f"job {job.job_id} did not exit within its kill timeout; "
-                              "killing it")
-                    self._apply(Command.HARD_KILL, job)
-                if self.disk is not None and self.disk_hold is None \
-                        and now >= self.disk.due:
-                    self._measure_disk(job)
+                control.check_deadline(now)
+                disk_due = meter.disk_due()
+                if disk_due is not None and now >= disk_due:
+                    hold = meter.measure_disk(job.job_id)
+                    if hold is not None:
+                        self._say(hold.reason)
+                        control.apply(Command.HARD_KILL)
                 now = self.clock()
                 if now >= next_sample:
-                    sample = self._sample()
-                    self._maybe_log_image_size()
-                    report: dict[str, Any] = {"event": "usage",
-                                              "state": self.state.value,
-                                              "usage": self.usage_attributes()}
-                    if sample is not None:      # the startd updates the job ad on a rise
-                        report["memory_events"] = sample.memory_events
-                    self.server.broadcast(report)
+                    self.server.broadcast(meter.report(control.state.value, self.userlog))
                     next_sample = now + self.settings.update_interval_s
         finally:
             if memory is not None:
@@ -417,198 +325,76 @@ class Starter:
                 os.close(wake_r)
                 os.close(wake_w)
 
-    def on_signal(self, signum: int, _frame: object) -> None:
-        """The handler for SIGTERM and SIGINT (a soft kill) and SIGQUIT (a hard kill)."""
-        self.pending.append(Command.HARD_KILL if signum == signal.SIGQUIT
-                            else Command.SOFT_KILL)
-
-    def _serve(self, conn: Connection, sel: selectors.BaseSelector) -> None:
-        for msg in conn.receive():
-            if "error" in msg:
-                conn.send({"event": "error", "message": msg["error"]})
-                continue
-            try:
-                cmd = Command(msg.get("cmd"))
-            except ValueError:
-                conn.send({"event": "error", "message": f"unknown command {msg.get('cmd')!r}"})
-                continue
-            if cmd is Command.STATUS:
-                conn.send(self._hello())
-            else:
-                self.pending.append(cmd)
-                conn.send({"event": "ok", "cmd": cmd.value})
-        if conn.closed:
-            sel.unregister(conn.sock)
-            conn.close()
-
-    # --- commands -------------------------------------------------------------------
-
-    def _apply(self, cmd: Command, job: JobSpec) -> None:
-        assert self.proc is not None and self.server is not None
-        if cmd is Command.SUSPEND and self.state is JobState.RUNNING:
-            self._sample()
-            count = self._suspend()
-            self.state = JobState.SUSPENDED
-            self.suspended_since = self.clock()
-            if self.userlog is not None:
-                self.userlog.suspended(count)
-            self.server.broadcast({"event": "state", "state": self.state.value})
-        elif cmd is Command.CONTINUE and self.state is JobState.SUSPENDED:
-            self._resume()
-        elif cmd is Command.SOFT_KILL:
-            self.vacating = True
-            if self.state is JobState.SUSPENDED:
-                self._resume()       # a frozen job cannot act on its soft-kill signal
-            try:
-                os.kill(self.proc.pid, job.kill_sig)
-            except ProcessLookupError:
-                pass
-            except OSError as exc:   # KillSig is checked up front; never leave the job
-                self._say(f"job {job.job_id}: cannot send signal {job.kill_sig}: "
-                          f"{exc.strerror}; killing it")
-                self._apply(Command.HARD_KILL, job)
-                return
-            if self.kill_deadline is None:
-                timeout = job.kill_sig_timeout_s
-                if timeout is None:
-                    timeout = self.settings.kill_timeout_s
-                self.kill_deadline = self.clock() + timeout
-        elif cmd is Command.HARD_KILL:
-            self.vacating = True
-            self.kill_deadline = None
-            self._kill_all()
-
-    def _resume(self) -> None:
-        assert self.server is not None
-        self._unsuspend()
-        self.state = JobState.RUNNING
-        if self.suspended_since is not None:
-            self.suspended_total += self.clock() - self.suspended_since
-            self.suspended_since = None
-        if self.userlog is not None:
-            self.userlog.unsuspended()
-        self.server.broadcast({"event": "state", "state": self.state.value})
-
-    def _suspend(self) -> int:
-        assert self.processes is not None
-        return self.processes.stop()
-
-    def _unsuspend(self) -> None:
-        assert self.processes is not None
-        self.processes.resume()
-
-    def _kill_all(self) -> None:
-        assert self.processes is not None
-        self.processes.kill(root_alive=not self.reaped, timeout_s=KILL_SWEEP_S)
-
-    # --- accounting -----------------------------------------------------------------
-
-    def _sample(self) -> CgroupSample | None:
-        assert self.processes is not None
-        return self.processes.sample(self.usage)
-
-    def _measure_disk(self, job: JobSpec) -> None:
-        """One slice of the sandbox walk; a job over its disk is held and killed."""
-        assert self.disk is not None
-        reading = self.disk.tick()
-        if reading is None:
-            return
-        self.usage.add_disk(reading.kb, reading.files)
-        if self.disk.over(reading.kb):
-            self.disk.close()
-            self.disk_hold = self.disk.hold(reading, job.job_id)
-            self._say(self.disk_hold.reason)
-            self._apply(Command.HARD_KILL, job)
-
-    def _maybe_log_image_size(self) -> None:
-        image_kb = math.ceil(max(self.usage.image_bytes, self.usage.memory_bytes) / 1024)
-        if self.userlog is not None and image_kb > self.logged_image_kb:
-            self.logged_image_kb = image_kb
-            self.userlog.image_size(image_kb, math.ceil(self.usage.memory_bytes / MIB),
-                                    math.ceil(self.usage.rss_bytes / 1024))
+    # --- the end ----------------------------------------------------------------------
 
     def _finish(self, job: JobSpec, status: int, rusage: Any, duration: float) -> Outcome:
         assert self.sandbox is not None and self.server is not None
+        control, meter = self.control, self.meter
         # With cgroups the counters outlive the process; without, the exited job is
         # gone from /proc and wait4's rusage below is the final word.
-        sample = self._sample() if self.cgroup is not None else None
-        u = self.usage
-        self.state = JobState.EXITED
-        self._kill_all()     # the job is over when its first process is: no stragglers
+        sample = meter.sample() if self.cgroup is not None else None
+        u = meter.usage
+        control.state = JobState.EXITED
+        control.kill_all()   # the job is over when its first process is: no stragglers
         if self.cgroup is not None:
             self.cgroup.wait_empty()
         # wait4 covers the job and what it waited for; the orphans the starter reaped
         # (during the run and in the kill just above) are added to it.
-        assert self.processes is not None
-        u.add_rusage(rusage.ru_utime + self.processes.reaped_user_s,
-                     rusage.ru_stime + self.processes.reaped_system_s)
-        if self.suspended_since is not None:
-            self.suspended_total += self.clock() - self.suspended_since
-        if self.disk is not None:
-            last = self.disk.final()
-            u.add_disk(last.kb, last.files)
-            self.disk.close()
+        processes = control.processes
+        assert processes is not None
+        u.add_rusage(rusage.ru_utime + processes.reaped_user_s,
+                     rusage.ru_stime + processes.reaped_system_s)
+        suspended_s = control.suspension_s()
+        meter.final_disk()
         attrs: dict[str, object] = {"JobDuration": round(duration, 3)}
-        attrs.update(self.usage_attributes())
-        attrs["CumulativeSuspensionTime"] = round(self.suspended_total, 3)
+        attrs.update(meter.attributes())
+        attrs["CumulativeSuspensionTime"] = round(suspended_s, 3)
+        attrs.update(exit_attributes(status))
         signalled = os.WIFSIGNALED(status)
         sig = os.WTERMSIG(status) if signalled else None
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-        if signalled:
-            attrs["ExitBySignal"] = True
-            attrs["ExitSignal"] = sig
-        else:
-            attrs["ExitBySignal"] = False
-            attrs["ExitCode"] = code
-        hold: JobHold | None = self.disk_hold
+        hold: JobHold | None = meter.disk_hold
         if hold is not None:
             attrs.update(hold_attributes(hold))
         oom = sample.oom_kills if sample is not None else 0
         if oom > 0 and sig == signal.SIGKILL and hold is None:
-            used = max(u.memory_bytes, u.image_bytes)
-            limit = self.memory_limit
-            limit_text = f"{limit // MIB} MB" if limit is not None else "the machine's memory"
-            hold = JobHold(
-                f"Job has gone over memory limit of {limit_text}: peak usage "
-                f"{math.ceil(used / MIB)} MB (killed by the kernel's OOM killer "
-                f"{oom} time(s) in the job's cgroup)",
-                HoldCode.JOB_OUT_OF_RESOURCES, 0, job=job.job_id)
+            hold = oom_hold(job.job_id, oom, max(u.memory_bytes, u.image_bytes),
+                            self.memory_limit)
             attrs.update(hold_attributes(hold))
+        vacating = control.vacating
         if self.xfer is not None and hold is None and self.xfer.plan.output_goes(
-                exited=not self.vacating, success=not signalled and code == 0):
-            hold = self.xfer.send_out(final=not self.vacating)
+                exited=not vacating, success=not signalled and code == 0):
+            hold = self.xfer.send_out(final=not vacating)
             if hold is not None:
                 attrs.update(hold_attributes(hold))
         if self.userlog is not None:
             if hold is not None:
                 self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
-            elif self.vacating:
+            elif vacating:
                 self.userlog.evicted(u.user_s, u.system_s)
             else:
                 self.userlog.terminated(exit_code=code, signal=sig, user=u.user_s,
                                         system=u.system_s)
         self.server.broadcast({"event": "done", "ad": attrs})
-        return Outcome(attrs, hold=hold, vacated=self.vacating and hold is None,
+        return Outcome(attrs, hold=hold, vacated=vacating and hold is None,
                        notices=self.notices)
-
-    # --- clean-up -------------------------------------------------------------------
 
     def _cleanup(self, job_id: str) -> None:
         problems: list[str] = []
-        if self.proc is not None and not self.reaped:
+        if self.proc is not None and not self.control.reaped:
             # The starter is giving up while its job runs (an error while watching it):
             # the job must not outlive it and the sandbox deleted below.
             try:
-                self._kill_all()
+                self.control.kill_all()
             except (OSError, CgroupError) as exc:
                 problems.append(f"killing the job: {exc}")
             try:
                 os.waitpid(self.proc.pid, 0)
             except ChildProcessError:
                 pass
-            self.reaped = True
-        if self.disk is not None:
-            self.disk.close()            # a walk cut short holds descriptors
+            self.control.reaped = True
+        if self.meter.disk is not None:
+            self.meter.disk.close()      # a walk cut short holds descriptors
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()
@@ -633,6 +419,23 @@ class Starter:
         for text in problems:
             self._say(f"clean-up of job {job_id} incomplete: {text}")
 
+
+def exit_attributes(status: int) -> dict[str, object]:
+    """How the job's first process ended (a wait status), as job ad attributes."""
+    if os.WIFSIGNALED(status):
+        return {"ExitBySignal": True, "ExitSignal": os.WTERMSIG(status)}
+    return {"ExitBySignal": False,
+            "ExitCode": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
+
+
+def oom_hold(job_id: str, oom_kills: int, used_bytes: int, limit: int | None) -> JobHold:
+    """The hold of a job the kernel's OOM killer killed in its cgroup."""
+    limit_text = f"{limit // MIB} MB" if limit is not None else "the machine's memory"
+    return JobHold(
+        f"Job has gone over memory limit of {limit_text}: peak usage "
+        f"{math.ceil(used_bytes / MIB)} MB (killed by the kernel's OOM killer "
+        f"{oom_kills} time(s) in the job's cgroup)",
+        HoldCode.JOB_OUT_OF_RESOURCES, 0, job=job_id)
 
 def hold_attributes(hold: JobHold) -> dict[str, object]:
     return {"JobStatus": 5, "HoldReason": hold.reason, "HoldReasonCode": int(hold.code),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from condorpy.starter.holds import HoldCode
+from condorpy.starter.meter import UsageMeter
 from condorpy.starter.protocol import Command
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.starter import Starter
@@ -303,11 +304,11 @@ def test_a_starter_that_fails_while_watching_leaves_no_job_behind(
     marker = f"orphan-{os.getpid()}"
     ready = outdir(tmp_path) / "ready"
 
-    def broken(self: Starter) -> None:
+    def broken(self: UsageMeter) -> None:
         if ready.exists():
             raise RuntimeError("watch loop failed")
 
-    monkeypatch.setattr(Starter, "_sample", broken)
+    monkeypatch.setattr(UsageMeter, "sample", broken)
     running = start(sh(f"touch {ready}; while :; do sleep 0.02; done # {marker}"),
                     {"Name": "slot1@h"}, settings, tag="orphan")
     with pytest.raises(RuntimeError, match="watch loop failed"):
