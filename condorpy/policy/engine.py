@@ -316,6 +316,10 @@ class PolicyEngine:
     def retirement_left(self, slot: Slot) -> float:
         return self._moves.retirement_left(slot)
 
+    def retire_claim(self, slot: Slot, why: EvictWhy, reason: str, *,
+                     override: float | None = None) -> None:
+        self._moves.retire_claim(slot, why, reason, override=override)
+
     def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
               fast: bool = False) -> None:
         self._moves.evict(slot, why, reason, retire=retire, fast=fast)

@@ -41,6 +41,8 @@ class SlotMoves(Protocol):
     def retire(self, slot: Slot, why: EvictWhy, reason: str, *,
                override: float | None = None) -> None: ...
     def retirement_left(self, slot: Slot) -> float: ...
+    def retire_claim(self, slot: Slot, why: EvictWhy, reason: str, *,
+                     override: float | None = None) -> None: ...
     def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
               fast: bool = False) -> None: ...
     def kill(self, slot: Slot, key: str, reason: str) -> None: ...
@@ -170,6 +172,11 @@ class MachineWide:
                 if how == "graceful":
                     if slot.claim is not None and slot.claim.job is None:
                         engine.evict(slot, EvictWhy.DRAIN, "draining")
+                elif how == "quick":
+                    # HTCondor's quick drain retires the claim with no retirement time:
+                    # through Claimed/Retiring, vacate time still granted
+                    engine.retire_claim(slot, EvictWhy.DRAIN, "draining (quick)",
+                                        override=0.0)
                 else:
                     engine.vacate_slot(slot, how == "fast", f"draining ({how})", EvictWhy.DRAIN)
             elif slot.state in (S.MATCHED, S.BACKFILL):

@@ -165,17 +165,19 @@ class Moves:
         if slot.activity is A.BUSY:
             self.go(slot, S.CLAIMED, A.RETIRING, "13", reason)
 
-    def retire_claim(self, slot: Slot, why: EvictWhy, reason: str) -> None:
-        """Irreversible retirement of a claimed slot (PREEMPT, graceful condor_vacate):
-        a busy job retires (13), a suspended one is resumed to retire (16), and once no
-        retirement time is left beyond the vacate time the job is vacated (18). An idle
-        claim has nothing to retire and is vacated at once (10)."""
+    def retire_claim(self, slot: Slot, why: EvictWhy, reason: str, *,
+                     override: float | None = None) -> None:
+        """Irreversible retirement of a claimed slot (PREEMPT, graceful condor_vacate, a
+        quick drain with ``override`` 0): a busy job retires (13), a suspended one is
+        resumed to retire (16), and once no retirement time is left beyond the vacate
+        time the job is vacated (18). An idle claim has nothing to retire and is
+        vacated at once (10)."""
         if slot.state is not S.CLAIMED or slot.claim is None:
             return
         if slot.claim.job is None:
             self.evict(slot, why, reason)
             return
-        self.retire(slot, why, reason)
+        self.retire(slot, why, reason, override=override)
         if slot.activity is _SUSPENDED:
             self.go(slot, S.CLAIMED, A.RETIRING, "16", reason)
         if slot.activity is A.RETIRING and self.retirement_over(slot):
@@ -227,6 +229,12 @@ class Moves:
 
     def kill(self, slot: Slot, key: str, reason: str) -> None:
         self.go(slot, S.PREEMPTING, A.KILLING, key, reason)
+        self._hard_kill(slot)
+
+    def escalate(self, slot: Slot) -> None:
+        """The vacate time is over: hard-kill the job, the slot staying in
+        Preempting/Vacating. HTCondor's startd leaves that escalation to the starter's
+        own timer; only KILL moves the slot to Killing (21)."""
         self._hard_kill(slot)
 
     def _hard_kill(self, slot: Slot) -> None:

@@ -166,17 +166,19 @@ class StateSteps:
     def preempting(self, slot: Slot) -> None:
         st, moves = self._st, self._moves
         claim = slot.claim
+        if claim is None or claim.job is None:
+            moves.leave_preempting(slot)
+            return
         if slot.activity is A.VACATING:
-            if claim is None or claim.job is None:
-                moves.leave_preempting(slot)
-            elif is_true(self._ev.eval(slot, "KILL")):
+            if is_true(self._ev.eval(slot, "KILL")):
                 moves.kill(slot, "21", "KILL is True")
-            elif slot.vacate_deadline is not None and st.now >= slot.vacate_deadline:
-                moves.kill(slot, "21", "vacate time over")
-        elif slot.activity is A.KILLING:
-            if claim is None or claim.job is None:
-                moves.leave_preempting(slot)
-            elif not slot.starter_killed and slot.killing_since is not None and \
+                return
+            if not claim.job.hard_killed and slot.vacate_deadline is not None and \
+                    st.now >= slot.vacate_deadline:
+                moves.escalate(slot)
+                return
+        if claim.job.hard_killed:
+            if not slot.starter_killed and slot.killing_since is not None and \
                     st.now - slot.killing_since >= st.settings.killing_timeout:
                 slot.starter_killed = True
                 st.emit(KillStarter(st.now, slot.name, claim=claim.id,

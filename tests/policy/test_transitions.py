@@ -240,13 +240,17 @@ def test_21_25_kill_expression_and_vacate_timeout(tmp_path: Path) -> None:
     # condor_vacate retires the job first; with no retirement time it is vacated at once
     assert changes(recs)[:8] == ["start", "1", "5", "11", "13", "18", "21", "25"]
     assert find(recs, transition="21")[0]["t"] == 45
-    # Without KILL, MachineMaxVacateTime (or a shorter JobMaxVacateTime) ends the vacate.
+    # Without KILL, MachineMaxVacateTime (or a shorter JobMaxVacateTime) ends the vacate
+    # with a hard kill, the slot staying in Vacating as in HTCondor's startd (whose
+    # starter escalates): Vacating -> Owner (22) once the job is gone.
     recs = simulate(tmp_path, "MachineMaxVacateTime = 50\n", [
         claim(0, JobMaxVacateTime=20, SimVacateSeconds=-1),
         {"t": 0, "event": "activate", "id": "c1"},
         {"t": 10, "event": "vacate"}, {"t": 100, "event": "snapshot"}])
-    assert find(recs, transition="21")[0]["t"] == 30
-    assert find(recs, transition="25")[0]["letter"] == "J"
+    assert not find(recs, transition="21")
+    assert find(recs, action="hard_kill")[0]["t"] == 30
+    assert find(recs, transition="22")[0]["t"] == 30
+    assert find(recs, transition="22")[0]["letter"] == "J"
 
 
 def test_retirement_converted_to_vacate_time(tmp_path: Path) -> None:

@@ -49,6 +49,8 @@ STARTD_CRON_OWNER_MODE = Periodic
 POLLING_INTERVAL = 1
 UPDATE_INTERVAL = 5
 START = (OwnerActive =!= True) && (OwnerPreempt =!= True) && (OwnerBlocks =!= True)
+# (both default to False: the owner's slot stays Unclaimed)
+IS_OWNER = OwnerBlocks =?= True
 # PREEMPT is evaluated for a busy job only when WANT_SUSPEND is false (both startds)
 WANT_SUSPEND = OwnerActive =?= True
 SUSPEND = OwnerActive =?= True
@@ -208,13 +210,23 @@ def job_path(changes: list[tuple[float, str, str]]) -> list[tuple[float, str]]:
     return out
 
 
+def pslot_path(changes: list[tuple[float, str, str]]) -> list[tuple[float, str]]:
+    """The partitionable slot's path (IS_OWNER, draining)."""
+    return [(t, sa) for t, slot, sa in changes if slot == "slot1"]
+
+
 # ------------------------------------------------------------------ scenarios
-def _submit(pools: Pools, side: Side, extra: str) -> None:
+SLEEP = "executable = /bin/sleep\narguments = 600"
+# a job that ignores SIGTERM: only the hard kill ends it
+STUBBORN = ("executable = /bin/sh\n"
+            "arguments = \"-c 'trap : TERM; while true; do sleep 1; done'\"")
+
+
+def _submit(pools: Pools, side: Side, job: str, extra: str) -> None:
     side.jobdir.mkdir(parents=True, exist_ok=True)
     side.jobdir.chmod(0o1777)
     (side.jobdir / "job.sub").write_text(f"""\
-executable = /bin/sleep
-arguments = 600
+{job}
 log = job.log
 should_transfer_files = NO
 requirements = {WHERE[side.name]}
@@ -256,11 +268,13 @@ class Result:
     path: dict[str, list[tuple[float, str]]]
     events: dict[str, list[str]]
     statuses: dict[str, list[str]]
+    pslot: dict[str, list[tuple[float, str]]]
 
 
 def run(pools: Pools, name: str, submit_extra: str,
         timeline: list[tuple[float, Action]],
-        done: Callable[[Side], bool], settle: float = 3.0) -> Result:
+        done: Callable[[Side], bool], settle: float = 3.0, job: str = SLEEP,
+        cleanup: tuple[Action, ...] = ()) -> Result:
     """Submit one job to each side, wait until both run, play ``timeline`` (seconds
     from its start, an action on both sides), wait until ``done`` holds for both, and
     return what each side did."""
@@ -275,7 +289,7 @@ def run(pools: Pools, name: str, submit_extra: str,
                   root / "condorpy")]
     try:
         for s in sides:
-            _submit(pools, s, submit_extra)
+            _submit(pools, s, job, submit_extra)
 
         def running() -> bool:
             _watch(pools, sides)
@@ -299,14 +313,20 @@ def run(pools: Pools, name: str, submit_extra: str,
             _watch(pools, sides)
             time.sleep(0.2)
         since = t0 - 1
-        paths = {"htcondor": job_path(htcondor_path(sides[0].startlog(), since)),
-                 "condorpy": job_path(condorpy_path(sides[1].startlog(), since))}
-        result = Result({k: [(round(t - t0), sa) for t, sa in v] for k, v in paths.items()},
+        changes = {"htcondor": htcondor_path(sides[0].startlog(), since),
+                   "condorpy": condorpy_path(sides[1].startlog(), since)}
+
+        def rel(path: list[tuple[float, str]]) -> list[tuple[float, str]]:
+            return [(round(t - t0), sa) for t, sa in path]
+        result = Result({k: rel(job_path(v)) for k, v in changes.items()},
                         {s.name: s.events() for s in sides},
-                        {s.name: s.statuses for s in sides})
+                        {s.name: s.statuses for s in sides},
+                        {k: rel(pslot_path(v)) for k, v in changes.items()})
         print(f"{name}: {result}")      # shown with a failure
         return result
     finally:
+        for action in cleanup:
+            action(pools, sides)
         pools.set_owner()
         for s in sides:
             if s.cluster:
@@ -419,5 +439,50 @@ def test_fast_vacate_kills_at_once(pools: Pools) -> None:
             [(0, owner(blocks=True)), (1, tool("condor_vacate", "-fast"))], evicted)
     same_path(r)
     assert [sa for _, sa in r.path["htcondor"]][:1] == ["Preempting/Killing"]
+    assert r.events["condorpy"] == r.events["htcondor"]
+    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+
+
+def test_kill_after_vacate(pools: Pools) -> None:
+    # A job that ignores SIGTERM: once MachineMaxVacateTime (2 s) has passed after the
+    # soft kill the job is hard-killed, the slot staying in Preempting/Vacating (only
+    # KILL moves it to Killing).
+    r = run(pools, "kill-after-vacate", "+PolicyRetire = 0",
+            [(0, owner(blocks=True)), (1, tool("condor_vacate"))], evicted, job=STUBBORN)
+    same_path(r)
+    assert [sa for _, sa in r.path["htcondor"]][:3] == [
+        "Claimed/Retiring", "Preempting/Vacating", "Owner/Idle"]
+    for side in SIDES:
+        (vacating, _), (gone, _) = r.path[side][1:3]
+        assert gone - vacating >= 2, r.path
+    assert r.events["condorpy"] == r.events["htcondor"]
+    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+
+
+def same_pslot(r: Result) -> None:
+    htc, cpy = r.pslot["htcondor"], r.pslot["condorpy"]
+    assert [sa for _, sa in cpy] == [sa for _, sa in htc], \
+        f"p-slot paths differ:\n htcondor {htc}\n condorpy {cpy}"
+    late = [(a, b) for a, b in zip(htc, cpy) if abs(a[0] - b[0]) > TOLERANCE_S]
+    assert not late, f"p-slot delays differ:\n htcondor {htc}\n condorpy {cpy}"
+
+
+def test_is_owner_takes_the_partitionable_slot_and_gives_it_back(pools: Pools) -> None:
+    # START false: the partitionable slot goes to Owner (IS_OWNER), its busy d-slot
+    # keeps its job; START true again: back to Unclaimed.
+    r = run(pools, "is-owner", "", [(1, owner(blocks=True)), (5, owner())],
+            lambda s: True, settle=4.0)
+    same_pslot(r)
+    assert [sa for _, sa in r.pslot["htcondor"]] == ["Owner/Idle", "Unclaimed/Idle"]
+    assert r.path["condorpy"] == r.path["htcondor"] == []
+
+
+@pytest.mark.parametrize("how,retire", [("-graceful", 6), ("-quick", 600), ("-fast", 600)])
+def test_drain(pools: Pools, how: str, retire: int) -> None:
+    r = run(pools, f"drain{how}", f"+PolicyRetire = {retire}",
+            [(1, tool("condor_drain", how))], evicted,
+            cleanup=(tool("condor_drain", "-cancel"),))
+    same_path(r)
+    same_pslot(r)
     assert r.events["condorpy"] == r.events["htcondor"]
     assert r.statuses["condorpy"] == r.statuses["htcondor"]
