@@ -156,13 +156,21 @@ class MachineWide:
             for slot in claimed:
                 if slot.claim is not None and slot.claim.job is not None:
                     engine.retire(slot, EvictWhy.DRAIN, "draining (graceful)")
-            # Every job may retire until the longest remaining retirement ends.
+            # A job that START would still take (an interruptible one) may retire
+            # until the longest remaining retirement among them ends; any other keeps
+            # its own retirement, which suspension does not use up (as HTCondor's
+            # startd does).
             longest = max((engine.retirement_left(s) for s in claimed
                            if s.claim is not None and s.claim.job is not None), default=0.0)
             deadline = engine.now + max(longest, 0.0)
             for slot in claimed:
-                if slot.retirement is not None:
+                if slot.retirement is not None and slot.claim is not None and \
+                        is_true(engine.backend.evaluate(slot.ad, "START", slot.claim.ad)):
                     slot.retirement.deadline = deadline
+            # a suspended job is resumed to retire (16); SUSPEND may take it again (20)
+            for slot in claimed:
+                if slot.activity is A.SUSPENDED and slot.retirement is not None:
+                    engine.go(slot, S.CLAIMED, A.RETIRING, "16", "draining (graceful)")
         for slot in live:
             if start is None:
                 engine.put(slot, "Requirements", False)

@@ -327,6 +327,26 @@ def test_17_retirement_ends_while_suspended(tmp_path: Path) -> None:
     assert [a for t, a in actions(recs) if t == 100][:2] == ["continue", "soft_kill"]
 
 
+def test_graceful_drain_of_a_job_start_refuses_keeps_its_own_retirement(
+        tmp_path: Path) -> None:
+    # START is false for the suspended job when the drain comes: no coordinated end
+    # (HTCondor's startd coordinates only jobs START would take), so its retirement is
+    # its own, and suspension does not use it up. The drain resumes it to retire (16),
+    # SUSPEND takes it again (20), CONTINUE at the poll after 140 (145, 16); 20 s ran
+    # before the suspension, so 80 more end its 100 s at 225 (18).
+    cfg = ("START = KeyboardIdle > 60\nWANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\n"
+           "CONTINUE = KeyboardIdle > 120\nPREEMPT = False\nMAXJOBRETIREMENTTIME = 100\n"
+           "MachineMaxVacateTime = 0\nRUNBENCHMARKS = False\n")
+    recs = simulate(tmp_path, cfg, [
+        {"t": 0, "set": IDLE_KB}, claim(0), {"t": 0, "event": "activate", "id": "c1"},
+        {"t": 20, "set": {"KeyboardIdle": 0}},
+        {"t": 30, "event": "drain", "how": "graceful", "on_completion": "nothing"}],
+        until=400)
+    keys = [k for k in changes(recs) if k not in ("36", "33", "1", "2")]
+    assert keys[:9] == ["start", "5", "11", "14", "16", "20", "16", "18", "22"], keys
+    assert find(recs, transition="18")[0]["t"] == 225
+
+
 def test_fast_vacate_goes_straight_to_killing(tmp_path: Path) -> None:
     recs = simulate(tmp_path, "", [
         claim(0), {"t": 0, "event": "activate", "id": "c1"},

@@ -57,10 +57,11 @@ SUSPEND = OwnerActive =?= True
 CONTINUE = OwnerActive =!= True
 PREEMPT = OwnerPreempt =?= True
 WANT_VACATE = True
-KILL = False
+KILL = OwnerKills =?= True
 # each job says how long it may retire (+PolicyRetire): one configuration for all
 MAXJOBRETIREMENTTIME = ifThenElse(isUndefined(TARGET.PolicyRetire), 3600, TARGET.PolicyRetire)
-MachineMaxVacateTime = 2
+# and how long it may take to vacate (+PolicyVacate)
+MachineMaxVacateTime = ifThenElse(isUndefined(TARGET.PolicyVacate), 2, TARGET.PolicyVacate)
 """
 
 CONDORPY = """
@@ -113,10 +114,10 @@ class Pools:
     owner: Path
 
     def set_owner(self, active: bool = False, preempt: bool = False,
-                  blocks: bool = False) -> None:
+                  blocks: bool = False, kills: bool = False) -> None:
         tmp = self.owner.with_suffix(".tmp")
         tmp.write_text(f"OwnerActive = {active}\nOwnerPreempt = {preempt}\n"
-                       f"OwnerBlocks = {blocks}\n")
+                       f"OwnerBlocks = {blocks}\nOwnerKills = {kills}\n")
         tmp.chmod(0o644)
         os.replace(tmp, self.owner)
 
@@ -346,10 +347,12 @@ def _why(pools: Pools, sides: list[Side]) -> str:
 Action = Callable[[Pools, list[Side]], None]
 
 
-def owner(active: bool = False, preempt: bool = False, blocks: bool = False) -> Action:
+def owner(active: bool = False, preempt: bool = False, blocks: bool = False,
+          kills: bool = False) -> Action:
     """The owner comes (``active``: SUSPEND), asks for the machine back (``preempt``:
-    PREEMPT), keeps new jobs off (``blocks``: START false), or goes."""
-    return lambda pools, sides: pools.set_owner(active, preempt, blocks)
+    PREEMPT), keeps new jobs off (``blocks``: START false), wants a vacating job
+    killed (``kills``: KILL), or goes."""
+    return lambda pools, sides: pools.set_owner(active, preempt, blocks, kills)
 
 
 def tool(*argv: str) -> Action:
@@ -484,5 +487,34 @@ def test_drain(pools: Pools, how: str, retire: int) -> None:
             cleanup=(tool("condor_drain", "-cancel"),))
     same_path(r)
     same_pslot(r)
+    assert r.events["condorpy"] == r.events["htcondor"]
+    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+
+
+def test_kill_expression_while_vacating(pools: Pools) -> None:
+    # KILL true while the job is vacating: Preempting/Killing, then the job is gone.
+    r = run(pools, "kill-expr", "+PolicyRetire = 0\n+PolicyVacate = 30",
+            [(0, owner(blocks=True)), (1, tool("condor_vacate")),
+             (3, owner(blocks=True, kills=True))], evicted, job=STUBBORN)
+    same_path(r)
+    assert [sa for _, sa in r.path["htcondor"]][:4] == [
+        "Claimed/Retiring", "Preempting/Vacating", "Preempting/Killing", "Owner/Idle"]
+    assert r.events["condorpy"] == r.events["htcondor"]
+    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+
+
+def test_a_job_suspended_while_a_graceful_drain_retires_it(pools: Pools) -> None:
+    # START refuses the job (the owner blocks), so the drain does not coordinate its
+    # retirement: it keeps its own, which suspension does not use up. Suspended (20)
+    # while retiring, continued (16), then vacated once its own retirement is over.
+    r = run(pools, "drain-suspended", "+PolicyRetire = 8",
+            [(0, owner(blocks=True)), (1, tool("condor_drain", "-graceful")),
+             (2, owner(active=True, blocks=True)), (6, owner(blocks=True))], evicted,
+            cleanup=(tool("condor_drain", "-cancel"),))
+    same_path(r)
+    same_pslot(r)
+    assert [sa for _, sa in r.path["htcondor"]][:5] == [
+        "Claimed/Retiring", "Claimed/Suspended", "Claimed/Retiring", "Preempting/Vacating",
+        "Owner/Idle"]
     assert r.events["condorpy"] == r.events["htcondor"]
     assert r.statuses["condorpy"] == r.statuses["htcondor"]
