@@ -518,3 +518,35 @@ def test_a_job_suspended_while_a_graceful_drain_retires_it(pools: Pools) -> None
         "Owner/Idle"]
     assert r.events["condorpy"] == r.events["htcondor"]
     assert r.statuses["condorpy"] == r.statuses["htcondor"]
+
+
+def _slots(pools: Pools, side: Side) -> list[tuple[str, ...]]:
+    """Each slot of a side as condor_status -direct shows it, its host left out."""
+    res = pools.pool.condor("condor_status", "-direct", side.address, "-af", "Name",
+                            "SlotType", "Cpus", "Memory", "State", "Activity")
+    return sorted(tuple([line.split()[0].split("@")[0], *line.split()[1:]])
+                  for line in res.stdout.splitlines() if line.strip())
+
+
+def test_pslot_carving_and_release(pools: Pools) -> None:
+    # A job asking for 1 CPU and 300 MB: both carve a d-slot of the same size (memory
+    # rounded up as MODIFY_REQUEST_EXPR_REQUESTMEMORY says) and take it off the
+    # partitionable slot; once the job is gone the p-slot has it all back.
+    seen: dict[str, list[tuple[str, ...]]] = {}
+
+    def look(pools: Pools, sides: list[Side]) -> None:
+        for s in sides:
+            seen[s.name] = _slots(pools, s)
+    run(pools, "carve", "request_cpus = 1\nrequest_memory = 300",
+        [(0, look), (1, owner(blocks=True)), (2, tool("condor_vacate", "-fast"))],
+        evicted, settle=1.0)
+    assert seen["condorpy"] == seen["htcondor"], seen
+    assert seen["htcondor"] == [("slot1", "Partitionable", "1", "1664", "Unclaimed", "Idle"),
+                                ("slot1_1", "Dynamic", "1", "384", "Claimed", "Busy")], seen
+    whole = [("slot1", "Partitionable", "2", "2048", "Unclaimed", "Idle")]
+    addresses = {"htcondor": _htcondor_address(pools.pool),
+                 "condorpy": _condorpy_address(pools.daemon)}
+    for name, address in addresses.items():
+        side = Side(name, address, str, Path())
+        wait_for(lambda: _slots(pools, side) == whole, 30,
+                 lambda: f"{name}: {_slots(pools, side)}")
