@@ -117,7 +117,8 @@ def release_main(argv: list[str]) -> int:
 def vacate_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="condorpy vacate",
                                 description="give slots back to their owner (like "
-                                            "condor_vacate): jobs are evicted")
+                                            "condor_vacate): jobs retire "
+                                            "(MAXJOBRETIREMENTTIME), then are evicted")
     _config_arg(p)
     p.add_argument("-fast", "--fast", action="store_true", help="hard-kill the jobs at once")
     p.add_argument("slots", nargs="*", metavar="SLOT")

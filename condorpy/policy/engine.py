@@ -164,12 +164,17 @@ class PolicyEngine:
     # ---------------------------------------------------- slot-level events
     def vacate(self, now: float, slot_name: str | None = None, fast: bool = False
                ) -> list[Output]:
-        """condor_vacate: give slots back to the owner, no retirement."""
+        """condor_vacate: give slots back to the owner. Graceful, as HTCondor's startd
+        does it: a claimed slot's job retires first (irreversibly), then is vacated;
+        ``fast``: the job is killed at once."""
         self._cycle.run(now)
         st = self._st
         targets = [st.slot(slot_name)] if slot_name else st.live()
         for slot in targets:
-            self._moves.vacate_slot(slot, fast, "condor_vacate")
+            if slot.state is State.CLAIMED and not fast:
+                self._moves.retire_claim(slot, EvictWhy.OWNER, "condor_vacate")
+            else:
+                self._moves.vacate_slot(slot, fast, "condor_vacate")
         self._cycle.settle_all()
         return st.take_output()
 
@@ -320,6 +325,10 @@ class PolicyEngine:
 
     def retirement_left(self, slot: Slot) -> float:
         return self._moves.retirement_left(slot)
+
+    def retire_claim(self, slot: Slot, why: EvictWhy, reason: str, *,
+                     override: float | None = None) -> None:
+        self._moves.retire_claim(slot, why, reason, override=override)
 
     def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
               fast: bool = False) -> None:

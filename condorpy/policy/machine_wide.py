@@ -41,6 +41,8 @@ class SlotMoves(Protocol):
     def retire(self, slot: Slot, why: EvictWhy, reason: str, *,
                override: float | None = None) -> None: ...
     def retirement_left(self, slot: Slot) -> float: ...
+    def retire_claim(self, slot: Slot, why: EvictWhy, reason: str, *,
+                     override: float | None = None) -> None: ...
     def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
               fast: bool = False) -> None: ...
     def kill(self, slot: Slot, key: str, reason: str) -> None: ...
@@ -154,13 +156,21 @@ class MachineWide:
             for slot in claimed:
                 if slot.claim is not None and slot.claim.job is not None:
                     engine.retire(slot, EvictWhy.DRAIN, "draining (graceful)")
-            # Every job may retire until the longest remaining retirement ends.
+            # A job that START would still take (an interruptible one) may retire
+            # until the longest remaining retirement among them ends; any other keeps
+            # its own retirement, which suspension does not use up (as HTCondor's
+            # startd does).
             longest = max((engine.retirement_left(s) for s in claimed
                            if s.claim is not None and s.claim.job is not None), default=0.0)
             deadline = engine.now + max(longest, 0.0)
             for slot in claimed:
-                if slot.retirement is not None:
+                if slot.retirement is not None and slot.claim is not None and \
+                        is_true(engine.backend.evaluate(slot.ad, "START", slot.claim.ad)):
                     slot.retirement.deadline = deadline
+            # a suspended job is resumed to retire (16); SUSPEND may take it again (20)
+            for slot in claimed:
+                if slot.activity is A.SUSPENDED and slot.retirement is not None:
+                    engine.go(slot, S.CLAIMED, A.RETIRING, "16", "draining (graceful)")
         for slot in live:
             if start is None:
                 engine.put(slot, "Requirements", False)
@@ -170,6 +180,11 @@ class MachineWide:
                 if how == "graceful":
                     if slot.claim is not None and slot.claim.job is None:
                         engine.evict(slot, EvictWhy.DRAIN, "draining")
+                elif how == "quick":
+                    # HTCondor's quick drain retires the claim with no retirement time:
+                    # through Claimed/Retiring, vacate time still granted
+                    engine.retire_claim(slot, EvictWhy.DRAIN, "draining (quick)",
+                                        override=0.0)
                 else:
                     engine.vacate_slot(slot, how == "fast", f"draining ({how})", EvictWhy.DRAIN)
             elif slot.state in (S.MATCHED, S.BACKFILL):

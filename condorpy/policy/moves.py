@@ -79,10 +79,17 @@ class Moves:
         now = st.now
         prev = f"{slot.state.value}{slot.activity.value}"
         slot.totals[prev] = slot.totals.get(prev, 0.0) + now - slot.entered_activity
-        job = slot.claim.job if slot.claim else None
-        if job is not None and slot.activity is _SUSPENDED and job.suspended_since is not None:
-            job.suspended_total += now - job.suspended_since
-            job.suspended_since = None
+        claim = slot.claim
+        job = claim.job if claim else None
+        if job is not None and slot.activity is _SUSPENDED and activity is not _SUSPENDED:
+            # Every way out of Suspended resumes the job first (HTCondor's startd does
+            # so on leaving the activity, whatever comes next): the starter, and through
+            # it the shadow, hear of it before any eviction.
+            assert claim is not None
+            st.emit(Continue(now, slot.name, claim=claim.id))
+            if job.suspended_since is not None:
+                job.suspended_total += now - job.suspended_since
+                job.suspended_since = None
         if state is not slot.state:
             slot.entered_state = now
         slot.state, slot.activity, slot.entered_activity = state, activity, now
@@ -158,6 +165,24 @@ class Moves:
         if slot.activity is A.BUSY:
             self.go(slot, S.CLAIMED, A.RETIRING, "13", reason)
 
+    def retire_claim(self, slot: Slot, why: EvictWhy, reason: str, *,
+                     override: float | None = None) -> None:
+        """Irreversible retirement of a claimed slot (PREEMPT, graceful condor_vacate, a
+        quick drain with ``override`` 0): a busy job retires (13), a suspended one is
+        resumed to retire (16), and once no retirement time is left beyond the vacate
+        time the job is vacated (18). An idle claim has nothing to retire and is
+        vacated at once (10)."""
+        if slot.state is not S.CLAIMED or slot.claim is None:
+            return
+        if slot.claim.job is None:
+            self.evict(slot, why, reason)
+            return
+        self.retire(slot, why, reason, override=override)
+        if slot.activity is _SUSPENDED:
+            self.go(slot, S.CLAIMED, A.RETIRING, "16", reason)
+        if slot.activity is A.RETIRING and self.retirement_over(slot):
+            self.preempt(slot, "18", f"{reason}; no retirement time left")
+
     def evict(self, slot: Slot, why: EvictWhy, reason: str, *, retire: bool = True,
               fast: bool = False) -> None:
         """Take the claim away: through retirement when a job runs and ``retire``."""
@@ -190,8 +215,6 @@ class Moves:
         if want_vacate:
             self.go(slot, S.PREEMPTING, A.VACATING, key, reason)
             if job is not None and claim is not None:
-                if slot.activity is A.VACATING and job.suspended_since is not None:
-                    self.emit(Continue(now, slot.name, claim=claim.id))
                 slot.vacate_deadline = now + grant
                 job.soft_killed = True
                 hold = self._hold(slot, job)
@@ -227,6 +250,12 @@ class Moves:
 
     def kill(self, slot: Slot, key: str, reason: str) -> None:
         self.go(slot, S.PREEMPTING, A.KILLING, key, reason)
+        self._hard_kill(slot)
+
+    def escalate(self, slot: Slot) -> None:
+        """The vacate time is over: hard-kill the job, the slot staying in
+        Preempting/Vacating. HTCondor's startd leaves that escalation to the starter's
+        own timer; only KILL moves the slot to Killing (21)."""
         self._hard_kill(slot)
 
     def _hard_kill(self, slot: Slot) -> None:

@@ -84,7 +84,7 @@ TRANSITIONS: dict[str, Transition] = {t.key: t for t in (
     _t("19", None, (S.CLAIMED, A.RETIRING), (S.CLAIMED, A.BUSY), "preempting claim went away"),
     _t("20", None, (S.CLAIMED, A.RETIRING), (S.CLAIMED, A.SUSPENDED), "SUSPEND true"),
     _t("21", None, (S.PREEMPTING, A.VACATING), (S.PREEMPTING, A.KILLING),
-       "KILL true or vacate time over"),
+       "KILL true"),
     _t("22", "J", (S.PREEMPTING, A.VACATING), (S.OWNER, A.IDLE), "vacated; back to the owner"),
     _t("23", "I", (S.PREEMPTING, A.VACATING), (S.CLAIMED, A.IDLE),
        "vacated; the better claim takes over"),

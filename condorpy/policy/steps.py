@@ -13,8 +13,8 @@ from typing import Callable
 from condorpy.policy.engine_state import EngineState
 from condorpy.policy.evaluation import is_true
 from condorpy.policy.moves import Moves
-from condorpy.policy.records import (Continue, EvictWhy, KillStarter, Retirement,
-                                     RunBenchmarks, Slot, StartBackfill, StopBenchmarks)
+from condorpy.policy.records import (EvictWhy, KillStarter, RunBenchmarks, Slot,
+                                     StartBackfill, StopBenchmarks)
 from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
 
@@ -141,48 +141,53 @@ class StateSteps:
             # retiring for another reason (a drain): PREEMPT turning true now still
             # decides whether the eviction is a hold (WANT_HOLD), as in HTCondor
             job.preempt_was_true = True
-        if is_true(ev.eval(slot, "WANT_SUSPEND")) and is_true(ev.eval(slot, "SUSPEND")):
-            moves.suspend(slot, "20", "SUSPEND is True")
-            return
+        # Retirement's end first, as HTCondor's startd checks it: a slot whose
+        # retirement is over is vacated even if SUSPEND has just become true.
         if moves.retirement_over(slot):
             moves.preempt(slot, "18", "retirement time over")
+            return
+        if is_true(ev.eval(slot, "WANT_SUSPEND")) and is_true(ev.eval(slot, "SUSPEND")):
+            moves.suspend(slot, "20", "SUSPEND is True")
 
     def _suspended(self, slot: Slot) -> None:
-        st, ev, moves = self._st, self._ev, self._moves
-        claim = slot.claim
-        assert claim is not None
-        if is_true(ev.eval(slot, "CONTINUE")):
-            st.emit(Continue(st.now, slot.name, claim=claim.id))
-            if slot.retirement is not None:
+        ev, moves = self._ev, self._moves
+        r = slot.retirement
+        # A retirement for a better claim that has gone away no longer counts.
+        retiring = r is not None and (r.why is not EvictWhy.RANK or slot.pending is not None)
+        # The order of HTCondor's startd: retirement over (17, resuming the job on the
+        # way out); PREEMPT, unless it has already been true for this claim (16:
+        # resumed to retire, even with no retirement time left, which 18 then ends);
+        # then CONTINUE.
+        if retiring and moves.retirement_over(slot):
+            moves.preempt(slot, "17", "retirement time over while suspended")
+        elif (r is None or r.why is not EvictWhy.OWNER) and \
+                is_true(ev.eval(slot, "PREEMPT")):
+            if slot.claim is not None and slot.claim.job is not None:
+                slot.claim.job.preempt_was_true = True
+            moves.retire_claim(slot, EvictWhy.OWNER, "PREEMPT is True")
+        elif is_true(ev.eval(slot, "CONTINUE")):
+            if retiring:
                 moves.go(slot, S.CLAIMED, A.RETIRING, "16", "CONTINUE is True")
             else:
+                slot.retirement = None
                 moves.go(slot, S.CLAIMED, A.BUSY, "15", "CONTINUE is True")
-        elif slot.retirement is None and is_true(ev.eval(slot, "PREEMPT")):
-            if claim.job is not None:
-                claim.job.preempt_was_true = True
-            slot.retirement = Retirement(EvictWhy.OWNER, st.now)
-            if moves.retirement_over(slot):
-                moves.preempt(slot, "17", "PREEMPT is True and no retirement time left")
-            else:
-                st.emit(Continue(st.now, slot.name, claim=claim.id))
-                moves.go(slot, S.CLAIMED, A.RETIRING, "16", "PREEMPT is True")
-        elif slot.retirement is not None and moves.retirement_over(slot):
-            moves.preempt(slot, "17", "retirement time over while suspended")
 
     def preempting(self, slot: Slot) -> None:
         st, moves = self._st, self._moves
         claim = slot.claim
+        if claim is None or claim.job is None:
+            moves.leave_preempting(slot)
+            return
         if slot.activity is A.VACATING:
-            if claim is None or claim.job is None:
-                moves.leave_preempting(slot)
-            elif is_true(self._ev.eval(slot, "KILL")):
+            if is_true(self._ev.eval(slot, "KILL")):
                 moves.kill(slot, "21", "KILL is True")
-            elif slot.vacate_deadline is not None and st.now >= slot.vacate_deadline:
-                moves.kill(slot, "21", "vacate time over")
-        elif slot.activity is A.KILLING:
-            if claim is None or claim.job is None:
-                moves.leave_preempting(slot)
-            elif not slot.starter_killed and slot.killing_since is not None and \
+                return
+            if not claim.job.hard_killed and slot.vacate_deadline is not None and \
+                    st.now >= slot.vacate_deadline:
+                moves.escalate(slot)
+                return
+        if claim.job.hard_killed:
+            if not slot.starter_killed and slot.killing_since is not None and \
                     st.now - slot.killing_since >= st.settings.killing_timeout:
                 slot.starter_killed = True
                 st.emit(KillStarter(st.now, slot.name, claim=claim.id,

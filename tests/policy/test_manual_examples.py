@@ -70,10 +70,12 @@ def test_desktop_suspended_too_long_is_preempted(tmp_path: Path) -> None:
         {"t": 0, "event": "activate", "id": "c1"},
         *({"t": t, "set": {"KeyboardIdle": 0}} for t in range(100, 1000, 50)),
         {"t": 1000, "event": "snapshot", "attrs": ["State"]}])
-    # Suspended at 100; after 10 minutes suspended, PREEMPT with no retirement: 17, then
-    # the vanilla job is vacated (WANT_VACATE) and exits 30 s after the soft kill.
-    assert changes(recs)[:7] == ["start", "1", "5", "11", "14", "17", "22"]
-    assert find(recs, transition="17")[0]["t"] == 705
+    # Suspended at 100; after 10 minutes suspended, PREEMPT with no retirement: the job
+    # is resumed to retire (16), as HTCondor's startd does, and retirement ends at once
+    # (18); the vanilla job is vacated (WANT_VACATE) and exits 30 s after the soft kill.
+    assert changes(recs)[:8] == ["start", "1", "5", "11", "14", "16", "18", "22"]
+    assert find(recs, transition="16")[0]["t"] == 705
+    assert find(recs, transition="18")[0]["t"] == 705
     assert find(recs, transition="22")[0]["t"] == 735
 
 

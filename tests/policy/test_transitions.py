@@ -173,12 +173,15 @@ def test_16_17_preempt_while_suspended(tmp_path: Path) -> None:
     cfg = ("WANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\n"
            "PREEMPT = Activity == \"Suspended\" && (time() - EnteredCurrentActivity) > 100\n"
            "MAXJOBRETIREMENTTIME = {mrt}\nMachineMaxVacateTime = 0\n")
-    # No retirement left: straight to Preempting (17).
+    # No retirement left: as in HTCondor's startd, the job is still resumed to retire
+    # (16), and retirement ends at once (18); the job hears of the resume first.
     recs = simulate(tmp_path, cfg.format(mrt=0), [
         {"t": 0, "set": IDLE_KB}, claim(0), {"t": 0, "event": "activate", "id": "c1"},
         {"t": 20, "set": {"KeyboardIdle": 0}}, {"t": 300, "event": "snapshot"}])
-    assert changes(recs)[:6] == ["start", "1", "5", "11", "14", "17"]
-    assert find(recs, transition="17")[0]["t"] == 125
+    assert changes(recs)[:7] == ["start", "1", "5", "11", "14", "16", "18"]
+    assert find(recs, transition="16")[0]["t"] == 125
+    assert find(recs, transition="18")[0]["t"] == 125
+    assert [a for t, a in actions(recs) if t == 125][:2] == ["continue", "soft_kill"]
     # With retirement left the job resumes to retire (16), then retirement ends (18).
     recs = simulate(tmp_path, cfg.format(mrt=1000), [
         {"t": 0, "set": IDLE_KB}, claim(0), {"t": 0, "event": "activate", "id": "c1"},
@@ -236,15 +239,20 @@ def test_21_25_kill_expression_and_vacate_timeout(tmp_path: Path) -> None:
         claim(0), {"t": 0, "event": "activate", "id": "c1",
                    "job": {**JOB, "SimVacateSeconds": -1}},
         {"t": 10, "event": "vacate"}, {"t": 100, "event": "snapshot"}])
-    assert changes(recs)[:7] == ["start", "1", "5", "11", "H", "21", "25"]
+    # condor_vacate retires the job first; with no retirement time it is vacated at once
+    assert changes(recs)[:8] == ["start", "1", "5", "11", "13", "18", "21", "25"]
     assert find(recs, transition="21")[0]["t"] == 45
-    # Without KILL, MachineMaxVacateTime (or a shorter JobMaxVacateTime) ends the vacate.
+    # Without KILL, MachineMaxVacateTime (or a shorter JobMaxVacateTime) ends the vacate
+    # with a hard kill, the slot staying in Vacating as in HTCondor's startd (whose
+    # starter escalates): Vacating -> Owner (22) once the job is gone.
     recs = simulate(tmp_path, "MachineMaxVacateTime = 50\n", [
         claim(0, JobMaxVacateTime=20, SimVacateSeconds=-1),
         {"t": 0, "event": "activate", "id": "c1"},
         {"t": 10, "event": "vacate"}, {"t": 100, "event": "snapshot"}])
-    assert find(recs, transition="21")[0]["t"] == 30
-    assert find(recs, transition="25")[0]["letter"] == "J"
+    assert not find(recs, transition="21")
+    assert find(recs, action="hard_kill")[0]["t"] == 30
+    assert find(recs, transition="22")[0]["t"] == 30
+    assert find(recs, transition="22")[0]["letter"] == "J"
 
 
 def test_retirement_converted_to_vacate_time(tmp_path: Path) -> None:
@@ -267,7 +275,78 @@ def test_killing_timeout_kills_the_starter(tmp_path: Path) -> None:
         {"t": 10, "event": "vacate"}], until=100)
     # The simulated job dies on the hard kill, so the starter is never killed.
     assert not find(recs, action="kill_starter")
-    assert changes(recs)[:6] == ["start", "1", "5", "11", "Hk", "25"]
+    assert changes(recs)[:7] == ["start", "1", "5", "11", "13", "18", "25"]
+    assert find(recs, transition="18")[0]["activity"] == "Killing"
+
+
+def test_graceful_vacate_retires_first(tmp_path: Path) -> None:
+    cfg = "MAXJOBRETIREMENTTIME = 100\nMachineMaxVacateTime = 10\n"
+    recs = simulate(tmp_path, cfg, [
+        claim(0, SimVacateSeconds=5), {"t": 0, "event": "activate", "id": "c1"},
+        {"t": 10, "event": "vacate"}], until=200)
+    # HTCondor's VACATE_CLAIM retires the claim: the job may run until its retirement
+    # ends, less the vacate time it is granted (100 - 10).
+    assert changes(recs)[:8] == ["start", "1", "5", "11", "13", "18", "22", "1"]
+    assert find(recs, transition="13")[0]["t"] == 10
+    assert find(recs, transition="18")[0]["t"] == 90
+    kill = find(recs, action="soft_kill")[0]
+    assert (kill["t"], kill["timeout"]) == (90, 10)
+
+
+def test_graceful_vacate_of_a_suspended_job_resumes_it_to_retire(tmp_path: Path) -> None:
+    cfg = ("WANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\n"
+           "PREEMPT = False\nMAXJOBRETIREMENTTIME = 0\n")
+    recs = simulate(tmp_path, cfg, [
+        {"t": 0, "set": IDLE_KB}, claim(0), {"t": 0, "event": "activate", "id": "c1"},
+        {"t": 20, "set": {"KeyboardIdle": 0}}, {"t": 30, "event": "vacate"}], until=100)
+    assert changes(recs)[:8] == ["start", "1", "5", "11", "14", "16", "18", "22"]
+    assert [a for t, a in actions(recs) if t == 30][:2] == ["continue", "soft_kill"]
+
+
+def test_every_way_out_of_suspended_resumes_the_job_first(tmp_path: Path) -> None:
+    cfg = ("WANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\n"
+           "PREEMPT = False\n")
+    recs = simulate(tmp_path, cfg, [
+        {"t": 0, "set": IDLE_KB}, claim(0), {"t": 0, "event": "activate", "id": "c1"},
+        {"t": 20, "set": {"KeyboardIdle": 0}}, {"t": 30, "event": "vacate", "fast": True}],
+        until=100)
+    assert changes(recs)[:7] == ["start", "1", "5", "11", "14", "Hk", "25"]
+    assert [a for t, a in actions(recs) if t == 30][:2] == ["continue", "hard_kill"]
+
+
+def test_17_retirement_ends_while_suspended(tmp_path: Path) -> None:
+    # A graceful drain fixes retirement's end (10 + 90); the job is suspended during
+    # it and never continued: at the end it goes from Suspended to Preempting (17),
+    # resumed on the way out.
+    cfg = ("WANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\n"
+           "PREEMPT = False\nMAXJOBRETIREMENTTIME = 100\nMachineMaxVacateTime = 0\n")
+    recs = simulate(tmp_path, cfg, [
+        {"t": 0, "set": IDLE_KB}, claim(0), {"t": 0, "event": "activate", "id": "c1"},
+        {"t": 10, "event": "drain", "how": "graceful"},
+        {"t": 20, "set": {"KeyboardIdle": 0}}], until=200)
+    assert changes(recs)[:7] == ["start", "1", "5", "11", "13", "20", "17"]
+    assert find(recs, transition="17")[0]["t"] == 100
+    assert [a for t, a in actions(recs) if t == 100][:2] == ["continue", "soft_kill"]
+
+
+def test_graceful_drain_of_a_job_start_refuses_keeps_its_own_retirement(
+        tmp_path: Path) -> None:
+    # START is false for the suspended job when the drain comes: no coordinated end
+    # (HTCondor's startd coordinates only jobs START would take), so its retirement is
+    # its own, and suspension does not use it up. The drain resumes it to retire (16),
+    # SUSPEND takes it again (20), CONTINUE at the poll after 140 (145, 16); 20 s ran
+    # before the suspension, so 80 more end its 100 s at 225 (18).
+    cfg = ("START = KeyboardIdle > 60\nWANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\n"
+           "CONTINUE = KeyboardIdle > 120\nPREEMPT = False\nMAXJOBRETIREMENTTIME = 100\n"
+           "MachineMaxVacateTime = 0\nRUNBENCHMARKS = False\n")
+    recs = simulate(tmp_path, cfg, [
+        {"t": 0, "set": IDLE_KB}, claim(0), {"t": 0, "event": "activate", "id": "c1"},
+        {"t": 20, "set": {"KeyboardIdle": 0}},
+        {"t": 30, "event": "drain", "how": "graceful", "on_completion": "nothing"}],
+        until=400)
+    keys = [k for k in changes(recs) if k not in ("36", "33", "1", "2")]
+    assert keys[:9] == ["start", "5", "11", "14", "16", "20", "16", "18", "22"], keys
+    assert find(recs, transition="18")[0]["t"] == 225
 
 
 def test_fast_vacate_goes_straight_to_killing(tmp_path: Path) -> None:
@@ -283,8 +362,11 @@ def test_vacate_during_rank_retirement_drops_the_better_claim(tmp_path: Path) ->
           "MachineMaxVacateTime = 10\n"
     recs = simulate(tmp_path, cfg, [
         claim(0), {"t": 0, "event": "activate", "id": "c1"},
-        claim(10, "c2", Owner="bob"), {"t": 20, "event": "vacate"}])
-    assert changes(recs) == ["start", "1", "5", "11", "13", "H", "22", "1"]
+        claim(10, "c2", Owner="bob"), {"t": 20, "event": "vacate"}], until=1100)
+    # condor_vacate makes the retirement irreversible and the job retires to its end
+    # (MAXJOBRETIREMENTTIME less the vacate time); the slot then goes to its owner.
+    assert changes(recs) == ["start", "1", "5", "11", "13", "18", "22", "1"]
+    assert find(recs, transition="18")[0]["t"] == 990
     assert find(recs, action="claim_refused", claim="c2")
 
 

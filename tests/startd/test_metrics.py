@@ -16,6 +16,7 @@ from condorpy.config import Config
 from condorpy.errors import ConfigError
 from condorpy.machine.virtual import VIRTUAL_DETECTED, virtual_inventory
 from condorpy.policy.engine import PolicyEngine
+from condorpy.policy.records import HardKill, KillStarter, SoftKill
 from condorpy.startd.core import Core
 from condorpy.queue.jobstore import JobId, JobStatus
 from condorpy.startd.metrics import (DEFAULT_ADDRESS, Metrics, metrics_address,
@@ -215,23 +216,38 @@ def test_eviction_causes(how: str, cause: str) -> None:
     assert _v(m, "condorpy_jobs_exited_total", outcome="evicted") == 2
 
 
-@pytest.mark.parametrize("before", ["retiring", "drain-cancelled"])
-def test_vacate_after_a_retirement_is_a_vacate(before: str) -> None:
-    """issue #23: a vacate that followed a retirement (PREEMPT with retirement time
-    left, or a graceful drain cancelled) was counted as a preempt."""
-    eng, m, _ = _setup(PSLOT + "MaxJobRetirementTime = 100000\n"
-                       + ("PREEMPT = time() > 1005\n" if before == "retiring" else ""))
+def test_vacate_after_a_cancelled_drain_is_a_vacate() -> None:
+    """issue #23: a vacate that followed a graceful drain called off was counted as a
+    preempt (the drain's retirement left its cause behind). The vacate retires the job
+    first; the eviction at the end of that retirement is the vacate's."""
+    eng, m, _ = _setup(PSLOT + "MaxJobRetirementTime = 2000\n")
     _run(eng, m, 1)
-    if before == "retiring":
-        for o in eng.cycle(1010):
-            m.observe(o)
-    else:
-        for o in eng.drain(1010, "graceful") + eng.cancel_drain(1020):
-            m.observe(o)
-    _evict(eng, m, eng.vacate(1100), 1)
+    for o in eng.drain(1010, "graceful") + eng.cancel_drain(1020) + eng.vacate(1100):
+        m.observe(o)
+    _evict(eng, m, eng.cycle(2500), 1)
     m.publish(3.0)
     assert _v(m, "condorpy_evictions_total", cause="vacate") == 1
     assert _v(m, "condorpy_evictions_total", cause="preempt") == 0
+
+
+def test_vacate_during_a_preempt_retirement_changes_nothing() -> None:
+    """A graceful condor_vacate retires the claim, as HTCondor's VACATE_CLAIM does; a
+    claim already retiring because PREEMPT became true keeps that retirement, so the
+    eviction at its end is still PREEMPT's, and nothing is evicted before it."""
+    eng, m, _ = _setup(PSLOT + "MaxJobRetirementTime = 2000\nPREEMPT = time() > 1005\n")
+    _run(eng, m, 1)
+    out = eng.cycle(1010)
+    assert not [o for o in out if isinstance(o, (SoftKill, HardKill, KillStarter))]
+    for o in out:
+        m.observe(o)
+    out = eng.vacate(1100)
+    assert not [o for o in out if isinstance(o, (SoftKill, HardKill, KillStarter))]
+    for o in out:
+        m.observe(o)
+    _evict(eng, m, eng.cycle(2500), 1)
+    m.publish(3.0)
+    assert _v(m, "condorpy_evictions_total", cause="preempt") == 1
+    assert _v(m, "condorpy_evictions_total", cause="vacate") == 0
 
 
 def test_preempt_expression_is_a_preempt() -> None:

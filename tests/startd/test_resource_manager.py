@@ -81,6 +81,26 @@ def test_suspend_and_continue_on_the_policy(tmp_path: Path) -> None:
     assert rig.handle("1.0").phase is Phase.RUNNING
 
 
+def test_a_suspended_job_preempted_is_resumed_before_it_is_vacated(tmp_path: Path) -> None:
+    """Issue 23 item 8a: PREEMPT while suspended, no retirement time: the job is
+    continued (its status back to running) before the soft kill, as HTCondor does."""
+    rig = Rig(tmp_path, DESKTOP.replace(
+        "PREEMPT = False",
+        'PREEMPT = Activity == "Suspended" && time() - EnteredCurrentActivity > 30')
+              + "MAXJOBRETIREMENTTIME = 0\nCONTINUE = False\n")
+    rig.engine.set(rig.clock.time(), {"KeyboardIdle": 3600, "ConsoleIdle": 3600})
+    rig.submit(SLEEP + "queue\n")
+    rig.step(1)
+    rig.engine.set(rig.clock.time(), {"KeyboardIdle": 0, "ConsoleIdle": 0})
+    rig.step(1)
+    assert rig.channel.told("1.0") == ["suspend"] and rig.statuses() == {"1.0": 7}
+    rig.clock.advance(60)
+    rig.step(1)
+    assert rig.channel.told("1.0") == ["suspend", "continue", "soft_kill"]
+    assert rig.statuses() == {"1.0": 2}
+    assert ("Preempting", "Vacating") in rig.slot_states()
+
+
 def test_vacate_requeues_and_drain_stops_new_jobs(tmp_path: Path) -> None:
     """Moved from test_daemon.py (same name)."""
     rig = Rig(tmp_path)
