@@ -92,8 +92,8 @@ def _imports(path: Path) -> list[Import]:
             for rest in (*node.handlers, *node.orelse, *node.finalbody):
                 visit(rest, optional)
             return
-        for child in ast.iter_child_nodes(node):
-            visit(child, optional)
+        for sub in ast.iter_child_nodes(node):
+            visit(sub, optional)
 
     visit(tree, False)
     return found

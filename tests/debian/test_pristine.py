@@ -21,8 +21,9 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,14 +141,15 @@ def _pids_in(root: Path) -> list[int]:
     return pids
 
 
-def _wait(what: str, cond: object, timeout: float, explain: object = None) -> None:
+def _wait(what: str, cond: Callable[[], bool], timeout: float,
+          explain: Callable[[], str] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if cond():  # type: ignore[operator]
+        if cond():
             return
         time.sleep(0.5)
     raise AssertionError(f"{what} (after {timeout:.0f} s)"
-                         + (f":\n{explain()}" if explain else ""))  # type: ignore[operator]
+                         + (f":\n{explain()}" if explain else ""))
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +166,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pristine]:
     # the chroot beside the cache: unpacking it there stays on one file system
     cache = cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile_dir(cache))
+    run_dir = Path(tempfile.mkdtemp(prefix="run.", dir=cache))
     try:
         try:
             root = fresh_root(run_dir)
@@ -180,11 +182,6 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pristine]:
                 p.stop_everything()
     finally:
         subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=False)
-
-
-def tempfile_dir(parent: Path) -> str:
-    import tempfile
-    return tempfile.mkdtemp(prefix="run.", dir=parent)
 
 
 def test_lintian_is_clean_with_pedantic(pristine: Pristine) -> None:
