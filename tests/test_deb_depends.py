@@ -85,6 +85,10 @@ def _imports(path: Path) -> list[Import]:
             top = name.split(".")[0]
             if top and top != "condorpy" and top not in sys.stdlib_module_names:
                 found.append(Import(top, f"{rel}:{getattr(node, 'lineno', 0)}", optional))
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for stmt in node.orelse:        # the body is for the type checker alone
+                visit(stmt, optional)
+            return
         if isinstance(node, ast.Try):
             inner = optional or _catches_import_error(node)
             for child in node.body:
