@@ -138,6 +138,28 @@ class Chroot:
         self.mounted.clear()
 
 
+def run_dir() -> Path:
+    """A directory for one run's chroot, beside the cache (one file system for the
+    unpacking); runs that were killed before cleaning up are cleaned up first."""
+    cache = cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    for old in cache.glob("run.*"):
+        pid = old.name.split(".")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            remove_run(old)
+    return Path(tempfile.mkdtemp(prefix=f"run.{os.getpid()}.", dir=cache))
+
+
+def remove_run(path: Path) -> None:
+    """A run's directory, mounts and all."""
+    prefix = str(path.resolve()) + "/"
+    with open("/proc/mounts") as mounts:
+        points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for point in sorted(points, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False)
+    subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False)
+
+
 def fresh_root(parent: Path) -> Path:
     """A new chroot unpacked from the cached tarball under ``parent``."""
     tar = tarball()

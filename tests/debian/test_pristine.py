@@ -21,7 +21,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.debian.bookworm import ENV, Chroot, Unavailable, cache_dir, fresh_root
+from tests.debian.bookworm import (ENV, Chroot, Unavailable, cache_dir, fresh_root,
+                                   remove_run, run_dir)
 
 pytestmark = pytest.mark.debian
 
@@ -163,13 +163,11 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pristine]:
     if res.returncode != 0:
         raise AssertionError(f"packaging/build-deb failed:\n{res.stderr[-3000:]}")
     deb = Path(res.stdout.strip().splitlines()[-1])
-    # the chroot beside the cache: unpacking it there stays on one file system
     cache = cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="run.", dir=cache))
+    run = run_dir()
     try:
         try:
-            root = fresh_root(run_dir)
+            root = fresh_root(run)
         except Unavailable as exc:
             _unavailable(f"pristine Debian 12 chroot unavailable: {exc}")
         log = work / "chroot.log"
@@ -181,7 +179,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pristine]:
             finally:
                 p.stop_everything()
     finally:
-        subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=False)
+        remove_run(run)
 
 
 def test_lintian_is_clean_with_pedantic(pristine: Pristine) -> None:
