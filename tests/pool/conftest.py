@@ -113,21 +113,27 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The tests of POOL_TESTS_APART modules (jobs through restarts: a minute or more
-    # each) first, so that no worker starts one of them when the others are done.
+    # A module that says POOL_LONG_MODULE = True (minutes on one worker) first of all,
+    # then the tests of POOL_TESTS_APART modules (jobs through restarts: a minute or
+    # more each), so that no worker starts one of them when the others are done.
     # Stable: each module's tests stay together and in order.
-    items.sort(key=lambda item: not _apart(item.nodeid.split("::", 1)[0]))
+    items.sort(key=lambda item: (not _flag(item.nodeid.split("::", 1)[0], "POOL_LONG_MODULE"),
+                                 not _apart(item.nodeid.split("::", 1)[0])))
+
+
+def _apart(path: str) -> bool:
+    return _flag(path, "POOL_TESTS_APART")
 
 
 @functools.cache
-def _apart(path: str) -> bool:
+def _flag(path: str, name: str) -> bool:
     if not path.endswith(".py"):
         return False
     try:
         module = importlib.import_module(path[:-3].replace("/", "."))
     except ImportError:
         return False
-    return bool(getattr(module, "POOL_TESTS_APART", False))
+    return bool(getattr(module, name, False))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

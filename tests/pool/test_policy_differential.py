@@ -36,6 +36,9 @@ from tests.pool.refpool import PoolUnavailable, RefPool
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool
+# about eight minutes on one worker (each scenario runs its timeline in real time):
+# the pool lane starts it first
+POOL_LONG_MODULE = True
 
 HOST = "condorpy-policy.example"
 # Both sides: the owner's activity comes from a file, through a startd cron job that
