@@ -187,8 +187,9 @@ def who_main(argv: list[str]) -> int:
     got = _fetch(config, "who", {})
     ads = _ads(got["ads"], "the daemon's slots")
     dirs = got.get("job_dirs")
-    sys.stdout.write(render_who(ads, startd_pid=got.get("pid"),
-                                job_dirs=dirs if isinstance(dirs, dict) else None))
+    # condor_who names the startd's pid only when it found the startd by its pid
+    # (-pid, -allpids), not by the log directory as it does by default
+    sys.stdout.write(render_who(ads, job_dirs=dirs if isinstance(dirs, dict) else None))
     return 0
 
 
