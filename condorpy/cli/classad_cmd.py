@@ -15,6 +15,7 @@ import sys
 from typing import TextIO
 
 from condorpy.classad import ClassAd, format_value, parse_expr
+from condorpy.cli.parsing import add_help, tool_parser
 from condorpy.classad.formats import (from_json, parse_new, parse_old_many,
                                       parse_old_nonempty, to_json, to_new, to_old)
 from condorpy.errors import ClassAdError, ClassAdSyntaxError
@@ -107,18 +108,32 @@ def _parse_new_many(text: str, source: str) -> list[ClassAd]:
     return ads
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="condorpy classad", description="ClassAd tools")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    ev = sub.add_parser("eval", help="evaluate expressions")
+def parser() -> argparse.ArgumentParser:
+    ap = tool_parser("condorpy classad", "ClassAd tools")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND",
+                            help="eval or format")
+    ev = sub.add_parser("eval", help="evaluate expressions", add_help=False,
+                        description="Evaluate ClassAd expressions, one result line "
+                                    "each, in new ClassAd syntax.")
+    add_help(ev)
     ev.add_argument("--my", metavar="FILE", help="the MY ad (old format)")
     ev.add_argument("--target", metavar="FILE", help="the TARGET ad (old format)")
     ev.add_argument("--file", metavar="EXPRS", help="expressions, one per line")
-    ev.add_argument("exprs", nargs="*", metavar="EXPR")
-    fm = sub.add_parser("format", help="convert ads read from stdin")
-    fm.add_argument("--in", dest="input", choices=("old", "new", "json"), default="old")
-    fm.add_argument("--out", dest="output", choices=("old", "new", "json"), default="new")
-    args = ap.parse_args(argv)
+    ev.add_argument("exprs", nargs="*", metavar="EXPR",
+                    help="expressions to evaluate, one result line each")
+    fm = sub.add_parser("format", help="convert ads read from stdin", add_help=False,
+                        description="Convert ClassAds read from standard input "
+                                    "between the old, new and JSON formats.")
+    add_help(fm)
+    fm.add_argument("--in", dest="input", choices=("old", "new", "json"), default="old",
+                    help="the format read from standard input (default old)")
+    fm.add_argument("--out", dest="output", choices=("old", "new", "json"), default="new",
+                    help="the format written (default new)")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     if args.cmd == "eval":
         return _eval(args, sys.stdout, sys.stderr)
     return _format(args, sys.stdout)

@@ -6,6 +6,7 @@ import argparse
 import re
 import sys
 
+from condorpy.cli.parsing import tool_parser
 from condorpy.config import Config, load_config
 from condorpy.errors import ConfigError
 from condorpy.machine.facts import probed_facts
@@ -13,10 +14,9 @@ from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="condorpy config-val",
-        description="Print the expanded value of configuration knobs.")
+def parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy config-val",
+                    "Print the expanded value of configuration knobs.")
     p.add_argument("-config", "--config", dest="config", metavar="FILE",
                    help="read FILE instead of $CONDOR_CONFIG or /etc/condorpy/condor_config")
     p.add_argument("-verbose", "--verbose", "-v", action="store_true",
@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="local name for prefixed names such as NAME.X")
     p.add_argument("-startd", "--startd", action="store_true",
                    help="ask the running daemon for the values it runs with")
-    p.add_argument("names", nargs="*", metavar="NAME")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="the knobs to print (with -dump: a regular expression)")
     return p
 
 
@@ -74,7 +75,7 @@ def _provenance(cfg: Config, name: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     if args.startd:
         return _from_daemon(args)
     if args.dump:

@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any
 
+from condorpy.cli.parsing import tool_parser
 from condorpy.config import load_config
 from condorpy.errors import CondorpyError
 from condorpy.inputs import read_text
@@ -36,13 +37,16 @@ def _call(config: str | None, command: str, args: dict[str, Any]) -> Any:
     return call(client_socket(cfg), command, args)
 
 
-def submit_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="condorpy submit",
-                                description="submit jobs to the local queue (like "
-                                            "condor_submit)")
+def submit_parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy submit",
+                    "submit jobs to the local queue (like condor_submit)")
     _config_arg(p)
     p.add_argument("file", help="submit description file ('-' for standard input)")
-    args = p.parse_args(argv)
+    return p
+
+
+def submit_main(argv: list[str]) -> int:
+    args = submit_parser().parse_args(argv)
     source = "<stdin>" if args.file == "-" else args.file
     text = read_text(args.file, f"the submit description {source}")
     # condor_submit's checks, before anything is queued: lines nothing reads are
@@ -68,9 +72,11 @@ def _job_selection(p: argparse.ArgumentParser) -> None:
     _config_arg(p)
     p.add_argument("targets", nargs="*", metavar="ID|OWNER",
                    help="cluster, cluster.proc, or owner")
-    p.add_argument("-constraint", "--constraint", metavar="EXPR")
+    p.add_argument("-constraint", "--constraint", metavar="EXPR",
+                   help="the jobs whose ad satisfies EXPR")
     p.add_argument("-all", "--all", action="store_true", help="every job you may manage")
-    p.add_argument("-reason", "--reason", metavar="TEXT")
+    p.add_argument("-reason", "--reason", metavar="TEXT",
+                   help="the reason recorded in the job ad and the user log")
 
 
 def _selection(args: argparse.Namespace, prog: str) -> dict[str, Any]:
@@ -89,10 +95,31 @@ def _selection(args: argparse.Namespace, prog: str) -> dict[str, Any]:
     return out
 
 
-def _job_command(command: str, verb: str, argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog=f"condorpy {command}")
+_JOB_COMMANDS = {"rm": "remove jobs from the queue, ending those that run (like condor_rm)",
+                 "hold": "put jobs on hold, ending those that run (like condor_hold)",
+                 "release": "release held jobs (like condor_release)"}
+
+
+def _job_parser(command: str) -> argparse.ArgumentParser:
+    p = tool_parser(f"condorpy {command}", _JOB_COMMANDS[command])
     _job_selection(p)
-    args = p.parse_args(argv)
+    return p
+
+
+def rm_parser() -> argparse.ArgumentParser:
+    return _job_parser("rm")
+
+
+def hold_parser() -> argparse.ArgumentParser:
+    return _job_parser("hold")
+
+
+def release_parser() -> argparse.ArgumentParser:
+    return _job_parser("release")
+
+
+def _job_command(command: str, verb: str, argv: list[str]) -> int:
+    args = _job_parser(command).parse_args(argv)
     done = _call(args.config, command, _selection(args, f"condorpy {command}"))
     if not done:
         print(f"condorpy {command}: no matching jobs found", file=sys.stderr)
@@ -114,38 +141,53 @@ def release_main(argv: list[str]) -> int:
     return _job_command("release", "released", argv)
 
 
-def vacate_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="condorpy vacate",
-                                description="give slots back to their owner (like "
-                                            "condor_vacate): jobs retire "
-                                            "(MAXJOBRETIREMENTTIME), then are evicted")
+def vacate_parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy vacate", "give slots back to their owner (like "
+                                       "condor_vacate): jobs retire "
+                                       "(MAXJOBRETIREMENTTIME), then are evicted")
     _config_arg(p)
     p.add_argument("-fast", "--fast", action="store_true", help="hard-kill the jobs at once")
-    p.add_argument("slots", nargs="*", metavar="SLOT")
-    args = p.parse_args(argv)
+    p.add_argument("slots", nargs="*", metavar="SLOT",
+                   help="the slots to vacate, by name (default: every slot)")
+    return p
+
+
+def vacate_main(argv: list[str]) -> int:
+    args = vacate_parser().parse_args(argv)
     _call(args.config, "vacate", {"slots": args.slots, "fast": args.fast})
     print("Sent \"Vacate" + ("-Fast" if args.fast else "") + "\" command to startd")
     return 0
 
 
-def drain_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="condorpy drain",
-                                description="drain this machine (like condor_drain)")
+def drain_parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy drain", "drain this machine (like condor_drain)")
     _config_arg(p)
     how = p.add_mutually_exclusive_group()
-    how.add_argument("-graceful", dest="how", action="store_const", const="graceful")
-    how.add_argument("-quick", dest="how", action="store_const", const="quick")
-    how.add_argument("-fast", dest="how", action="store_const", const="fast")
+    how.add_argument("-graceful", dest="how", action="store_const", const="graceful",
+                     help="let jobs run out their retirement time, then evict them "
+                          "(the default)")
+    how.add_argument("-quick", dest="how", action="store_const", const="quick",
+                     help="evict jobs at once, within their vacate time")
+    how.add_argument("-fast", dest="how", action="store_const", const="fast",
+                     help="hard-kill jobs at once")
     done = p.add_mutually_exclusive_group()
     done.add_argument("-resume-on-completion", dest="done", action="store_const",
-                      const="resume")
-    done.add_argument("-exit-on-completion", dest="done", action="store_const", const="exit")
-    p.add_argument("-reason", metavar="TEXT")
-    p.add_argument("-check", metavar="EXPR")
-    p.add_argument("-start", metavar="EXPR")
+                      const="resume", help="take jobs again once drained")
+    done.add_argument("-exit-on-completion", dest="done", action="store_const",
+                      const="exit", help="shut the daemon down once drained")
+    p.add_argument("-reason", metavar="TEXT", help="advertise TEXT as the reason")
+    p.add_argument("-check", metavar="EXPR",
+                   help="refuse the drain unless EXPR is true for every slot")
+    p.add_argument("-start", metavar="EXPR",
+                   help="the START expression while draining")
     p.add_argument("-cancel", action="store_true", help="cancel the drain")
-    p.add_argument("-request-id", dest="request_id", metavar="ID")
-    args = p.parse_args(argv)
+    p.add_argument("-request-id", dest="request_id", metavar="ID",
+                   help="with -cancel: the drain request to cancel")
+    return p
+
+
+def drain_main(argv: list[str]) -> int:
+    args = drain_parser().parse_args(argv)
     if args.cancel:
         _call(args.config, "cancel_drain", {"request_id": args.request_id})
         print("Sent request to cancel draining")
@@ -157,27 +199,37 @@ def drain_main(argv: list[str]) -> int:
     return 0
 
 
-def off_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="condorpy off",
-                                description="shut the daemon down, ending its jobs "
-                                            "(like condor_off -startd)")
+def off_parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy off", "shut the daemon down, ending its jobs "
+                                    "(like condor_off -startd)")
     _config_arg(p)
     how = p.add_mutually_exclusive_group()
-    how.add_argument("-graceful", dest="how", action="store_const", const="graceful")
-    how.add_argument("-fast", dest="how", action="store_const", const="fast")
-    how.add_argument("-peaceful", dest="how", action="store_const", const="peaceful")
-    args = p.parse_args(argv)
+    how.add_argument("-graceful", dest="how", action="store_const", const="graceful",
+                     help="give running jobs their retirement and vacate time, then "
+                          "stop (the default)")
+    how.add_argument("-fast", dest="how", action="store_const", const="fast",
+                     help="hard-kill running jobs and stop at once")
+    how.add_argument("-peaceful", dest="how", action="store_const", const="peaceful",
+                     help="take no new jobs and stop once the running ones end")
+    return p
+
+
+def off_main(argv: list[str]) -> int:
+    args = off_parser().parse_args(argv)
     _call(args.config, "off", {"how": args.how or "graceful"})
     print("Sent \"Kill-Daemon\" command for \"startd\"")
     return 0
 
 
-def on_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="condorpy on",
-                                description="start the daemon if it is not running "
-                                            "(like condor_on -startd)")
+def on_parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy on", "start the daemon if it is not running "
+                                   "(like condor_on -startd)")
     _config_arg(p)
-    args = p.parse_args(argv)
+    return p
+
+
+def on_main(argv: list[str]) -> int:
+    args = on_parser().parse_args(argv)
     from condorpy.startd.client import DaemonUnreachable
     try:
         _call(args.config, "ping", {})
@@ -195,11 +247,14 @@ def on_main(argv: list[str]) -> int:
     return rc
 
 
-def reconfig_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="condorpy reconfig",
-                                description="make the daemon re-read its configuration")
+def reconfig_parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy reconfig", "make the daemon re-read its configuration")
     _config_arg(p)
-    args = p.parse_args(argv)
+    return p
+
+
+def reconfig_main(argv: list[str]) -> int:
+    args = reconfig_parser().parse_args(argv)
     changed = _call(args.config, "reconfig", {})
     print("Sent \"Reconfig\" command to startd")
     for name in changed:

@@ -10,8 +10,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from condorpy.errors import CondorpyError
+
+if TYPE_CHECKING:
+    import argparse
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "classad": ("condorpy.cli.classad_cmd", "evaluate and convert ClassAds"),
@@ -73,3 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"condorpy {name}: internal error: {type(exc).__name__}: {exc}\n"
               "(set CONDORPY_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
         return 70
+
+
+def parser_for(name: str) -> "argparse.ArgumentParser":
+    """The argparse definition of command ``name``: what its -help prints and its
+    manual page is made from. A command ``module:NAME_main`` defines it as
+    ``module:NAME_parser()``, a command ``module`` (whose entry is ``main``) as
+    ``module:parser()``."""
+    module_name, _, func = COMMANDS[name][0].partition(":")
+    builder = func.removesuffix("_main") + "_parser" if func else "parser"
+    made = getattr(importlib.import_module(module_name), builder)()
+    return made  # type: ignore[no-any-return]

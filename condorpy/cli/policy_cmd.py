@@ -15,6 +15,7 @@ import json
 import sys
 
 from condorpy.classad import ClassAd
+from condorpy.cli.parsing import add_help, tool_parser
 from condorpy.clock import ManualClock, SystemClock
 from condorpy.config import load_config
 from condorpy.errors import ConfigError, CondorpyError, TimelineError
@@ -42,19 +43,24 @@ with -simulate). docs/policy.md lists the timeline's events and their arguments.
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="condorpy policy",
-                                description="simulate and explain the startd policy")
-    sub = p.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy policy", "simulate and explain the startd policy")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           help="simulate or explain")
     sim = sub.add_parser("simulate", help="run the policy engine over a timeline",
-                         description=_SIMULATE_HELP,
+                         description=_SIMULATE_HELP, add_help=False,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_help(sim)
     sim.add_argument("-config", "--config", dest="config", help="configuration file")
     sim.add_argument("--timeline", required=True, help="JSON-lines timeline ('-' for stdin)")
     sim.add_argument("--until", type=float, help="stop the virtual clock at this time")
     sim.add_argument("--inventory", metavar="FILE",
                      help="a JSON machine snapshot to run on instead of the virtual host")
-    ex = sub.add_parser("explain", help="show why a policy expression has its value")
+    ex = sub.add_parser("explain", help="show why a policy expression has its value",
+                        add_help=False,
+                        description="Show why policy expressions (START by default) "
+                                    "have their values in each slot, part by part.")
+    add_help(ex)
     ex.add_argument("-config", "--config", dest="config", help="configuration file")
     ex.add_argument("--job", help="job ad (old ClassAd format or JSON object): judge the "
                                   "whole match of this job with each slot")
@@ -73,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     if args.command == "simulate":
         core = load_core(args.config, host=Host.VIRTUAL, inventory_path=args.inventory)
         engine = core.engine(ManualClock(0.0))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import getpass
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from condorpy.classad import ClassAd
+from condorpy.cli.parsing import wants_help
 from condorpy.clock import SystemClock
 from condorpy.config import load_config
 from condorpy.slots.status_format import (render_autoformat, render_json, render_long,
@@ -17,6 +18,72 @@ from condorpy.startd.paths import client_socket
 from condorpy.queue.query import Query, parse_query
 from condorpy.queue.formats import (ScheddLabel, render_history, render_queue,
                                           render_who)
+
+if TYPE_CHECKING:
+    import argparse
+
+# q and history read their arguments as condor_q does (queue/query.py: any option
+# shortened to a few letters, -af taking the words up to the next option), which
+# argparse cannot; the parsers below describe them, for -help and the manual page,
+# and a test keeps them in step with what query.py takes.
+_SELECTION = "ID|OWNER"
+_SELECTION_HELP = "a cluster (C), a job (C.P) or an owner; a job matches any of them"
+
+
+def _described(prog: str, description: str) -> "argparse.ArgumentParser":
+    from condorpy.cli.parsing import tool_parser
+    p = tool_parser(prog, description + " Options may be shortened, as condor_q's "
+                    "(-const, -nob).")
+    p.add_argument("-config", "--config", metavar="FILE",
+                   help="configuration file (default: $CONDOR_CONFIG, then "
+                        "/etc/condorpy/condor_config)")
+    return p
+
+
+def _output_options(p: "argparse.ArgumentParser") -> None:
+    p.add_argument("-constraint", metavar="EXPR",
+                   help="only jobs whose ad satisfies EXPR (repeatable: all must hold)")
+    p.add_argument("-limit", "-match", metavar="N", help="at most N jobs")
+    p.add_argument("-af", "-autoformat", metavar="EXPR", nargs="+",
+                   help="print these attributes or expressions, one line per job")
+    p.add_argument("-long", action="store_true", help="print whole job ads")
+    p.add_argument("-json", action="store_true", help="print the job ads as JSON")
+
+
+def q_parser() -> "argparse.ArgumentParser":
+    p = _described("condorpy q", "Show the jobs in the local queue, like condor_q: by "
+                   "default one line per batch of the caller's jobs.")
+    p.add_argument("targets", nargs="*", metavar=_SELECTION, help=_SELECTION_HELP)
+    _output_options(p)
+    p.add_argument("-nobatch", action="store_true", help="one line per job")
+    p.add_argument("-batch", action="store_true", help="one line per batch (the default)")
+    p.add_argument("-totals", action="store_true", help="only the totals")
+    p.add_argument("-hold", "-held", action="store_true",
+                   help="only held jobs, with when and why they were held")
+    p.add_argument("-run", action="store_true",
+                   help="only running jobs, with the slot each runs in (HOST(S))")
+    p.add_argument("-idle", action="store_true", help="only idle jobs, one line each")
+    return p
+
+
+def history_parser() -> "argparse.ArgumentParser":
+    p = _described("condorpy history", "Show the jobs that left the local queue, newest "
+                   "first, like condor_history.")
+    p.add_argument("targets", nargs="*", metavar=_SELECTION, help=_SELECTION_HELP)
+    _output_options(p)
+    return p
+
+
+def who_parser() -> "argparse.ArgumentParser":
+    from condorpy.cli.parsing import tool_parser
+    p = tool_parser("condorpy who", "Show the jobs running on this machine, like "
+                    "condor_who: who owns each, whose schedd sent it, its slot, its "
+                    "run time, its process and its directory. Nothing is printed when "
+                    "no job runs, as condor_who prints nothing.")
+    p.add_argument("-config", "--config", metavar="FILE",
+                   help="configuration file (default: $CONDOR_CONFIG, then "
+                        "/etc/condorpy/condor_config)")
+    return p
 
 
 def _split_config(argv: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -55,6 +122,9 @@ def _other_output(query: Query, ads: list[ClassAd]) -> str | None:
 
 
 def q_main(argv: list[str]) -> int:
+    if wants_help(argv):
+        q_parser().print_help()
+        return 0
     config, rest = _split_config(argv)
     query = parse_query(rest, "q")
     got = _fetch(config, "q", {})
@@ -73,6 +143,9 @@ def q_main(argv: list[str]) -> int:
 
 
 def history_main(argv: list[str]) -> int:
+    if wants_help(argv):
+        history_parser().print_help()
+        return 0
     config, rest = _split_config(argv)
     query = parse_query(rest, "history")
     got = _fetch(config, "history", _pushed_down(query))
@@ -104,14 +177,19 @@ def _pushed_down(query: Query) -> dict[str, Any]:
 
 
 def who_main(argv: list[str]) -> int:
+    if wants_help(argv):
+        who_parser().print_help()
+        return 0
     config, rest = _split_config(argv)
     if rest:
-        raise SystemExit(f"condorpy who: unexpected argument {rest[0]!r}")
+        raise SystemExit(f"condorpy who: unexpected argument {rest[0]!r} "
+                         f"(condorpy who -help lists the options)")
     got = _fetch(config, "who", {})
     ads = _ads(got["ads"], "the daemon's slots")
     dirs = got.get("job_dirs")
-    sys.stdout.write(render_who(ads, startd_pid=got.get("pid"),
-                                job_dirs=dirs if isinstance(dirs, dict) else None))
+    # condor_who names the startd's pid only when it found the startd by its pid
+    # (-pid, -allpids), not by the log directory as it does by default
+    sys.stdout.write(render_who(ads, job_dirs=dirs if isinstance(dirs, dict) else None))
     return 0
 
 

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 
+from condorpy.cli.parsing import tool_parser
 from condorpy.startd.core import load_core
 from condorpy.startd.daemon import Startd, daemonize
 from condorpy.queue.jobstore import DB_NAME, HistoryLimits, StoreUnusable
@@ -26,9 +27,8 @@ from condorpy.queue.store_check import inspect_files
 EXIT_STORE_REFUSED = 78
 
 
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="condorpy startd",
-                                description="run the condorpy execution point daemon")
+def parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy startd", "run the condorpy execution point daemon")
     p.add_argument("-config", "--config", metavar="FILE",
                    help="configuration file (default: $CONDOR_CONFIG, then "
                         "/etc/condorpy/condor_config)")
@@ -38,7 +38,11 @@ def main(argv: list[str]) -> int:
                    help="if the job store is there but unusable (empty, unreadable, "
                         "damaged), move it aside as condorpy_queue.sqlite3.bad-<time> and "
                         "start with an empty queue (a sound store is kept as it is)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     core = load_core(args.config)   # a bad configuration fails here, before detaching
     metrics_address(core.config)
     HistoryLimits.from_config(core.config)

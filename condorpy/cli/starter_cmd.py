@@ -16,6 +16,7 @@ import os
 import sys
 
 from condorpy.classad import ClassAd
+from condorpy.cli.parsing import tool_parser
 from condorpy.classad.formats import parse_old_nonempty
 from condorpy.config import Config, load_config
 from condorpy.errors import ConfigError, StarterError
@@ -53,9 +54,9 @@ def _check_result_path(path: str) -> None:
         raise StarterError(f"--result {path} is a directory")
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="condorpy starter", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> argparse.ArgumentParser:
+    parser = tool_parser("condorpy starter", __doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--job-ad", required=True, help="the job ad (old ClassAd format)")
     parser.add_argument("--slot-ad", required=True, help="the slot ad (old ClassAd format)")
     parser.add_argument("--execute", required=True, help="the EXECUTE directory")
@@ -63,7 +64,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config", help="condor_config file (default: $CONDOR_CONFIG)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a configuration knob (repeatable)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
 
     overrides: dict[str, str] = {}
     for item in args.set:

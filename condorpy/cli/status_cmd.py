@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from condorpy.classad import parse_expr
+from condorpy.cli.parsing import tool_parser
 from condorpy.cli.queue_cmds import live_status
 from condorpy.clock import SystemClock
 from condorpy.errors import CondorpyError
@@ -26,9 +27,8 @@ class StatusUsageError(CondorpyError):
     pass
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="condorpy status",
-                                description="show this machine's slot ads (like condor_status)")
+def parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy status", "show this machine's slot ads (like condor_status)")
     p.add_argument("--offline", "-offline", action="store_true",
                    help="compute the ads from the configuration and the machine, "
                         "without a running daemon")
@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     chosen = sum(bool(x) for x in (args.long, args.af, args.json))
     if chosen > 1:
         raise StatusUsageError("choose one of -l, -af and -json")

@@ -79,7 +79,7 @@ class ClaimHandling:
 
     # ---------------------------------------------------------------- request
     def request_claim(self, now: float, claim_id: str, job: Mapping[str, Any] | ClassAd,
-                      slot_name: str | None) -> list[Output]:
+                      slot_name: str | None, client: str | None = None) -> list[Output]:
         st, moves = self._st, self._moves
         self._cycle.advance(now)
         if claim_id in st.claims:
@@ -92,7 +92,7 @@ class ClaimHandling:
             st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=why))
             return st.take_output()
         rank = number(st.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
-        claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad))
+        claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad), client=client)
         if slot.kind == "partitionable":
             self._carve(slot, claim, job_ad)
         elif slot.state in (S.UNCLAIMED, S.MATCHED):
@@ -201,7 +201,8 @@ class ClaimHandling:
 
     # --------------------------------------------------------------- coalesce
     def coalesce(self, now: float, claim_ids: Iterable[str], new_claim_id: str,
-                 job: Mapping[str, Any] | ClassAd) -> list[Output]:
+                 job: Mapping[str, Any] | ClassAd, client: str | None = None
+                 ) -> list[Output]:
         st = self._st
         self._cycle.advance(now)
         if new_claim_id in st.claims:
@@ -241,7 +242,8 @@ class ClaimHandling:
             self._moves.preempt(slot, "10", f"coalesced into a slot for claim {new_claim_id}")
             self._cycle.settle_one(slot)
         pslot = st.slot(parent)
-        claim = Claim(new_claim_id, job_ad, now, 0.0, now, self._lease(job_ad))
+        claim = Claim(new_claim_id, job_ad, now, 0.0, now, self._lease(job_ad),
+                      client=client)
         self._carve(pslot, claim, job_ad)
         self._cycle.settle_one(pslot)
         return st.take_output()

@@ -110,18 +110,21 @@ class PolicyEngine:
         return self._claims.match(now, slot_name)
 
     def request_claim(self, now: float, claim_id: str, job: Mapping[str, Any] | ClassAd,
-                      slot_name: str | None = None) -> list[Output]:
-        """A schedd asks for a claim with ``job`` as its request ad."""
-        return self._claims.request_claim(now, claim_id, job, slot_name)
+                      slot_name: str | None = None, client: str | None = None
+                      ) -> list[Output]:
+        """A schedd asks for a claim with ``job`` as its request ad; ``client`` is the
+        host it asks from (the slot's ClientMachine while claimed)."""
+        return self._claims.request_claim(now, claim_id, job, slot_name, client)
 
     def coalesce(self, now: float, claim_ids: Iterable[str], new_claim_id: str,
-                 job: Mapping[str, Any] | ClassAd) -> list[Output]:
+                 job: Mapping[str, Any] | ClassAd, client: str | None = None
+                 ) -> list[Output]:
         """condor_now: a schedd's idle claims on d-slots of one partitionable slot end,
         their resources go back to it, and one d-slot is carved from it for ``job``,
         claimed at once by ``new_claim_id``. As HTCondor's startd does
         (``command_coalesce_slots``), START and RANK are not asked again: the schedd
         holds these resources already; a drain or a shutdown refuses."""
-        return self._claims.coalesce(now, claim_ids, new_claim_id, job)
+        return self._claims.coalesce(now, claim_ids, new_claim_id, job, client)
 
     def activate(self, now: float, claim_id: str,
                  job: Mapping[str, Any] | ClassAd | None = None) -> list[Output]:

@@ -16,6 +16,10 @@ from condorpy.policy.states import State
 _MATCHED, _PREEMPTING, _CLAIMED = State.MATCHED, State.PREEMPTING, State.CLAIMED
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class AdPublisher:
     """Writes the engine's decisions into the slot ads and reads the ads out."""
 
@@ -37,11 +41,37 @@ class AdPublisher:
         put(slot, "JobStart", int(job.start) if job else Undefined)
         put(slot, "CurrentRank", claim.rank if claim else 0.0)
         put(slot, "ClaimId", claim.id if claim else Undefined)
-        put(slot, "RemoteOwner", attr(claim.ad, "Owner", None) if claim else Undefined)
-        put(slot, "RemoteUser", attr(claim.ad, "User", None) if claim else Undefined)
+        self.publish_client(slot)
         put(slot, "JobUniverse", job.universe if job else Undefined)
         self.publish_job_attrs(slot)
         self.publish_counters(slot)
+
+    def publish_client(self, slot: Slot) -> None:
+        """Who holds the claim and which job runs on it, as HTCondor's startd publishes
+        them (Claim::publish): RemoteUser and RemoteOwner are the request's User
+        (RemoteOwner falls back to its Owner), ClientMachine the claiming schedd's
+        host, JobId (``cluster.proc``) and GlobalJobId the running job's; each is
+        undefined when there is no claim, and the job's when no job runs."""
+        st = self._st
+        put, attr = st.put, st.backend.evaluate
+        claim = slot.claim
+        user = attr(claim.ad, "User", None) if claim else None
+        owner = user if isinstance(user, str) else \
+            attr(claim.ad, "Owner", None) if claim else None
+        put(slot, "RemoteUser", user if isinstance(user, str) else Undefined)
+        put(slot, "RemoteOwner", owner if isinstance(owner, str) else Undefined)
+        put(slot, "ClientMachine", claim.client if claim and claim.client else Undefined)
+        job = claim.job if claim else None
+        job_id: Any = Undefined
+        global_id: Any = Undefined
+        if job is not None:
+            cluster, proc = attr(job.ad, "ClusterId", None), attr(job.ad, "ProcId", None)
+            if _count(cluster) and cluster > 0:
+                job_id = f"{cluster}.{proc if _count(proc) and proc >= 0 else 0}"
+            gid = attr(job.ad, "GlobalJobId", None)
+            global_id = gid if isinstance(gid, str) else Undefined
+        put(slot, "JobId", job_id)
+        put(slot, "GlobalJobId", global_id)
 
     def publish_job_attrs(self, slot: Slot) -> None:
         """The job attributes a claimed or preempting slot carries (STARTD_JOB_ATTRS,

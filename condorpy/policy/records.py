@@ -322,6 +322,7 @@ class Claim:
     universe: int | None = None       # the job's JobUniverse, read once
     run_total: float = 0.0            # run time of this claim's finished jobs
     suspend_total: float = 0.0
+    client: str | None = None         # the claiming schedd's host (ClientMachine)
 
 
 @dataclass

@@ -483,7 +483,8 @@ def _slot_cell(ad: ClassAd) -> str | None:
     slot_id = _int(ad, "SlotID")
     if slot_id is None:
         return None
-    if ad.evaluate("SlotDynamic") is True:
+    # HTCondor's ATTR_SLOT_DYNAMIC: a d-slot is named for its p-slot and itself
+    if ad.evaluate("DynamicSlot") is True:
         name = _str(ad, "Name")
         if name is not None and name.startswith("slot"):
             # condor_who copies the name into a 10-byte buffer: at most 9 characters.
@@ -497,7 +498,7 @@ def render_who(slot_ads: Sequence[ClassAd], *, startd_pid: int | None = None,
     """condor_who's table of the jobs running on this execute point.
 
     Reads from each slot ad ``RemoteOwner`` (OWNER), ``ClientMachine`` (CLIENT),
-    ``SlotID``/``SlotDynamic``/``Name`` (SLOT: ``1_2`` for a dynamic slot),
+    ``SlotID``/``DynamicSlot``/``Name`` (SLOT: ``1_2`` for a dynamic slot),
     ``JobId`` (JOB), ``TotalJobRunTime`` (RUNTIME), ``JobPid`` (PID) and, for the banner,
     ``Name`` (the host after ``@``). JOB_DIR is the job's working directory, which
     condor_who reads from /proc; here the caller passes it by JobId in ``job_dirs``.

@@ -35,6 +35,8 @@ __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "J
            "parse_constraint"]
 
 # meta rows "reserved_by.<cluster>" = uid: who reserved a cluster id not yet submitted
+# statuses of a job that no longer occupies a slot
+_OFF_SLOT = (JobStatus.IDLE, JobStatus.HELD, JobStatus.REMOVED, JobStatus.COMPLETED)
 _RESERVED_BY = "reserved_by."
 _RESERVATIONS_KEPT = 10000
 
@@ -282,6 +284,11 @@ class JobStore:
             ad["CompletionDate"] = now
         if status in FINAL:
             self.claims.free_job(db, job_id, now)
+        if status in _OFF_SLOT and "RemoteHost" in ad:
+            # where it ran is where it last ran now, as a schedd records it when the
+            # job's shadow goes
+            ad["LastRemoteHost"] = ad["RemoteHost"]
+            del ad["RemoteHost"]
         self._store(db, job_id, ad)
         return JobRecord(job_id, status, int_of(ad.get("EnteredCurrentStatus")), ad)
 
@@ -307,7 +314,8 @@ class JobStore:
     def start_job(self, job_id: JobId, starter: StarterRecord, *, claim_id: str | None = None,
                   remote_host: str | None = None) -> JobRecord:
         """Everything starting a job changes, in one transaction: the job becomes
-        running (NumJobStarts, JobCurrentStartDate, JobStartDate, RemoteHost), its
+        running (NumJobStarts, JobCurrentStartDate, JobStartDate, and RemoteHost, the
+        name of the slot it runs in, ``slot1_2@host``, as a schedd sets it), its
         claim becomes busy with it, and its starter is recorded for re-adoption."""
         now = self.db.now()
         if starter.job_id != job_id:

@@ -198,7 +198,9 @@ class LocalSchedd:
             return False
         for _, _, name in sorted(candidates):
             claim_id = new_claim_id(self.started_at)
-            self.execute.apply(self.engine.request_claim(now, claim_id, rec.ad, name))
+            # this queue is the machine's own schedd: the claim's client is this host
+            self.execute.apply(self.engine.request_claim(now, claim_id, rec.ad, name,
+                                                         client=self.engine.hostname))
             if not self.engine.has_claim(claim_id):
                 continue
             # The claim is on disk before the job is started on it.

@@ -39,6 +39,12 @@ _BY_COMMAND: dict[str, set[str]] = {
 _ALIASES = {"autoformat": "af", "held": "hold", "match": "limit"}
 
 
+def option_words(command: Command) -> frozenset[str]:
+    """The options ``command`` takes, as words without their dash, aliases included
+    (each may be shortened as :data:`_OPTIONS` allows): what its help must list."""
+    return frozenset(n for n in _OPTIONS if _ALIASES.get(n, n) in _BY_COMMAND[command])
+
+
 class QueryArgumentError(CondorpyError):
     """A command-line argument of q/history/rm/hold/release is wrong; names it."""
 

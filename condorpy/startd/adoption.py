@@ -106,8 +106,8 @@ class Adopter:
         self.rm.adopt(h)
         target = srec.slot.split("_")[0]
         # A fresh time for each call: applying one (benchmarks) may move the engine on.
-        self.rm.apply([o for o in self.engine.request_claim(self.clock.time(), claim_id,
-                                                             rec.ad, target)
+        self.rm.apply([o for o in self.engine.request_claim(
+            self.clock.time(), claim_id, rec.ad, target, client=self.engine.hostname)
                        if not isinstance(o, StartJob)])
         if self.engine.has_claim(claim_id):
             h.slot = self.rm.slot_of(claim_id)

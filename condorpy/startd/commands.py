@@ -142,16 +142,19 @@ class Commands:
             cid = ad.evaluate("ClaimId")
             rj = self.d.handles.of_claim(cid) if isinstance(cid, str) else None
             if rj is not None:
-                ad["JobId"] = rj.name
-                # the local queue is this machine's own schedd
-                ad["ClientMachine"] = self.d.engine.hostname
+                # the slot publishes the job's id (pool jobs' too); a claim being
+                # activated may not have it yet
+                job_id = ad.evaluate("JobId")
+                if not isinstance(job_id, str):
+                    job_id = rj.name
+                    ad["JobId"] = job_id
                 if rj.launched is not None:
                     ad["StarterPid"] = rj.launched.pid
                 if rj.job_pid is not None:
                     ad["JobPid"] = rj.job_pid
                 where = _job_dir(rj)
                 if where is not None:
-                    dirs[rj.name] = where
+                    dirs[job_id] = where
                 rec = self.d.store.job(rj.job_id) if rj.job_id is not None else None
                 if rec is not None:
                     ad["JobCmd"] = rec.ad.evaluate("Cmd")

@@ -353,7 +353,8 @@ class JobHooks:
             refused = isinstance(d.engine.layout.sized(slot.layer, ad, slot.ad), Refusal)
         claim_id = new_claim_id(d.started_at)
         if not refused:
-            d.runner.apply(d.engine.request_claim(now, claim_id, ad, slot_name))
+            d.runner.apply(d.engine.request_claim(now, claim_id, ad, slot_name,
+                                                  client=d.engine.hostname))
             refused = not d.engine.has_claim(claim_id)
         if refused:
             log.info("%s: fetched work refused by the slot's policy", slot_name)

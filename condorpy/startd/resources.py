@@ -270,11 +270,16 @@ class ResourceManager:
         self.store.start_job(job_id, StarterRecord(
             job_id, launched.pid, launched.boot_id, launched.start_ticks,
             launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
-            claim_id=claim_id)
+            claim_id=claim_id, remote_host=self._slot_ad_name(slot_name))
         log.info("job %s: starter %d launched in %s", job_id, launched.pid, slot_name,
                  extra=fields(event="job_start", job_id=job_id, slot=slot_name,
                               claim_id=claim_id, starter_pid=launched.pid,
                               owner=rec.ad.evaluate("Owner")))
+
+    def _slot_ad_name(self, slot_name: str) -> str | None:
+        """The slot's Name as advertised (``slot1_2@host``): a job's RemoteHost."""
+        name = self.engine.slots[slot_name].ad.evaluate("Name")
+        return name if isinstance(name, str) else None
 
     def launch_pool_job(self, eid: str, slot: str, job_ad: ClassAd, number: int) -> None:
         """The pool side's launch (its ``JobHost``): the same path as a local job's."""

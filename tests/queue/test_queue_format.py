@@ -181,10 +181,10 @@ def test_history_layout() -> None:
 
 
 def test_who_layout_reads_slot_ads() -> None:
-    slots = [ClassAd(dict(Name="slot1_1@ep1.example.org", SlotID=1, SlotDynamic=True,
+    slots = [ClassAd(dict(Name="slot1_1@ep1.example.org", SlotID=1, DynamicSlot=True,
                           RemoteOwner="alice@example.org", ClientMachine="submit.example.org",
                           JobId="12.0", TotalJobRunTime=100, JobPid=4242)),
-             ClassAd(dict(Name="slot1_2@ep1.example.org", SlotID=1, SlotDynamic=True,
+             ClassAd(dict(Name="slot1_2@ep1.example.org", SlotID=1, DynamicSlot=True,
                           RemoteOwner="bob@example.org", ClientMachine="submit.example.org",
                           JobId="13.0", TotalJobRunTime=90061)),
              ClassAd(dict(Name="slot1@ep1.example.org", SlotID=1))]

@@ -18,7 +18,7 @@ from condorpy.errors import ClassAdError
 from condorpy.policy.records import StartJob
 from condorpy.pool import claims
 from condorpy.queue.claim_rows import PoolClaimRows
-from condorpy.startd.poolside.claims import ClaimTable, PoolJob
+from condorpy.startd.poolside.claims import ClaimTable, PoolJob, client_host
 from condorpy.startd.poolside.claimstore import StoredClaim, stored
 from condorpy.startd.results import read_result
 
@@ -128,7 +128,8 @@ class Adopter:
                       "lacks", eid, rec.target)
             return None
         # no StartJob: the starter runs already (or has ended)
-        apply([o for o in engine.request_claim(clock.time(), eid, request, rec.target)
+        apply([o for o in engine.request_claim(clock.time(), eid, request, rec.target,
+                                               client=client_host(rec.schedd))
                if not isinstance(o, StartJob)])
         if not engine.has_claim(eid):
             log.error("pool: the claim %s could not be re-created in %s", eid, rec.target)

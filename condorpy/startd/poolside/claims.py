@@ -43,6 +43,17 @@ def engine_id(claim_id: str) -> str:
     return short(claim_id)
 
 
+def client_host(address: str) -> str:
+    """The host of a schedd's address (a peer ``ip:port`` or a sinful string): the
+    ClientMachine of its claims. HTCondor's startd looks the peer's name up in the
+    DNS; a lookup would stall the daemon's loop, so the address stands (as HTCondor's
+    own does when the lookup fails)."""
+    text = address.strip().lstrip("<").split("?", 1)[0].rstrip(">")
+    if text.startswith("["):
+        return text[1:].partition("]")[0]
+    return text.rpartition(":")[0] if ":" in text else text
+
+
 def session_of(claim_id: str) -> str:
     """The session a claim id opens; "" for a malformed one."""
     try:

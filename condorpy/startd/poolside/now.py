@@ -21,7 +21,7 @@ from condorpy.errors import SecurityError
 from condorpy.policy.records import CoalesceRefused
 from condorpy.pool import claims, coalesce, collector
 from condorpy.pool.cedar import Writer
-from condorpy.startd.poolside.claims import ClaimTable, engine_id, session_of
+from condorpy.startd.poolside.claims import ClaimTable, client_host, engine_id, session_of
 
 log = logging.getLogger("condorpy.startd.pool")
 
@@ -43,7 +43,7 @@ def serve(table: ClaimTable, slot_ads: Callable[[], dict[str, ClassAd]],
     engine = table.engine
     new = table.mint()
     out = engine.coalesce(table.clock.time(), [engine_id(c) for c in cmd.claim_ids],
-                          engine_id(new), cmd.ad)
+                          engine_id(new), cmd.ad, client=client_host(peer))
     table.apply(out)
     refused = next((o for o in out if isinstance(o, CoalesceRefused)), None)
     if refused is not None or not engine.has_claim(engine_id(new)):

@@ -22,7 +22,8 @@ from condorpy.slots.ads import CONDOR_VERSION
 from condorpy.startd.poolside import admin as tools
 from condorpy.startd.poolside import now
 from condorpy.startd.poolside.advertiser import Advertiser
-from condorpy.startd.poolside.claims import ClaimTable, PoolJob, engine_id, session_of
+from condorpy.startd.poolside.claims import (ClaimTable, PoolJob, client_host, engine_id,
+                                             session_of)
 from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, Exchanges
 from condorpy.startd.poolside.reconnect import ReconnectServer
 from condorpy.startd.poolside.settings import PoolSettings
@@ -181,7 +182,7 @@ class CommandServer:
         # a d-slot gets a claim id of its own; a static slot's is the one published
         cid = table.mint() if partitionable else req.claim_id
         eid = engine_id(cid)
-        out = engine.request_claim(now_, eid, req.ad, slot)
+        out = engine.request_claim(now_, eid, req.ad, slot, client=client_host(peer))
         table.apply(out)
         if not engine.has_claim(eid):
             reason = next((o.reason for o in out if isinstance(o, ClaimRefused)), "refused")
