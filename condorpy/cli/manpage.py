@@ -16,31 +16,19 @@ The date is SOURCE_DATE_EPOCH's, so that a rebuild makes the same pages.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib
-import io
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from condorpy import __version__
-from condorpy.cli.main import COMMANDS
-from condorpy.errors import CondorpyError
+from condorpy.cli.main import COMMANDS, parser_for
 
 MANUAL = "condorpy manual"
-
-
-class _Captured(Exception):
-    """Raised in place of printing a parser's help: carries the parser."""
-
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        super().__init__(parser.prog)
-        self.parser = parser
 
 
 class _Recorder(argparse.HelpFormatter):
@@ -85,7 +73,7 @@ class _Recorder(argparse.HelpFormatter):
                 parser = action.choices.get(name)
                 item["commands"].append({
                     "name": name, "help": sub.help or "",
-                    "parts": _parts(parser) if isinstance(parser, argparse.ArgumentParser)
+                    "parts": parts_of(parser) if isinstance(parser, argparse.ArgumentParser)
                     else None})
         self.section["items"].append(item)
 
@@ -94,7 +82,7 @@ class _Recorder(argparse.HelpFormatter):
                            "sections": self.sections})
 
 
-def _parts(parser: argparse.ArgumentParser) -> dict[str, Any]:
+def parts_of(parser: argparse.ArgumentParser) -> dict[str, Any]:
     parser.formatter_class = _Recorder
     parts: dict[str, Any] = json.loads(parser.format_help())
     return parts
@@ -104,41 +92,12 @@ def _parts(parser: argparse.ArgumentParser) -> dict[str, Any]:
 class Command:
     name: str
     summary: str
-    parts: dict[str, Any] | None     # from argparse
-    help_text: str | None            # printed by a command that parses on its own
-
-
-@contextlib.contextmanager
-def _help_hands_back_the_parser() -> Iterator[None]:
-    def hand_back(self: argparse.ArgumentParser, file: Any = None) -> None:
-        raise _Captured(self)
-    saved = argparse.ArgumentParser.print_help
-    argparse.ArgumentParser.print_help = hand_back  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        argparse.ArgumentParser.print_help = saved  # type: ignore[method-assign]
+    parts: dict[str, Any]            # from the command's argparse parser
 
 
 def command(name: str) -> Command:
-    """One command's definitions, had by asking it for its help."""
-    target, summary = COMMANDS[name]
-    module_name, _, func = target.partition(":")
-    main: Callable[[list[str]], Any] = getattr(importlib.import_module(module_name),
-                                               func or "main")
-    out = io.StringIO()
-    try:
-        with _help_hands_back_the_parser(), contextlib.redirect_stdout(out), \
-                contextlib.redirect_stderr(io.StringIO()):
-            status = main(["--help"])
-    except _Captured as got:
-        return Command(name, summary, _parts(got.parser), None)
-    except SystemExit as exc:
-        status = exc.code
-    except CondorpyError:
-        status = 2
-    text = out.getvalue().strip()
-    return Command(name, summary, None, text if status in (0, None) and text else None)
+    """One command's definitions, from the same argparse parser its -help prints."""
+    return Command(name, COMMANDS[name][1], parts_of(parser_for(name)))
 
 
 # --- roff -------------------------------------------------------------------------------
@@ -210,7 +169,7 @@ def command_page(cmd: Command) -> str:
              _esc(parts["usage"] if parts and parts["usage"] else
                   f"condorpy {cmd.name} [OPTIONS ...]"), ".fi",
              ".SH DESCRIPTION"]
-    if parts is not None:
+    if parts:
         page += [p for text in parts["texts"] for p in (".PP", *_paragraphs(text))] \
             or [_esc(cmd.summary[:1].upper() + cmd.summary[1:]) + "."]
         page += _options(parts, ".SH")
@@ -224,8 +183,6 @@ def command_page(cmd: Command) -> str:
                     page += [p for text in sub["parts"]["texts"]
                              for p in (".PP", *_paragraphs(text))]
                     page += _options(sub["parts"], ".SS")
-    elif cmd.help_text is not None:
-        page += [".nf", _esc(cmd.help_text), ".fi"]
     else:
         page += [_esc(cmd.summary[:1].upper() + cmd.summary[1:]) + "."]
     page += [".SH SEE ALSO", "\\fBcondorpy\\fR(1)"]

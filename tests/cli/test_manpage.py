@@ -49,9 +49,12 @@ def test_the_date_is_source_date_epochs(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_lines_that_roff_would_take_for_requests_are_escaped() -> None:
-    from condorpy.cli.manpage import Command
-    page = command_page(Command("x", "a tool", None, ".TH not a request\n'quote"))
-    assert "\n\\&.TH not a request\n\\&'quote\n" in page
+    import argparse
+    from condorpy.cli.manpage import Command, parts_of
+    p = argparse.ArgumentParser(prog="condorpy x",
+                                description=".TH not a request\n\n'quote")
+    page = command_page(Command("x", "a tool", parts_of(p)))
+    assert "\n\\&.TH not a request\n" in page and "\n\\&'quote\n" in page
 
 
 @pytest.mark.skipif(shutil.which("man") is None, reason="needs man(1) to check the pages")
