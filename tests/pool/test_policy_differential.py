@@ -26,6 +26,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -365,12 +366,28 @@ def owner(active: bool = False, preempt: bool = False, blocks: bool = False,
 
 
 def tool(*argv: str) -> Action:
-    """An admin tool run against both startds, HTCondor's first."""
+    """An admin tool run against both startds at once: one after the other, the second
+    startd would hear of it a whole tool run later (seconds on a busy machine), which
+    the delay comparison would take for the startd's own slowness."""
     def act(pools: Pools, sides: list[Side]) -> None:
-        for s in sides:
+        def one(s: Side) -> None:
             where = [s.address] if argv[0] == "condor_drain" else ["-addr", s.address]
             pools.pool.condor(*argv, *where)
+        with ThreadPoolExecutor(len(sides)) as ex:
+            for f in [ex.submit(one, s) for s in sides]:
+                f.result()
     return act
+
+
+def _steps_match(cpy: list[tuple[float, str]], htc: list[tuple[float, str]]) -> bool:
+    """The same states and activities, step by step; an activity HTCondor's StartLog
+    has not named yet ('?': it logs a state-only change for a slot whose earlier lines
+    have rotated away) matches any."""
+    def same(c: str, h: str) -> bool:
+        hs, _, ha = h.partition("/")
+        cs, _, ca = c.partition("/")
+        return cs == hs and (ha == "?" or ca == ha)
+    return len(cpy) == len(htc) and all(same(c, h) for (_, c), (_, h) in zip(cpy, htc))
 
 
 def same_path(r: Result, timed: int | None = None) -> None:
@@ -380,8 +397,7 @@ def same_path(r: Result, timed: int | None = None) -> None:
     collector's business; when a job's own retirement ends hangs on when it started,
     which the negotiator decides too."""
     htc, cpy = r.path["htcondor"], r.path["condorpy"]
-    assert [sa for _, sa in cpy] == [sa for _, sa in htc], \
-        f"paths differ:\n htcondor {htc}\n condorpy {cpy}"
+    assert _steps_match(cpy, htc), f"paths differ:\n htcondor {htc}\n condorpy {cpy}"
     first = [sa for _, sa in htc].index("Owner/Idle") + 1 if ("Owner/Idle" in
                                                                [sa for _, sa in htc]) \
         else len(htc)
@@ -480,8 +496,7 @@ def test_kill_after_vacate(pools: Pools) -> None:
 
 def same_pslot(r: Result) -> None:
     htc, cpy = r.pslot["htcondor"], r.pslot["condorpy"]
-    assert [sa for _, sa in cpy] == [sa for _, sa in htc], \
-        f"p-slot paths differ:\n htcondor {htc}\n condorpy {cpy}"
+    assert _steps_match(cpy, htc), f"p-slot paths differ:\n htcondor {htc}\n condorpy {cpy}"
     late = [(a, b) for a, b in zip(htc, cpy) if abs(a[0] - b[0]) > TOLERANCE_S]
     assert not late, f"p-slot delays differ:\n htcondor {htc}\n condorpy {cpy}"
 
