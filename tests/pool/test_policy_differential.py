@@ -567,11 +567,6 @@ def test_pslot_carving_and_release(pools: Pools) -> None:
                  lambda: f"{name}: {_slots(pools, side)}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "condorpy's claimed d-slot publishes its current ClaimId in the private ad, not a "
-    "preempting claim's: the negotiator matches the better job (NegotiatorLog: "
-    "Preempting ... startd rank=10) but the schedd ignores the match as pre-existing, "
-    "so the running job is never retired for it (docs/policy.md)"))
 def test_rank_preemption(pools: Pools) -> None:
     # The slot's RANK prefers jobs with +PolicyRank: such a job, matched to the busy
     # d-slot by the negotiator, makes the running job retire (13, its retirement 4 s
