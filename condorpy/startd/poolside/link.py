@@ -141,9 +141,15 @@ class PoolLink:
     # ------------------------------------------------------------------ the loop
     def timeout(self, now: float) -> float:
         """Seconds until the link has something to do."""
+        if any(c.waiting is not None and self._settled(c) for c in self.table):
+            return 0.0      # a waiting schedd hears at once (its job starts the sooner)
         due = min(self.advertiser.due(), self.inbound.due(), self.outbound.due(),
                   self.schedds.due(), now + self.leases.timeout())
         return max(0.0, due - now)
+
+    def _settled(self, claim: Claim) -> bool:
+        """Whether preempting claim ``claim`` has the slot now or has been refused."""
+        return not self.engine.has_claim(claim.eid) or self.table.holding(claim.eid) is not None
 
     def tick(self, now: float) -> None:
         self.inbound.tick(now)
@@ -167,7 +173,7 @@ class PoolLink:
         if claim.waiting not in self.inbound:
             claim.waiting = None
             self.table.drop(claim.eid, "its schedd stopped waiting for the slot")
-        elif not self.engine.has_claim(claim.eid) or self.table.holding(claim.eid):
+        elif self._settled(claim):
             self.inbound.wake(claim.waiting)
 
     def handle(self, obj: object, mask: int) -> None:
