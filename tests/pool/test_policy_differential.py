@@ -186,7 +186,9 @@ def htcondor_path(text: str, since: float) -> list[tuple[float, str, str]]:
         if not m:
             continue
         stamp, slot, what, old, new = m.groups()
-        cur = where.setdefault(slot, ["?", "?"])
+        # every slot starts Owner/Idle, and a partitionable slot logs only its state
+        # changes until a drain: its activity is Idle until a line says otherwise
+        cur = where.setdefault(slot, ["Owner", "Idle"])
         if what == "state and activity":
             cur[:] = new.split("/")
         elif what == "state":
