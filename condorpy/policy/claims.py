@@ -20,8 +20,8 @@ from condorpy.policy.publish import AdPublisher
 from condorpy.policy.readings import Readings
 from condorpy.policy.records import (ActivationRefused, Claim, ClaimAccepted, ClaimEnded,
                                      ClaimRefused, ClaimUnknown, CoalesceRefused, CreateSlot,
-                                     EvictWhy, Job, JobExited, MatchIgnored, Output, Slot,
-                                     StartJob, StopBenchmarks)
+                                     EvictWhy, Job, JobExited, MatchIgnored, Output,
+                                     Retirement, Slot, StartJob, StopBenchmarks)
 from condorpy.policy.roster import SlotRoster
 from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
@@ -126,6 +126,12 @@ class ClaimHandling:
         if slot.activity is A.IDLE:
             slot.evict_why = EvictWhy.RANK
             moves.preempt(slot, "10", reason)
+        elif slot.activity is A.BUSY and moves.retirement_over(slot):
+            # a job whose retirement time is already used up is vacated at once, not
+            # retired first: HTCondor's startd checks retirement's end before anything
+            # else once a preempting claim is there
+            slot.retirement = Retirement(EvictWhy.RANK, st.now)
+            moves.preempt(slot, "H", f"{reason}; no retirement time left")
         else:
             moves.retire(slot, EvictWhy.RANK, reason)
 

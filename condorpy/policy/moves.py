@@ -14,7 +14,7 @@ import math
 from typing import Any, Callable
 
 from condorpy.policy.engine_state import EngineState
-from condorpy.policy.evaluation import Backend, is_true, number
+from condorpy.policy.evaluation import Backend, is_false, is_true, number
 from condorpy.policy.publish import AdPublisher
 from condorpy.policy.records import (Action, Claim, ClaimEnded, ClaimRefused, Continue,
                                      EvictWhy, HardKill, Job, KillBackfill, Retirement,
@@ -285,18 +285,24 @@ class Moves:
         slot.pending = None
         why = slot.evict_why
         slot.evict_why = None
-        # The better claim takes over unless the owner, a drain or a shutdown took
-        # the slot back.
-        if nxt is not None and why not in (EvictWhy.OWNER, EvictWhy.DRAIN, EvictWhy.SHUTDOWN) \
-                and not st.machine.draining and not st.machine.shutting_down:
+        # The better claim takes over whatever ended the current one (PREEMPT, a
+        # vacate, the lease), unless START refuses its job (HTCondor's startd asks only
+        # whether START is false for it) or a drain or a shutdown takes the slot.
+        refusal = ""
+        if nxt is not None:
+            if why in (EvictWhy.DRAIN, EvictWhy.SHUTDOWN) or st.machine.draining \
+                    or st.machine.shutting_down:
+                refusal = f"the slot was taken back ({(why or EvictWhy.OWNER).value})"
+            elif is_false(st.backend.evaluate(slot.ad, "START", nxt.ad)):
+                refusal = "START is False for its job"
+        if nxt is not None and not refusal:
             self.install_claim(slot, nxt)
             self.go(slot, S.CLAIMED, A.IDLE, "24" if killing else "23",
                     f"preempted for the better claim {nxt.id}")
             return
         if nxt is not None:
             st.forget_claim(nxt.id)
-            self.emit(ClaimRefused(st.now, slot.name, claim=nxt.id,
-                      reason=f"the slot was taken back ({(why or EvictWhy.OWNER).value})"))
+            self.emit(ClaimRefused(st.now, slot.name, claim=nxt.id, reason=refusal))
         self.go(slot, S.OWNER, A.IDLE, "25" if killing else "22",
                 f"claim ended ({(why or EvictWhy.OWNER).value})")
         if slot.kind == "dynamic":

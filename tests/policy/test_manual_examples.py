@@ -179,8 +179,10 @@ def test_interactive_jobs_rank_and_reserve(tmp_path: Path) -> None:
         {"t": 0, "event": "activate", "id": "batch"},
         {"t": 10, "event": "request_claim", "id": "ij", "slot": "slot1",
          "job": {**JOB, "InteractiveJob": True}}])
-    # The interactive job preempts the batch job on slot1 (RANK 1 > 0).
-    assert changes(recs) == ["start", "1", "5", "11", "13", "18", "23"]
+    # The interactive job preempts the batch job on slot1 (RANK 1 > 0); with no
+    # retirement time (MAXJOBRETIREMENTTIME 0) it is vacated at once (H), as HTCondor's
+    # startd does, not retired first.
+    assert changes(recs) == ["start", "1", "5", "11", "H", "23"]
     reserve = QUIET + "NUM_SLOTS = 2\nNUM_CPUS = 2\n" \
         "START = ( (MY.SlotID == 1) && (TARGET.InteractiveJob =?= True) )\n"
     recs = simulate(tmp_path, reserve, [

@@ -216,7 +216,9 @@ def test_23_rank_preemption_hands_over_to_better_claim(tmp_path: Path) -> None:
     recs = simulate(tmp_path, cfg, [
         claim(0), {"t": 0, "event": "activate", "id": "c1", "job": {**JOB, "SimVacateSeconds": 5}},
         claim(10, "c2", Owner="bob"), {"t": 30, "event": "activate", "id": "c2"}])
-    assert changes(recs) == ["start", "1", "5", "11", "13", "18", "23", "11"]
+    # No retirement time: the job is vacated at once (H), not retired first (13, 18),
+    # as HTCondor's startd does once a preempting claim is there.
+    assert changes(recs) == ["start", "1", "5", "11", "H", "23", "11"]
     assert find(recs, transition="23")[0]["t"] == 15
     assert find(recs, transition="23")[0]["letter"] == "I"
     # A worse or equal claim is refused.
@@ -229,7 +231,7 @@ def test_24_killed_then_better_claim(tmp_path: Path) -> None:
     cfg = "RANK = TARGET.Owner == \"bob\"\nWANT_VACATE = False\n"
     recs = simulate(tmp_path, cfg, [
         claim(0), {"t": 0, "event": "activate", "id": "c1"}, claim(10, "c2", Owner="bob")])
-    assert changes(recs) == ["start", "1", "5", "11", "13", "18", "24"]
+    assert changes(recs) == ["start", "1", "5", "11", "Hk", "24"]
     assert (10, "hard_kill") in actions(recs)
 
 
@@ -357,16 +359,34 @@ def test_fast_vacate_goes_straight_to_killing(tmp_path: Path) -> None:
     assert (10, "hard_kill") in actions(recs)
 
 
-def test_vacate_during_rank_retirement_drops_the_better_claim(tmp_path: Path) -> None:
+def test_vacate_during_rank_retirement_still_hands_over_to_the_better_claim(
+        tmp_path: Path) -> None:
     cfg = "RANK = TARGET.Owner == \"bob\"\nMAXJOBRETIREMENTTIME = 1000\n" \
           "MachineMaxVacateTime = 10\n"
     recs = simulate(tmp_path, cfg, [
         claim(0), {"t": 0, "event": "activate", "id": "c1"},
         claim(10, "c2", Owner="bob"), {"t": 20, "event": "vacate"}], until=1100)
     # condor_vacate makes the retirement irreversible and the job retires to its end
-    # (MAXJOBRETIREMENTTIME less the vacate time); the slot then goes to its owner.
-    assert changes(recs) == ["start", "1", "5", "11", "13", "18", "22", "1"]
+    # (MAXJOBRETIREMENTTIME less the vacate time); as in HTCondor's startd the waiting
+    # better claim then takes the slot, START being true for its job.
+    assert changes(recs) == ["start", "1", "5", "11", "13", "18", "23"]
     assert find(recs, transition="18")[0]["t"] == 990
+    assert not find(recs, action="claim_refused", claim="c2")
+
+
+def test_preempt_hands_over_to_the_better_claim_only_if_start_allows(
+        tmp_path: Path) -> None:
+    # PREEMPT ends the current claim; the better claim waiting for the slot gets it
+    # when START is true for its job, and is refused when START is false.
+    cfg = "RANK = TARGET.Owner == \"bob\"\nMAXJOBRETIREMENTTIME = 1000\n" \
+          "PREEMPT = Preempt =?= True\nSTART = {start}\n"
+    events = [claim(0), {"t": 0, "event": "activate", "id": "c1"},
+              claim(10, "c2", Owner="bob"), {"t": 20, "set": {"Preempt": True}}]
+    recs = simulate(tmp_path, cfg.format(start="True"), events, until=1100)
+    assert "23" in changes(recs)
+    assert not find(recs, action="claim_refused", claim="c2")
+    recs = simulate(tmp_path, cfg.format(start="Preempt =!= True"), events, until=1100)
+    assert "23" not in changes(recs) and "22" in changes(recs)
     assert find(recs, action="claim_refused", claim="c2")
 
 

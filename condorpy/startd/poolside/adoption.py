@@ -140,7 +140,7 @@ class Adopter:
                      if s.claim is not None and s.claim.id == eid), rec.slot)
         self.table.grant(rec.claim_id, claims.RequestClaim(
             rec.claim_id, request, rec.schedd, rec.alive_interval))
-        self.table.publish(slot, rec.claim_id)
+        self.table.publish_claimed(slot, eid)
         job = PoolJob(eid, job_ad, slot=slot)
         job.number, job.lease, job.last_contact = rec.number, rec.lease, rec.last_contact
         job.files, job.transfer_session = rec.files(), rec.session()

@@ -5,7 +5,10 @@ request, its job, its stored row, its keep-alive timers) in one table, whose
 The table also keeps the claim ids this daemon publishes for its slots (the
 negotiator hands one to the schedd matched with a slot) and the security session
 each claim id opens: a published id until it is claimed or replaced, a claim's id
-until the claim is dropped.
+until the claim is dropped. A claimed slot publishes not its claim's id but a
+preempting id of its own (HTCondor's startd's preempting claim): a schedd whose job
+the slot's RANK prefers claims the busy slot with it, and that claim waits for the
+current one to retire.
 """
 
 from __future__ import annotations
@@ -101,6 +104,9 @@ class Claim:
     stored: StoredClaim | None = None      # its row in the job store, for a restart
     next_alive: float | None = None        # when its schedd next hears ALIVE
     next_refresh: float = 0.0              # when its running job next renews it
+    # a preempting claim: the schedd's REQUEST_CLAIM connection, awaiting the answer
+    # until the current claim has left the slot
+    waiting: AsyncExchange | None = None
 
     @property
     def eid(self) -> str:
@@ -125,6 +131,7 @@ class ClaimTable:
         self._claims: dict[str, Claim] = {}
         self._published: dict[str, str] = {}    # slot -> the claim id the collector has
         self._keys: dict[str, bytes] = {}       # session id -> AES key, of live ids
+        self._preempting: dict[str, str] = {}   # claim -> the id its slot publishes
         self._ending: dict[str, PoolJob] = {}   # claim gone, its shadow still told
         self._seq = 0
         self._fresh = False
@@ -149,6 +156,17 @@ class ClaimTable:
 
     def publish(self, slot: str, cid: str) -> None:
         self._published[slot] = cid
+
+    def publish_claimed(self, slot: str, eid: str) -> str:
+        """Claim ``eid`` holds ``slot``: the slot publishes a fresh preempting id (a
+        better claim's way in), which goes with the claim unless a claim took it."""
+        cid = self.mint()
+        self._published[slot] = cid
+        old = self._preempting.get(eid)
+        self._preempting[eid] = cid
+        if old is not None and engine_id(old) not in self._claims:
+            self.spend(old)
+        return cid
 
     def published_id(self, slot: str) -> str | None:
         return self._published.get(slot)
@@ -187,6 +205,12 @@ class ClaimTable:
     def get(self, eid: str) -> Claim | None:
         return self._claims.get(eid)
 
+    def holding(self, eid: str) -> str | None:
+        """The slot claim ``eid`` holds in the engine; None for a claim that waits (a
+        preempting claim) or has gone."""
+        return next((s.name for s in self.engine.slots.values()
+                     if not s.deleted and s.claim is not None and s.claim.id == eid), None)
+
     def by_claim_id(self, cid: str) -> Claim | None:
         claim = self._claims.get(engine_id(cid))
         return claim if claim is not None and claim.claim_id == cid else None
@@ -218,8 +242,12 @@ class ClaimTable:
             return None
         log.info("pool: claim %s dropped: %s", eid, why)
         self._keys.pop(eid, None)
-        for slot in [s for s, c in self._published.items() if c == claim.claim_id]:
+        pre = self._preempting.pop(eid, None)
+        for slot in [s for s, c in self._published.items() if c in (claim.claim_id, pre)]:
             del self._published[slot]
+        if pre is not None and engine_id(pre) not in self._claims:
+            # (a preempting id a better claim took is that claim's now)
+            self.spend(pre)
         self._fresh = True
         job = claim.job
         settled = job is None or (job.exchange is None and job.ended)

@@ -27,7 +27,7 @@ from condorpy.pool.sinful import Address
 from condorpy.queue.claim_rows import PoolClaimRows
 from condorpy.startd.poolside.adoption import Adopter, PoolAdoption
 from condorpy.startd.poolside.advertiser import SHUTDOWN_TIMEOUT, Advertiser
-from condorpy.startd.poolside.claims import ClaimTable
+from condorpy.startd.poolside.claims import Claim, ClaimTable
 from condorpy.startd.poolside.exchanges import Exchanges, unregister
 from condorpy.startd.poolside.reconnect import Leases, ReconnectServer
 from condorpy.startd.poolside.schedd import ScheddLine
@@ -141,9 +141,15 @@ class PoolLink:
     # ------------------------------------------------------------------ the loop
     def timeout(self, now: float) -> float:
         """Seconds until the link has something to do."""
+        if any(c.waiting is not None and self._settled(c) for c in self.table):
+            return 0.0      # a waiting schedd hears at once (its job starts the sooner)
         due = min(self.advertiser.due(), self.inbound.due(), self.outbound.due(),
                   self.schedds.due(), now + self.leases.timeout())
         return max(0.0, due - now)
+
+    def _settled(self, claim: Claim) -> bool:
+        """Whether preempting claim ``claim`` has the slot now or has been refused."""
+        return not self.engine.has_claim(claim.eid) or self.table.holding(claim.eid) is not None
 
     def tick(self, now: float) -> None:
         self.inbound.tick(now)
@@ -151,11 +157,24 @@ class PoolLink:
         self.schedds.alives(now)
         self.leases.tick()
         for claim in self.table:
+            if claim.waiting is not None:
+                self._preempting(claim)
+                continue
             if not self.engine.has_claim(claim.eid):
                 # the engine ended the claim (lease, preemption, vacate): its schedd
                 # hears so
                 self.table.drop(claim.eid, "the policy ended it", tell_schedd=True)
         self.advertiser.tick(now)
+
+    def _preempting(self, claim: Claim) -> None:
+        """A preempting claim whose schedd awaits the answer: told once the slot has
+        passed to it or the engine has refused it; withdrawn if its schedd hung up
+        (the current claim then runs on, unretired)."""
+        if claim.waiting not in self.inbound:
+            claim.waiting = None
+            self.table.drop(claim.eid, "its schedd stopped waiting for the slot")
+        elif self._settled(claim):
+            self.inbound.wake(claim.waiting)
 
     def handle(self, obj: object, mask: int) -> None:
         """The event loop's entry: the listener, an exchange or a transfer is ready."""

@@ -65,7 +65,7 @@ def serve(table: ClaimTable, slot_ads: Callable[[], dict[str, ClassAd]],
     table.grant(new, claims.RequestClaim(new, cmd.ad, schedd, alive_interval))
     slot = next(s.name for s in engine.slots.values()
                 if s.claim is not None and s.claim.id == engine_id(new))
-    table.publish(slot, new)
+    table.publish_claimed(slot, engine_id(new))
     table.changed()
     ad = collector.slot_ads(slot_ads()[slot], table.address, new).public
     log.info("pool: %d claim(s) of %s coalesced into %s for job %s.%s", len(cmd.claim_ids),

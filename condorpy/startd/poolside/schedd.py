@@ -40,6 +40,8 @@ class ScheddLine:
         ALIVE then would release the claim under the running job."""
         wall = self.clock.time()
         for claim in self.table:
+            if claim.waiting is not None:
+                continue        # a preempting claim its schedd does not hold yet
             job = claim.job
             connected = job is not None and job.exchange in self.inbound and not job.ended
             waiting = job is not None and job.exchange is None and \

@@ -17,13 +17,13 @@ from condorpy.policy.records import ActivationRefused, ClaimRefused
 from condorpy.pool import admin, claims, coalesce, collector, reconnect, secserver
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.connection import AsyncExchange
-from condorpy.pool.security import Op, Send
+from condorpy.pool.security import Await, Op, Send
 from condorpy.slots.ads import CONDOR_VERSION
 from condorpy.startd.poolside import admin as tools
 from condorpy.startd.poolside import now
 from condorpy.startd.poolside.advertiser import Advertiser
-from condorpy.startd.poolside.claims import (ClaimTable, PoolJob, client_host, engine_id,
-                                             session_of)
+from condorpy.startd.poolside.claims import (Claim, ClaimTable, PoolJob, client_host,
+                                             engine_id, session_of)
 from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, Exchanges
 from condorpy.startd.poolside.reconnect import ReconnectServer
 from condorpy.startd.poolside.settings import PoolSettings
@@ -105,9 +105,18 @@ class CommandServer:
         if session_of(cmd.claim_id) != inbound.session_id:
             raise SecurityError(f"command {inbound.command} names a claim other than "
                                 "its session's", peer=peer)
-        reply = self._decide(cmd, peer)
-        if reply is not None:
-            yield Send(reply.payload())
+        decided = self._decide(cmd, peer)
+        if isinstance(decided, Claim):
+            # a preempting claim: the schedd hears once the current claim has left the
+            # slot (or the better claim was refused after all); PoolLink.tick wakes it
+            waiting = decided
+            waiting.waiting = holder[0]
+            if self.table.take_changed():
+                self.advertiser.soon()
+            yield Await(f"the slot for the preempting claim {waiting.eid}")
+            decided = self._preempting_answer(waiting, peer)
+        if decided is not None:
+            yield Send(decided.payload())
         if self.table.take_changed():
             self.advertiser.soon()
         claim = self.table.get(engine_id(cmd.claim_id))
@@ -117,7 +126,7 @@ class CommandServer:
             job.exchange = holder[0]
             yield from self.shadows.run(peer, job)
 
-    def _decide(self, cmd: claims.ClaimCommand, peer: str) -> Writer | None:
+    def _decide(self, cmd: claims.ClaimCommand, peer: str) -> Writer | Claim | None:
         now_ = self.clock.time()
         w = Writer(crypto=True)
         if isinstance(cmd, claims.RequestClaim):
@@ -169,7 +178,7 @@ class CommandServer:
         return claims.activate_reply(w, claims.OK)
 
     def _request_claim(self, req: claims.RequestClaim, peer: str, now_: float,
-                       w: Writer) -> Writer:
+                       w: Writer) -> Writer | Claim:
         table, engine = self.table, self.engine
         slot = table.slot_published_as(req.claim_id)
         if slot is None or slot not in engine.slots or not self.settings_of().accept_claims:
@@ -179,6 +188,8 @@ class CommandServer:
             log.info("pool: REQUEST_CLAIM from %s refused: %s", peer, why)
             return claims.request_claim_reply(w, [], ok=False)
         partitionable = engine.slots[slot].kind == "partitionable"
+        if not partitionable and engine.slots[slot].claim is not None:
+            return self._preempting_claim(req, slot, peer, now_, w)
         # a d-slot gets a claim id of its own; a static slot's is the one published
         cid = table.mint() if partitionable else req.claim_id
         eid = engine_id(cid)
@@ -193,7 +204,7 @@ class CommandServer:
         table.grant(cid, req)
         claimed = next(s for s in engine.slots.values()
                        if s.claim is not None and s.claim.id == eid)
-        table.publish(claimed.name, cid)
+        table.publish_claimed(claimed.name, eid)
         address = table.address
         ads = {name: collector.slot_ads(a, address, table.published_id(name) or cid).public
                for name, a in self.advertiser.ads().items()}
@@ -211,3 +222,43 @@ class CommandServer:
                 leftovers = claims.ClaimGranted(fresh, ads[slot])
         table.changed()
         return claims.request_claim_reply(w, granted, ok=True, leftovers=leftovers)
+
+    def _preempting_claim(self, req: claims.RequestClaim, slot: str, peer: str,
+                          now_: float, w: Writer) -> Writer | Claim:
+        """A claim on a claimed slot, with the preempting id it publishes: the engine
+        accepts it when the slot's RANK prefers its job to the current claim's (the
+        current claim then retires, and the better one waits for the slot); the
+        schedd's answer waits too."""
+        table, engine = self.table, self.engine
+        cid, eid = req.claim_id, engine_id(req.claim_id)
+        out = engine.request_claim(now_, eid, req.ad, slot, client=client_host(peer))
+        table.apply(out)
+        if not engine.has_claim(eid):
+            reason = next((o.reason for o in out if isinstance(o, ClaimRefused)), "refused")
+            log.info("pool: preempting REQUEST_CLAIM from %s for %s refused: %s", peer,
+                     slot, reason)
+            return claims.request_claim_reply(w, [], ok=False)
+        claim = table.grant(cid, req)
+        # the slot publishes the next preempting id; this one is the waiting claim's
+        table.publish_claimed(slot, eid)
+        table.changed()
+        log.info("pool: %s: the better claim %s of %s waits for the current one to "
+                 "retire", slot, eid, req.scheduler_addr)
+        return claim
+
+    def _preempting_answer(self, claim: Claim, peer: str) -> Writer:
+        """The answer to a preempting claim's schedd: the claim has the slot now (a plain
+        OK, as HTCondor's startd sends then), or it was refused after all."""
+        claim.waiting = None
+        w = Writer(crypto=True)
+        slot = self.table.holding(claim.eid)
+        if slot is None or self.table.get(claim.eid) is not claim:
+            log.info("pool: the preempting claim %s of %s is refused: the slot did not "
+                     "pass to it", claim.eid, peer)
+            self.table.drop(claim.eid, "the slot did not pass to it")
+            return claims.request_claim_reply(w, [], ok=False)
+        log.info("pool: %s claimed by %s (%s), preempting", slot,
+                 claim.request.scheduler_addr,
+                 claim.request.ad.get("User") or claim.request.ad.get("Owner") or "unknown user")
+        self.table.changed()
+        return claims.request_claim_reply(w, [], ok=True)

@@ -61,3 +61,31 @@ def test_a_new_schedd_address_is_where_alives_go() -> None:
     claim = rig.table.get(EID)
     assert claim is not None and claim.request.scheduler_addr == "<127.0.0.3:1>"
     assert isinstance(claim.request, claims.RequestClaim)
+
+
+def test_a_claimed_slot_publishes_a_preempting_id_that_goes_with_its_claim() -> None:
+    # HTCondor's startd publishes a claimed slot's preempting claim id, not the
+    # current claim's: a schedd matched to the busy slot by RANK claims it with that.
+    rig = _Rig(None)
+    pre = rig.table.publish_claimed("slot1_1", EID)
+    assert pre != CID and rig.table.published_id("slot1_1") == pre
+    assert rig.table.slot_published_as(pre) == "slot1_1"
+    assert rig.table.key(engine_id(pre)) is not None   # a schedd can open its session
+    rig.table.drop(EID, "the policy ended it")
+    assert rig.table.published_id("slot1_1") is None
+    assert rig.table.key(engine_id(pre)) is None
+
+
+def test_a_preempting_id_a_better_claim_took_stays_that_claims() -> None:
+    rig = _Rig(None)
+    pre = rig.table.publish_claimed("slot1_1", EID)
+    better = rig.table.grant(pre, claims.RequestClaim(pre, ClassAd(), "<127.0.0.1:9618>",
+                                                       300))
+    nxt = rig.table.publish_claimed("slot1_1", better.eid)   # the next one's way in
+    rig.engine.claims.add(better.eid)
+    rig.table.drop(EID, "preempted for the better claim")
+    assert better.eid in rig.table and rig.table.key(better.eid) is not None
+    assert rig.table.published_id("slot1_1") == nxt
+    rig.table.drop(better.eid, "released")
+    assert rig.table.published_id("slot1_1") is None
+    assert rig.table.key(engine_id(nxt)) is None
