@@ -371,6 +371,24 @@ def owner(active: bool = False, preempt: bool = False, blocks: bool = False,
     return lambda pools, sides: pools.set_owner(active, preempt, blocks, kills)
 
 
+def after(cond: Callable[[Side], bool], action: Action, timeout: float = 30.0) -> Action:
+    """``action`` once ``cond`` holds for both sides: a step that needs the one before
+    it to have happened (a job suspended before the owner leaves) waits for it, so a
+    busy machine that slows both startds alike does not skip a state. The delays are
+    still compared: the step happens at the same time for both."""
+    def act(pools: Pools, sides: list[Side]) -> None:
+        def both() -> bool:
+            _watch(pools, sides)
+            return all(cond(s) for s in sides)
+        wait_for(both, timeout, lambda: _why(pools, sides))
+        action(pools, sides)
+    return act
+
+
+def suspended(s: Side) -> bool:
+    return s.statuses[-1:] == ["7"]
+
+
 def tool(*argv: str) -> Action:
     """An admin tool run against both startds at once: one after the other, the second
     startd would hear of it a whole tool run later (seconds on a busy machine), which
@@ -425,7 +443,7 @@ def evicted_and_back(s: Side) -> bool:
 
 # ------------------------------------------------------------------ tests
 def test_suspend_and_continue(pools: Pools) -> None:
-    r = run(pools, "suspend", "", [(1, owner(active=True)), (5, owner())],
+    r = run(pools, "suspend", "", [(1, owner(active=True)), (5, after(suspended, owner()))],
             lambda s: s.events().count("011") >= 1 and s.statuses[-1:] == ["2"])
     same_path(r)
     assert r.path["htcondor"][0][1] == "Claimed/Suspended"
@@ -438,7 +456,8 @@ def test_preempt_while_suspended_without_retirement_resumes_then_evicts(pools: P
     # through Claimed/Retiring, the job is unsuspended before the eviction, and the job
     # is matched again once the owner has gone.
     r = run(pools, "suspend-preempt", "+PolicyRetire = 0",
-            [(1, owner(active=True)), (4, owner(active=True, preempt=True)), (9, owner())],
+            [(1, owner(active=True)),
+             (4, after(suspended, owner(active=True, preempt=True))), (9, owner())],
             evicted_and_back)
     same_path(r)
     assert [sa for _, sa in r.path["htcondor"]][:4] == [
