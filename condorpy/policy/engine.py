@@ -213,7 +213,7 @@ class PolicyEngine:
         return st.take_output()
 
     # ------------------------------------------------------ machine-wide hooks
-    def drain(self, now: float, how: str = "graceful", on_completion: str = "resume",
+    def drain(self, now: float, how: str = "graceful", on_completion: str = "nothing",
               reason: str | None = None, request_id: str | None = None,
               check: str | None = None, start: str | None = None) -> list[Output]:
         self._cycle.run(now)

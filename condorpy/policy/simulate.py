@@ -212,7 +212,7 @@ class Simulation:
             "alive": lambda: self._each_claim(e.t, a, eng.alive),
             "vacate": lambda: eng.vacate(e.t, a.get("slot"), bool(a.get("fast", False))),
             "drain": lambda: eng.drain(e.t, str(a.get("how", "graceful")),
-                                       str(a.get("on_completion", "resume")), a.get("reason"),
+                                       str(a.get("on_completion", "nothing")), a.get("reason"),
                                        _opt(a.get("request_id")), a.get("check"),
                                        a.get("start")),
             "cancel_drain": lambda: eng.cancel_drain(e.t, _opt(a.get("request_id"))),

@@ -293,7 +293,7 @@ class Commands:
 
     def drain(self, args: dict[str, Any], peer: control.Peer) -> Any:
         out = self.d.engine.drain(self.d.clock.time(), str(args.get("how", "graceful")),
-                                str(args.get("on_completion", "resume")),
+                                str(args.get("on_completion", "nothing")),
                                 args.get("reason") or f"by command (user {peer.user})",
                                 None, args.get("check"), args.get("start"))
         self.d.apply(out)

@@ -24,7 +24,10 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
+import shutil
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,6 +73,31 @@ def refpool(request: pytest.FixtureRequest,
     release = (getattr(request.module, "REFPOOL_RELEASE", None)
                or os.environ.get("CONDORPY_REFPOOL_RELEASE") or SUITE)
     return refpools(str(release))
+
+
+@pytest.fixture
+def jobdir(refpool: RefPool, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A directory of the test's own that the pool and condorpy see at one path (the
+    shared directory), writable by alice and the jobs' users; the test's jobs are
+    removed from the pool's queue after it."""
+    d = refpool.shared / re.sub(r"\W", "_", request.node.name)
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir()
+    d.chmod(0o1777)
+    yield d
+    refpool.condor("condor_rm", "-all", check=False)
+
+
+@pytest.fixture
+def submitdir(refpool: RefPool, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A directory inside the pool's chroot only (not the shared one): condorpy's jobs
+    cannot reach it by its path, so their files must be transferred."""
+    inside = Path("/home/alice") / re.sub(r"\W", "_", request.node.name)
+    d = refpool.root / str(inside).lstrip("/")
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    yield d
+    refpool.condor("condor_rm", "-all", check=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -10,13 +10,13 @@ condorpy's own submit writes the GPU attributes as condor_submit -dry-run does."
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from condorpy.classad import ClassAd
+from tests.pool.jobs import submit
 from tests.pool.refpool import RefPool
 from tests.queue.test_submit_gpus import CASES, submit as condorpy_submit
 from tests.startd.daemon_helpers import Daemon, wait_for
@@ -59,30 +59,12 @@ queue {count}
 
 
 @pytest.fixture
-def jobdir(refpool: RefPool, request: pytest.FixtureRequest) -> Iterator[Path]:
-    d = refpool.shared / re.sub(r"\W", "_", request.node.name)
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir()
-    d.chmod(0o1777)
-    yield d
-    refpool.condor("condor_rm", "-all", check=False)
-
-
-@pytest.fixture
 def daemon(tmp_path: Path, refpool: RefPool) -> Iterator[Daemon]:
     d = Daemon(tmp_path, CONFIG.format(collector=refpool.collector, host=HOST), cpus=4)
     d.start()
     yield d
     d.stop()
     d.kill_leftovers()
-
-
-def _submit(pool: RefPool, jobdir: Path, text: str) -> int:
-    (jobdir / "job.sub").write_text(text)
-    res = pool.condor("condor_submit", "job.sub", user="alice", cwd=str(jobdir))
-    m = re.search(r"submitted to cluster (\d+)", res.stdout)
-    assert m, res.stdout
-    return int(m.group(1))
 
 
 def _status(pool: RefPool, cluster: int) -> dict[int, str]:
@@ -99,11 +81,11 @@ def _status(pool: RefPool, cluster: int) -> dict[int, str]:
 
 def test_the_negotiator_matches_require_gpus_to_a_gpu_that_satisfies_it(
         daemon: Daemon, refpool: RefPool, jobdir: Path) -> None:
-    never = _submit(refpool, jobdir, JOB.format(commands="require_gpus = Capability >= 9.5",
+    never = submit(refpool, jobdir, JOB.format(commands="require_gpus = Capability >= 9.5",
                                                 count=1))
-    a100 = _submit(refpool, jobdir, JOB.format(commands="require_gpus = Capability >= 8.0",
+    a100 = submit(refpool, jobdir, JOB.format(commands="require_gpus = Capability >= 8.0",
                                                count=2))
-    v100 = _submit(refpool, jobdir, JOB.format(commands="gpus_maximum_capability = 7.5",
+    v100 = submit(refpool, jobdir, JOB.format(commands="gpus_maximum_capability = 7.5",
                                                count=1))
 
     def done() -> bool:

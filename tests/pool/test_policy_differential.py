@@ -404,17 +404,11 @@ def tool(*argv: str) -> Action:
 
 
 def _steps_match(cpy: list[tuple[float, str]], htc: list[tuple[float, str]]) -> bool:
-    """The same states and activities, step by step; an activity HTCondor's StartLog
-    has not named yet ('?': it logs a state-only change for a slot whose earlier lines
-    have rotated away) matches any."""
-    def same(c: str, h: str) -> bool:
-        hs, _, ha = h.partition("/")
-        cs, _, ca = c.partition("/")
-        return cs == hs and (ha == "?" or ca == ha)
-    return len(cpy) == len(htc) and all(same(c, h) for (_, c), (_, h) in zip(cpy, htc))
+    """The same states and activities, step by step."""
+    return [sa for _, sa in cpy] == [sa for _, sa in htc]
 
 
-def same_path(r: Result, timed: int | None = None) -> None:
+def same_path(r: Result, timed: int | None = None, aligned: bool = False) -> None:
     """Both sides took the same (state, activity) path, each step up to the end of the
     first claim (or the first ``timed`` steps) at about the same delay from the
     timeline's start. When a requeued job is matched again is the negotiator's and the
@@ -422,12 +416,41 @@ def same_path(r: Result, timed: int | None = None) -> None:
     which the negotiator decides too."""
     htc, cpy = r.path["htcondor"], r.path["condorpy"]
     assert _steps_match(cpy, htc), f"paths differ:\n htcondor {htc}\n condorpy {cpy}"
+    if aligned and htc and cpy:
+        # ``aligned``: delays from each side's first step, when the first step is an
+        # admin tool's effect: when a startd takes up a command is its own business
+        # (HTCondor's has been seen to start a drain 5 s late on a busy machine)
+        htc = [(t - htc[0][0], sa) for t, sa in htc]
+        cpy = [(t - cpy[0][0], sa) for t, sa in cpy]
     first = [sa for _, sa in htc].index("Owner/Idle") + 1 if ("Owner/Idle" in
                                                                [sa for _, sa in htc]) \
         else len(htc)
     first = first if timed is None else timed
     late = [(a, b) for a, b in list(zip(htc, cpy))[:first] if abs(a[0] - b[0]) > TOLERANCE_S]
     assert not late, f"delays differ:\n htcondor {htc}\n condorpy {cpy}"
+
+
+def _settled(statuses: list[str]) -> list[str]:
+    """The queue's JobStatus changes, less a Running (2) between Suspended (7) and Idle
+    (1): a job evicted while suspended is continued first, and the shadow hears of the
+    eviction a moment later; whether a poll of condor_q falls in that moment is chance,
+    on either side (the user log's 011 and 004 events are compared exactly)."""
+    out: list[str] = []
+    for i, st in enumerate(statuses):
+        if st == "2" and out[-1:] == ["7"] and statuses[i + 1:i + 2] == ["1"]:
+            continue
+        out.append(st)
+    return out
+
+
+def same_statuses(r: Result) -> None:
+    assert _settled(r.statuses["condorpy"]) == _settled(r.statuses["htcondor"]), r.statuses
+
+
+def retiring(s: Side) -> bool:
+    """The side's newest dynamic-slot change (from its StartLog) is to Claimed/Retiring."""
+    read = htcondor_path if s.name == "htcondor" else condorpy_path
+    return [sa for _, sa in job_path(read(s.startlog(), 0))[-1:]] == ["Claimed/Retiring"]
 
 
 def evicted(s: Side) -> bool:
@@ -464,7 +487,7 @@ def test_preempt_while_suspended_without_retirement_resumes_then_evicts(pools: P
         "Claimed/Suspended", "Claimed/Retiring", "Preempting/Vacating", "Owner/Idle"]
     assert r.events["condorpy"] == r.events["htcondor"]
     assert r.events["htcondor"][:6] == ["000", "001", "010", "011", "004", "001"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def test_preempt_with_retirement_retires_then_vacates(pools: Pools) -> None:
@@ -478,29 +501,29 @@ def test_preempt_with_retirement_retires_then_vacates(pools: Pools) -> None:
     assert [sa for _, sa in r.path["htcondor"]][:3] == [
         "Claimed/Retiring", "Preempting/Vacating", "Owner/Idle"]
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def test_graceful_vacate_retires_first(pools: Pools) -> None:
     # Issue 23 item 8b: condor_vacate (graceful) retires the claim first.
     r = run(pools, "vacate", "+PolicyRetire = 25",
             [(0, owner(blocks=True)), (1, tool("condor_vacate"))], evicted)
-    same_path(r, timed=1)
+    same_path(r, timed=1, aligned=True)
     for side in SIDES:      # the job ran on, retiring
         assert r.path[side][1][0] - r.path[side][0][0] >= 2, r.path
     assert [sa for _, sa in r.path["htcondor"]][:2] == [
         "Claimed/Retiring", "Preempting/Vacating"]
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def test_fast_vacate_kills_at_once(pools: Pools) -> None:
     r = run(pools, "vacate-fast", "+PolicyRetire = 600",
             [(0, owner(blocks=True)), (1, tool("condor_vacate", "-fast"))], evicted)
-    same_path(r)
+    same_path(r, aligned=True)
     assert [sa for _, sa in r.path["htcondor"]][:1] == ["Preempting/Killing"]
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def test_kill_after_vacate(pools: Pools) -> None:
@@ -509,19 +532,22 @@ def test_kill_after_vacate(pools: Pools) -> None:
     # KILL moves it to Killing).
     r = run(pools, "kill-after-vacate", "+PolicyRetire = 0",
             [(0, owner(blocks=True)), (1, tool("condor_vacate"))], evicted, job=STUBBORN)
-    same_path(r)
+    same_path(r, aligned=True)
     assert [sa for _, sa in r.path["htcondor"]][:3] == [
         "Claimed/Retiring", "Preempting/Vacating", "Owner/Idle"]
     for side in SIDES:
         (vacating, _), (gone, _) = r.path[side][1:3]
         assert gone - vacating >= 2, r.path
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
-def same_pslot(r: Result) -> None:
+def same_pslot(r: Result, aligned: bool = False) -> None:
     htc, cpy = r.pslot["htcondor"], r.pslot["condorpy"]
     assert _steps_match(cpy, htc), f"p-slot paths differ:\n htcondor {htc}\n condorpy {cpy}"
+    if aligned and htc and cpy:      # as same_path's
+        htc = [(t - htc[0][0], sa) for t, sa in htc]
+        cpy = [(t - cpy[0][0], sa) for t, sa in cpy]
     late = [(a, b) for a, b in zip(htc, cpy) if abs(a[0] - b[0]) > TOLERANCE_S]
     assert not late, f"p-slot delays differ:\n htcondor {htc}\n condorpy {cpy}"
 
@@ -541,10 +567,10 @@ def test_drain(pools: Pools, how: str, retire: int) -> None:
     r = run(pools, f"drain{how}", f"+PolicyRetire = {retire}",
             [(1, tool("condor_drain", how))], evicted,
             cleanup=(tool("condor_drain", "-cancel"),))
-    same_path(r)
-    same_pslot(r)
+    same_path(r, aligned=True)
+    same_pslot(r, aligned=True)
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def test_kill_expression_while_vacating(pools: Pools) -> None:
@@ -556,7 +582,7 @@ def test_kill_expression_while_vacating(pools: Pools) -> None:
     assert [sa for _, sa in r.path["htcondor"]][:4] == [
         "Claimed/Retiring", "Preempting/Vacating", "Preempting/Killing", "Owner/Idle"]
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def test_a_job_suspended_while_a_graceful_drain_retires_it(pools: Pools) -> None:
@@ -565,14 +591,16 @@ def test_a_job_suspended_while_a_graceful_drain_retires_it(pools: Pools) -> None
     # while retiring, continued (16), then vacated once its own retirement is over.
     r = run(pools, "drain-suspended", "+PolicyRetire = 30",
             [(0, owner(blocks=True)), (1, tool("condor_drain", "-graceful")),
-             (2, owner(active=True, blocks=True)), (6, owner(blocks=True))], evicted,
+             (2, after(retiring, owner(active=True, blocks=True))),
+             (6, after(suspended, owner(blocks=True)))],
+            evicted,
             cleanup=(tool("condor_drain", "-cancel"),))
-    same_path(r, timed=3)
+    same_path(r, timed=3, aligned=True)
     assert [sa for _, sa in r.path["htcondor"]][:5] == [
         "Claimed/Retiring", "Claimed/Suspended", "Claimed/Retiring", "Preempting/Vacating",
         "Owner/Idle"]
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def _slots(pools: Pools, side: Side) -> list[tuple[str, ...]]:
@@ -629,7 +657,7 @@ def test_rank_preemption(pools: Pools) -> None:
     assert [sa for _, sa in r.path["htcondor"]][:3] == [
         "Preempting/Vacating", "Claimed/Idle", "Claimed/Busy"]
     assert r.events["condorpy"] == r.events["htcondor"]
-    assert r.statuses["condorpy"] == r.statuses["htcondor"]
+    same_statuses(r)
 
 
 def _schedd_pids(pool: RefPool) -> list[int]:

@@ -7,15 +7,15 @@ log, condor_history and the outputs are as with HTCondor's own execution point."
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.pool.jobs import cmdline as _cmdline
+from tests.pool.jobs import history, queued, submit
 from tests.pool.refpool import RefPool
 from tests.startd.daemon_helpers import Daemon, wait_for
 
@@ -42,45 +42,12 @@ MEMORY = 4096
 
 
 @pytest.fixture
-def jobdir(refpool: RefPool, request: pytest.FixtureRequest) -> Iterator[Path]:
-    d = refpool.shared / re.sub(r"\W", "_", request.node.name)
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir()
-    d.chmod(0o1777)
-    yield d
-    refpool.condor("condor_rm", "-all", check=False)
-
-
-@pytest.fixture
 def daemon(tmp_path: Path, refpool: RefPool) -> Iterator[Daemon]:
     d = Daemon(tmp_path, CONFIG.format(collector=refpool.collector, host=HOST), cpus=4)
     d.start()
     yield d
     d.stop()
     d.kill_leftovers()
-
-
-def submit(pool: RefPool, jobdir: Path, text: str) -> int:
-    (jobdir / "job.sub").write_text(text)
-    res = pool.condor("condor_submit", "job.sub", user="alice", cwd=str(jobdir))
-    m = re.search(r"submitted to cluster (\d+)", res.stdout)
-    assert m, res.stdout
-    return int(m.group(1))
-
-
-def history(pool: RefPool, cluster: int, *attrs: str) -> dict[int, list[str]]:
-    res = pool.condor("condor_history", str(cluster), "-af:,", "ProcId", *attrs, check=False)
-    out = {}
-    for line in res.stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if parts[0].isdigit():
-            out[int(parts[0])] = parts[1:]
-    return out
-
-
-def queued(pool: RefPool, cluster: int) -> int:
-    res = pool.condor("condor_q", str(cluster), "-af", "ProcId", check=False)
-    return len(res.stdout.split())
 
 
 def test_ten_jobs_with_mixed_requests_complete_on_a_partitionable_slot(
@@ -161,19 +128,13 @@ queue
 """)
     wait_for(marker.exists, 120, lambda: daemon.output()[-3000:])
     pid = marker.read_text().strip()
-    assert _cmdline(pid) == "sleep 300", "the job's process is not running"
+    # the marker is written just before the shell execs sleep
+    wait_for(lambda: _cmdline(pid) == "sleep 300", 10, lambda: _cmdline(pid))
     refpool.condor("condor_rm", str(cluster))
     wait_for(lambda: _cmdline(pid) != "sleep 300", 60, lambda: daemon.output()[-3000:])
     wait_for(lambda: "Job was aborted" in (jobdir / "job.log").read_text(), 60)
     wait_for(lambda: not [a for a in daemon.call("status")["ads"] if "slot1_" in a], 60,
              lambda: daemon.output()[-3000:])
-
-
-def _cmdline(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
-        return ""
 
 
 def test_a_job_outliving_its_claim_lease_is_kept_alive_by_its_shadow(
@@ -226,7 +187,8 @@ queue
 """)
     wait_for(marker.exists, 120, lambda: daemon.output()[-3000:])
     pid = marker.read_text().strip()
-    assert _cmdline(pid) == "sleep 300"
+    # the marker is written just before the shell execs sleep
+    wait_for(lambda: _cmdline(pid) == "sleep 300", 10, lambda: _cmdline(pid))
     refpool.condor("condor_hold", str(cluster))
     wait_for(lambda: _cmdline(pid) != "sleep 300", 60, lambda: daemon.output()[-3000:])
     wait_for(lambda: refpool.condor("condor_q", str(cluster), "-af", "JobStatus")

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import (CONFIG, HOST, _cmdline, daemon,  # noqa: F401
-                                       history, jobdir, queued, submit)
+from tests.pool.jobs import cmdline as _cmdline
+from tests.pool.jobs import history, queued, submit
+from tests.pool.test_pool_jobs import CONFIG, HOST, daemon  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool

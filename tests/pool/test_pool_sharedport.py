@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import history, queued
-from tests.pool.test_pool_transfer import CONFIG, HOST, _chown_alice, _submit
+from tests.pool.jobs import chown_alice as _chown_alice
+from tests.pool.jobs import history, queued
+from tests.pool.jobs import submit_inside as _submit
+from tests.pool.test_pool_transfer import CONFIG, HOST
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool

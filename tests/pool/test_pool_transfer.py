@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import history, queued
+from tests.pool.jobs import history, queued
+from tests.pool.jobs import submit_inside as _submit
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool
@@ -58,18 +59,6 @@ echo err-line >&2
 
 
 @pytest.fixture
-def submitdir(refpool: RefPool, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """A directory inside the pool's chroot only (not the shared one): condorpy's jobs
-    cannot reach it by its path."""
-    inside = Path("/home/alice") / re.sub(r"\W", "_", request.node.name)
-    d = refpool.root / str(inside).lstrip("/")
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True)
-    yield d
-    refpool.condor("condor_rm", "-all", check=False)
-
-
-@pytest.fixture
 def daemon(tmp_path: Path, refpool: RefPool) -> Iterator[Daemon]:
     # the job's user (nobody: alice has no account here) must reach its scratch
     # directory, so EXECUTE is world-searchable, as HTCondor wants it
@@ -83,20 +72,6 @@ def daemon(tmp_path: Path, refpool: RefPool) -> Iterator[Daemon]:
     d.stop()
     d.kill_leftovers()
     shutil.rmtree(execute, ignore_errors=True)
-
-
-def _chown_alice(refpool: RefPool, d: Path) -> None:
-    refpool.condor("chown", "-R", "alice:alice", "/" + str(d.relative_to(refpool.root)))
-
-
-def _submit(refpool: RefPool, d: Path, text: str) -> int:
-    (d / "job.sub").write_text(text)
-    _chown_alice(refpool, d)
-    res = refpool.condor("condor_submit", "job.sub", user="alice",
-                         cwd="/" + str(d.relative_to(refpool.root)))
-    m = re.search(r"submitted to cluster (\d+)", res.stdout)
-    assert m, res.stdout
-    return int(m.group(1))
 
 
 def test_a_job_with_input_files_a_directory_and_a_remap_gets_its_outputs_back(

@@ -5,15 +5,13 @@ Hold_If_Memory_Exceeded` holds the job in the schedd with code 21, subcode 102."
 
 from __future__ import annotations
 
-import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.pool.jobs import submit
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import CONFIG, HOST, submit
+from tests.pool.test_pool_jobs import CONFIG, HOST
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 pytestmark = pytest.mark.pool
@@ -29,16 +27,6 @@ log = job.log
 should_transfer_files = NO
 requirements = regexp("condorpy", TARGET.CondorVersion)
 """
-
-
-@pytest.fixture
-def jobdir(refpool: RefPool, request: pytest.FixtureRequest) -> Iterator[Path]:
-    d = refpool.shared / re.sub(r"\W", "_", request.node.name)
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir()
-    d.chmod(0o1777)
-    yield d
-    refpool.condor("condor_rm", "-all", check=False)
 
 
 def _daemon(tmp_path: Path, refpool: RefPool, extra: str = "") -> Daemon:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import history, queued
-from tests.pool.test_pool_transfer import _submit, daemon, submitdir  # noqa: F401
+from tests.pool.jobs import history, queued
+from tests.pool.jobs import submit_inside as _submit
+from tests.pool.test_pool_transfer import daemon  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 # Not passing against 23.9.6, and not condorpy's doing: after a reconnect the 23.9.6

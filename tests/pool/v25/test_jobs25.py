@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.pool.test_pool_jobs import (  # noqa: F401
-    daemon, jobdir, test_condor_hold_and_release_of_a_running_job,
+    daemon, test_condor_hold_and_release_of_a_running_job,
     test_condor_rm_of_a_running_job_ends_it_on_condorpy,
     test_ten_jobs_with_mixed_requests_complete_on_a_partitionable_slot)
 

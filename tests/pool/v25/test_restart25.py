@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import jobdir  # noqa: F401
 from tests.pool.test_pool_restart import \
     test_a_pool_job_survives_a_daemon_restart_and_completes_once as restart_under_job
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.pool.test_pool_transfer import (  # noqa: F401
-    daemon, submitdir,
+    daemon,
     test_a_hold_condorpys_starter_decides_reaches_the_pool_with_its_reason,
     test_a_job_with_input_files_a_directory_and_a_remap_gets_its_outputs_back,
     test_a_missing_output_file_holds_the_job_with_htcondors_reason,

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.pool.refpool import RefPool
-from tests.pool.test_pool_jobs import CONFIG, HOST, jobdir, submit  # noqa: F401
+from tests.pool.jobs import submit
+from tests.pool.test_pool_jobs import CONFIG, HOST
 from tests.startd.daemon_helpers import Daemon, counts, wait_for
 from tests.startd.daemon_helpers import submit as submit_local
 
