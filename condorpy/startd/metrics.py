@@ -41,12 +41,16 @@ from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Sl
 from condorpy.policy.states import TRANSITIONS, Activity, State
 from condorpy.slots.ads import HTCONDOR_VERSION
 from condorpy.queue.jobstore import JobStatus
+from condorpy.startd.metric_sources import (HOLD_CODES, POLICY_EXPRESSIONS, PoolFigures,
+                                            QueueCounts, cgroup_enforcement, pool_claims,
+                                            pool_figures, queue_depth)
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from condorpy.policy.engine import PolicyEngine
     from condorpy.queue.jobstore import JobId
+    from condorpy.startd.poolside import PoolLink
 
 log = logging.getLogger("condorpy.startd")
 
@@ -57,15 +61,14 @@ DEFAULT_PORT = 9619
 DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
 _REFRESH_S = 1.0        # the longest a snapshot goes unpublished while the loop runs
 _FIGURES_MAX_AGE_S = 30.0
+_QUEUE_MAX_AGE_S = 5.0  # the queue is counted in the job store at most this often
+BIND_RETRY_S = 60.0     # an endpoint address in use is tried again this often
 
 OUTCOMES = ("completed", "removed", "held", "evicted")
 CAUSES = ("preempt", "rank", "vacate", "drain", "kill")
 VACATE_REASON = "condor_vacate"     # the reason PolicyEngine.vacate gives its moves
 ADOPTIONS = ("adopted", "finished", "lost")
-# Hold codes the daemon itself gives (HTCondor's CONDOR_HOLD_CODE numbers): 1 by a user
-# or administrator, 3 on_exit_hold, 6 the starter could not start the job, 34 over its
-# memory. Exported at zero so that a dashboard shows them before the first hold.
-HOLD_CODES = ("1", "3", "6", "34")
+RECONFIG_RESULTS = ("succeeded", "failed")
 # HTCondor's hook types (<KEYWORD>_HOOK_<TYPE>): startd and starter hooks.
 HOOKS = ("FETCH_WORK", "REPLY_FETCH", "EVICT_CLAIM", "PREPARE_JOB_BEFORE_TRANSFER",
          "PREPARE_JOB", "UPDATE_JOB_INFO", "JOB_EXIT")
@@ -154,6 +157,10 @@ class StatsView:
     cycle: HistogramView
     latency: HistogramView
     last_cycle: float                           # wall time of the last policy cycle
+    cycle_failures: int = 0
+    reconfigs: tuple[tuple[str, int], ...] = ()
+    last_reconfig_success: float = 0.0          # wall time; the start counts as one
+    last_reconfig_ok: bool = True
 
 
 class MetricsStats:
@@ -173,6 +180,10 @@ class MetricsStats:
         self.cycle = _Histogram(CYCLE_BUCKETS)
         self.latency = _Histogram(LATENCY_BUCKETS)
         self.last_cycle = 0.0
+        self.cycle_failures = 0
+        self.reconfigs = dict.fromkeys(RECONFIG_RESULTS, 0)
+        self.last_reconfig_success = 0.0
+        self.last_reconfig_ok = True
         self.changed = True
         self._launched: dict[str, float] = {}      # job id -> monotonic launch time
         self._cause: dict[str, str] = {}            # claim id -> why it is being evicted
@@ -248,6 +259,21 @@ class MetricsStats:
         self.last_cycle = wall
         self.changed = True
 
+    def policy_cycle_failed(self) -> None:
+        """A policy cycle raised instead of deciding (a bug, or an expression that
+        cannot be evaluated at all)."""
+        self.cycle_failures += 1
+        self.changed = True
+
+    # configuration ------------------------------------------------------------------
+    def reconfigured(self, ok: bool, wall: float) -> None:
+        """A reconfig (SIGHUP or ``condorpy reconfig``) was applied or refused."""
+        self.reconfigs[RECONFIG_RESULTS[0] if ok else RECONFIG_RESULTS[1]] += 1
+        self.last_reconfig_ok = ok
+        if ok:
+            self.last_reconfig_success = wall
+        self.changed = True
+
     def observe(self, o: Output, engine: PolicyEngine) -> None:
         """Follow the engine's outputs to name the cause of each eviction, decided by
         the first kill a claim gets; it is counted when the job is requeued."""
@@ -285,7 +311,9 @@ class MetricsStats:
             tuple(self.evictions.items()), tuple(self.adoptions.items()),
             tuple((k, v[0], v[1]) for k, v in sorted(self.hooks.items())),
             tuple((k, v[0], v[1]) for k, v in sorted(self.cron.items())),
-            self.cycle.view(), self.latency.view(), self.last_cycle)
+            self.cycle.view(), self.latency.view(), self.last_cycle, self.cycle_failures,
+            tuple(self.reconfigs.items()), self.last_reconfig_success,
+            self.last_reconfig_ok)
 
 
 # ------------------------------------------------------------------ the snapshot
@@ -309,7 +337,10 @@ class Snapshot:
     preempting_since: float
     starters: int
     stats: StatsView
-    started_at: float
+    queue: tuple[tuple[str, int], ...] = ()          # (JobStatus name, jobs)
+    cgroup: tuple[tuple[str, bool], ...] = ()        # (controller, enforced)
+    policy_errors: tuple[tuple[str, int], ...] = ()  # (expression, ERROR results)
+    pool: PoolFigures | None = None                  # None: not in a pool
 
 
 @dataclass
@@ -371,8 +402,10 @@ _RESOURCES = attrgetter("resources")
 
 
 def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starters: int,
-                  owner: _Owner | None = None, started_at: float = 0.0,
-                  figures: SlotFigures | None = None) -> Snapshot:
+                  owner: _Owner | None = None, figures: SlotFigures | None = None,
+                  queue: tuple[tuple[str, int], ...] = (),
+                  cgroup: tuple[tuple[str, bool], ...] = (),
+                  pool: PoolFigures | None = None) -> Snapshot:
     """A snapshot from the slot figures (aggregated now unless given) and the rest."""
     fig = figures if figures is not None else slot_figures(engine)
     condor_load = 0.0
@@ -390,7 +423,14 @@ def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starter
         drain_started=mw.drain.started if mw.drain is not None else 0.0,
         shutting_down=mw.shutting_down, badput=mw.badput, unclaimed=mw.unclaimed,
         preempting_since=fig.preempting_since, starters=starters, stats=stats,
-        started_at=started_at)
+        queue=queue or queue_depth(None), cgroup=cgroup or cgroup_enforcement(None),
+        policy_errors=_policy_errors(engine.evaluation_errors()), pool=pool)
+
+
+def _policy_errors(got: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    counts = dict.fromkeys(POLICY_EXPRESSIONS, 0)
+    counts.update(got)
+    return tuple(sorted(counts.items()))
 
 
 # ------------------------------------------------------------------ the collector
@@ -425,6 +465,14 @@ def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, value=value)
 
 
+def _gauge_by(name: str, doc: str, label: str,
+              pairs: Iterable[tuple[str, float]]) -> GaugeMetricFamily:
+    fam = GaugeMetricFamily(name, doc, labels=[label])
+    for key, value in pairs:
+        fam.add_metric([key], value)
+    return fam
+
+
 def _families(snap: Snapshot) -> Iterator[Metric]:
     st = snap.stats
     info = InfoMetricFamily("condorpy_build", "condorpy's version, the HTCondor version "
@@ -432,8 +480,6 @@ def _families(snap: Snapshot) -> Iterator[Metric]:
     info.add_metric([], {"version": __version__, "condor_version": HTCONDOR_VERSION,
                          "python_version": platform.python_version()})
     yield info
-    yield _gauge("condorpy_start_time_seconds", "When this daemon started (Unix time).",
-                 snap.started_at)
     yield _gauge("condorpy_snapshot_timestamp_seconds",
                  "When the event loop last published these figures (Unix time); it "
                  "does so at least every second while it runs.", snap.at)
@@ -556,6 +602,36 @@ def _families(snap: Snapshot) -> Iterator[Metric]:
                                 buckets=st.latency.buckets(), sum_value=st.latency.sum)
     yield _gauge("condorpy_last_policy_cycle_timestamp_seconds", "When the policy was "
                  "last evaluated (Unix time).", st.last_cycle)
+    yield _counter_by("condorpy_policy_evaluation_errors_total", "Policy expressions "
+                      "that evaluated to ERROR, by expression.", "expression",
+                      snap.policy_errors)
+    yield CounterMetricFamily("condorpy_policy_cycle_failures_total", "Policy cycles "
+                              "that failed without deciding (the log says why).",
+                              value=st.cycle_failures)
+    yield _counter_by("condorpy_reconfigs_total", "Reconfigurations (SIGHUP, condorpy "
+                      "reconfig), by result: failed ones keep the old configuration.",
+                      "result", st.reconfigs)
+    yield _gauge("condorpy_last_reconfig_success_timestamp_seconds", "When the "
+                 "configuration was last read and applied (Unix time; the start counts).",
+                 st.last_reconfig_success)
+    yield _gauge("condorpy_last_reconfig_successful", "1 if the last reconfiguration "
+                 "was applied, 0 if it was refused.", 1.0 if st.last_reconfig_ok else 0.0)
+    yield _gauge_by("condorpy_queue_jobs", "Jobs in the local queue, by JobStatus.",
+                    "status", snap.queue)
+    yield _gauge_by("condorpy_cgroup_limits_enforced", "1 if jobs get cgroup limits of "
+                    "this controller, 0 if not (no delegated cgroup v2 subtree, or the "
+                    "controller is not delegated).", "controller",
+                    ((c, 1.0 if ok else 0.0) for c, ok in snap.cgroup))
+    if snap.pool is not None:
+        pool = snap.pool
+        yield _counter_by("condorpy_pool_collector_updates_total", "Ad updates to the "
+                          "pool's collector, by result.", "result",
+                          (("sent", pool.updates_sent), ("failed", pool.updates_failed)))
+        yield _gauge_by("condorpy_pool_claims", "Claims the pool's schedds hold here, by "
+                        "HTCondor claim state.", "state", pool.claims)
+        yield CounterMetricFamily("condorpy_pool_shadow_reconnects_total", "Shadows that "
+                                  "reconnected to a job running here.",
+                                  value=pool.reconnects)
 
 
 # ------------------------------------------------------------------ the daemon's handle
@@ -570,15 +646,24 @@ class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     collector: StartdCollector = field(default_factory=StartdCollector)
     owner: _Owner = field(default_factory=_Owner)
-    started_at: float = 0.0
+    queue_counts: QueueCounts | None = None     # the local queue's counts by status
+    pool: PoolLink | None = None                # the pool link, when in a pool
+    starters_cgroup: str | None = None          # where starters go (placement)
     _server: WSGIServer | None = None
     _next_publish: float = 0.0
     _figures: SlotFigures | None = None
     _figures_due: float = 0.0
+    _queue: tuple[tuple[str, int], ...] = ()
+    _queue_due: float = 0.0
+    _cgroup: tuple[tuple[str, bool], ...] = ()
+    _claims: tuple[tuple[str, int], ...] = ()
+    _bind_retry: float | None = None            # when to try an address in use again
 
     @classmethod
     def from_config(cls, cfg: Config, engine: PolicyEngine, clock: Clock) -> Metrics:
-        m = cls(metrics_address(cfg), engine, clock, started_at=clock.time())
+        m = cls(metrics_address(cfg), engine, clock)
+        # the configuration read at start is the first one applied
+        m.stats.last_reconfig_success = clock.time()
         m.registry.register(m.collector)
         # The daemon's own CPU, memory and file descriptors (process_*), from /proc.
         ProcessCollector(registry=m.registry)
@@ -588,6 +673,16 @@ class Metrics:
     @property
     def enabled(self) -> bool:
         return self.address is not None
+
+    def attach(self, queue: QueueCounts | None, pool: PoolLink | None) -> None:
+        """The job store's counts by status, and the pool link if there is one."""
+        self.queue_counts, self.pool = queue, pool
+        self._queue_due, self._figures = 0.0, None
+
+    def placed(self, starters_cgroup: str | None) -> None:
+        """Where starters (and so job cgroups) go: None when not delegated."""
+        self.starters_cgroup = starters_cgroup
+        self._cgroup = cgroup_enforcement(starters_cgroup)
 
     @property
     def bound(self) -> tuple[str, int] | None:
@@ -605,13 +700,33 @@ class Metrics:
         try:
             self._server = _serve(self.address, self.registry)
         except StartdError as exc:
-            # The jobs matter more than their figures: run on, and let the scrape's
-            # failure (the "metrics endpoint down" alert) tell the operator.
-            log.error("%s; running without a metrics endpoint", exc)
+            # The jobs matter more than their figures: run on, try again now and
+            # then, and let the scrape's failure (the "metrics endpoint down" alert)
+            # tell the operator.
+            log.error("%s; running without a metrics endpoint, trying again every "
+                      "%d s", exc, BIND_RETRY_S)
+            self._bind_retry = self.clock.monotonic() + BIND_RETRY_S
             return
-        host, port = self.bound or self.address
+        self._listening()
+
+    def _listening(self) -> None:
+        host, port = self.bound or self.address or ("", 0)
         log.info("metrics on http://%s/metrics",
                  f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+
+    def _retry_bind(self, mono: float) -> None:
+        """The address was in use: try it again (quietly; the first failure was
+        logged)."""
+        if self.address is None:
+            self._bind_retry = None
+            return
+        try:
+            self._server = _serve(self.address, self.registry)
+        except StartdError:
+            self._bind_retry = mono + BIND_RETRY_S
+            return
+        self._bind_retry = None
+        self._listening()
 
     def reconfig(self, cfg: Config) -> None:
         """A new address starts a new endpoint before the old one goes; a bad value or
@@ -619,10 +734,12 @@ class Metrics:
         address = metrics_address(cfg)
         self.stats.declare_cron(cfg.get_list("STARTD_CRON_JOBLIST"))
         if address == self.address:
+            if self._server is None and address is not None:
+                self._bind_retry = self.clock.monotonic()    # in use still? next step
             return
         new = _serve(address, self.registry) if address is not None else None
         self.close()
-        self.address, self._server = address, new
+        self.address, self._server, self._bind_retry = address, new, None
         log.info("reconfig: metrics %s", f"on {address[0]}:{address[1]}" if address
                  else "turned off")
 
@@ -643,6 +760,8 @@ class Metrics:
         if self.address is None:
             return
         mono = self.clock.monotonic()
+        if self._bind_retry is not None and mono >= self._bind_retry:
+            self._retry_bind(mono)
         if self.stats.changed or mono >= self._next_publish:
             self.publish(mono, starters)
 
@@ -655,10 +774,19 @@ class Metrics:
         if self._figures is None or mono >= self._figures_due:
             self._figures = slot_figures(self.engine)
             self._figures_due = mono + _FIGURES_MAX_AGE_S
+            # a controller taken away (or given) at run time shows within this time
+            self._cgroup = cgroup_enforcement(self.starters_cgroup)
+            if self.pool is not None:
+                self._claims = pool_claims(self.pool, self.engine)
+        if mono >= self._queue_due:
+            # a GROUP BY in the job store: not at every step of a busy loop
+            self._queue = queue_depth(self.queue_counts)
+            self._queue_due = mono + _QUEUE_MAX_AGE_S
         self.collector.snapshot = take_snapshot(
             self.engine, self.stats.view(), now=self.clock.time(), starters=starters,
             owner=_Owner(self.owner.keyboard_idle, self.owner.console_idle, self.owner.load),
-            started_at=self.started_at, figures=self._figures)
+            figures=self._figures, queue=self._queue, cgroup=self._cgroup,
+            pool=pool_figures(self.pool, self._claims) if self.pool is not None else None)
 
     def close(self) -> None:
         if self._server is not None:
