@@ -77,9 +77,10 @@ def _dashboard_exprs() -> list[str]:
     dash = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
     for var in dash["templating"]["list"]:
-        q = var.get("query")
-        if isinstance(q, dict):
-            inner = re.fullmatch(r"label_values\((\w+)\s*,\s*\w+\)", q["query"])
+        if var["type"] == "query":
+            q = var["query"]
+            inner = re.fullmatch(r"label_values\((\w+)\s*,\s*\w+\)",
+                                 q["query"] if isinstance(q, dict) else q)
             assert inner, q
             exprs.append(inner.group(1))
     return exprs
@@ -121,7 +122,11 @@ def test_every_promql_expression_reads_only_exported_series() -> None:
     for needed in ("condorpy_slots", "condorpy_cpus", "condorpy_memory_bytes",
                    "condorpy_jobs_started_total", "condorpy_job_holds_total",
                    "condorpy_policy_cycle_duration_seconds_bucket",
-                   "condorpy_keyboard_idle_seconds"):
+                   "condorpy_keyboard_idle_seconds", "condorpy_queue_jobs",
+                   "condorpy_policy_evaluation_errors_total", "condorpy_reconfigs_total",
+                   "condorpy_cgroup_limits_enforced", "condorpy_pool_collector_updates_total",
+                   "condorpy_pool_claims", "condorpy_cron_failures_total",
+                   "condorpy_hook_failures_total"):
         assert needed in used
 
 
