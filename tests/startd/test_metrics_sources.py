@@ -221,3 +221,24 @@ def test_an_address_in_use_is_tried_again(caplog: pytest.LogCaptureFixture) -> N
     finally:
         busy.close()
         m.close()
+
+
+def test_a_reconfig_tries_an_address_in_use_again_at_once() -> None:
+    busy = socket.socket()
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    _eng, m, _clock = _setup(address=f"127.0.0.1:{port}")
+    try:
+        m.start()
+        assert m.bound is None
+        busy.close()
+        cfg = Config.from_text(f"CONDORPY_METRICS_ADDRESS = 127.0.0.1:{port}\n",
+                               source="<test>", env={}, detected=VIRTUAL_DETECTED)
+        m.reconfig(cfg)               # the same address: no error, tried at the next step
+        m.after_step(0)
+        assert m.bound == ("127.0.0.1", port)
+    finally:
+        busy.close()
+        m.close()
