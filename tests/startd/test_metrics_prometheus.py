@@ -281,6 +281,18 @@ def test_prometheus_scrapes_the_daemon(daemon: Daemon, tmp_path: Path) -> None:
         wait_for(lambda: _value(prom_port, 'condorpy_job_holds_total{code="1"}') == 1.0
                  and _value(prom_port, 'condorpy_jobs_exited_total{outcome="held"}') == 1.0,
                  30, lambda: str(_query(prom_port, "condorpy_job_holds_total")))
+        # A refused reconfig is counted, and the rule loaded into Prometheus fires.
+        good = daemon.config.read_text()
+        daemon.config.write_text(good + "START = (\n")
+        assert daemon.cli("reconfig", check=False).returncode != 0
+        wait_for(lambda: _query(prom_port, 'ALERTS{alertname="CondorpyReconfigFailed",'
+                                           'alertstate="firing"}') != [],
+                 60, lambda: str(_query(prom_port, "condorpy_reconfigs_total")))
+        assert _value(prom_port, 'condorpy_reconfigs_total{result="failed"}') == 1.0
+        daemon.config.write_text(good)
+        daemon.cli("reconfig")
+        wait_for(lambda: _value(prom_port, "condorpy_last_reconfig_successful") == 1.0,
+                 30, lambda: str(_query(prom_port, "condorpy_reconfigs_total")))
     finally:
         prom.terminate()
         try:
