@@ -121,8 +121,7 @@ def test_reconfig_results_and_last_success() -> None:
 
 def test_policy_expressions_that_evaluate_to_error_are_counted() -> None:
     # START is ERROR when matched against a job; WANT_SUSPEND is ERROR for a busy slot
-    eng, m, _ = _setup('START = (TARGET.RequestCpus + "x") =?= error || True\n'
-                       'WANT_SUSPEND = MY.Cpus / "x"\nIS_OWNER = "a" + 1\n')
+    eng, m, _ = _setup('WANT_SUSPEND = MY.Cpus / "x"\nIS_OWNER = "a" + 1\n')
     m.publish(0.0)
     base = _v(m, "condorpy_policy_evaluation_errors_total", expression="IS_OWNER") or 0
     assert base >= 1            # IS_OWNER, evaluated in the first cycle
@@ -136,6 +135,18 @@ def test_policy_expressions_that_evaluate_to_error_are_counted() -> None:
             or 0) >= 1
     assert (_v(m, "condorpy_policy_evaluation_errors_total", expression="IS_OWNER")
             or 0) > base
+
+
+def test_start_that_is_error_for_a_job_is_counted_and_refuses_it() -> None:
+    # true for the slot alone (no job), ERROR against a job
+    eng, m, _ = _setup("START = ifThenElse(TARGET.RequestCpus =?= undefined, True, "
+                       'TARGET.RequestCpus / "x")\n')
+    m.publish(0.0)
+    assert _v(m, "condorpy_policy_evaluation_errors_total", expression="START") == 0
+    eng.request_claim(1001, "c1", _job(1))
+    assert not eng.has_claim("c1")
+    m.publish(1.0)
+    assert _v(m, "condorpy_policy_evaluation_errors_total", expression="START") == 1
 
 
 def test_a_failed_policy_cycle_is_counted() -> None:
