@@ -14,7 +14,7 @@ from condorpy.classad import ClassAd
 from condorpy.errors import PolicyError
 from condorpy.policy.cycle import Cycle
 from condorpy.policy.engine_state import EngineState
-from condorpy.policy.evaluation import Undefined, is_true, load_ad, number
+from condorpy.policy.evaluation import Error, Undefined, is_true, load_ad, number
 from condorpy.policy.moves import Moves
 from condorpy.policy.publish import AdPublisher
 from condorpy.policy.readings import Readings
@@ -146,8 +146,12 @@ class ClaimHandling:
             start = machine.drain_start
             if start is None or not is_true(b.eval_compiled(b.compile(start), slot.ad, job_ad)):
                 return False, "machine is draining"
-        elif not is_true(b.evaluate(slot.ad, "START", job_ad)):
-            return False, "START is not True for this job"
+        else:
+            start_v = b.evaluate(slot.ad, "START", job_ad)
+            if start_v is Error:
+                self._ev.error("START")
+            if not is_true(start_v):
+                return False, "START is not True for this job"
         req = b.evaluate(job_ad, "Requirements", slot.ad)
         if req is not Undefined and not is_true(req):
             return False, "the job's Requirements are not True for this slot"

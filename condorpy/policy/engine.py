@@ -100,6 +100,10 @@ class PolicyEngine:
     def slots(self) -> dict[str, Slot]:
         return self._st.slots
 
+    def evaluation_errors(self) -> dict[str, int]:
+        """How often each policy expression evaluated to ERROR (a copy)."""
+        return dict(self._eval.errors)
+
     @property
     def machine(self) -> MachineWide:
         return self._st.machine

@@ -11,7 +11,7 @@ from typing import Any
 
 from condorpy.classad import ast
 from condorpy.policy.engine_state import EngineState
-from condorpy.policy.evaluation import is_false, is_true, number
+from condorpy.policy.evaluation import Error, is_false, is_true, number
 from condorpy.policy.readings import Readings
 from condorpy.policy.records import Claim, Slot
 from condorpy.policy.settings import VANILLA_VARIANTS, PolicySettings
@@ -35,6 +35,8 @@ class SlotEval:
         self._leaves: dict[tuple[int, str], frozenset[str]] = {}
         self.plain_lc: dict[str, str] = {}
         self.has_vanilla = False
+        # policy expressions that evaluated to ERROR, by name (for the metrics)
+        self.errors: dict[str, int] = {}
         self.reconfigure(st.settings)
 
     def reconfigure(self, settings: PolicySettings) -> None:
@@ -78,8 +80,15 @@ class SlotEval:
         lc = table.get(name)
         if lc is None:
             lc = name.lower()
-        return self.evaluate(slot.ad, lc, claim.ad if with_job and claim is not None
-                             else None)
+        v = self.evaluate(slot.ad, lc, claim.ad if with_job and claim is not None
+                          else None)
+        if v is Error:
+            self.error(name)
+        return v
+
+    def error(self, name: str) -> None:
+        """Policy expression ``name`` evaluated to ERROR."""
+        self.errors[name] = self.errors.get(name, 0) + 1
 
     def job_attr(self, job_ad: Any, name: str) -> Any:
         return self._st.backend.evaluate(job_ad, name, None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from condorpy.policy.engine_state import EngineState
-from condorpy.policy.evaluation import is_true
+from condorpy.policy.evaluation import Error, is_true
 from condorpy.policy.moves import Moves
 from condorpy.policy.records import (EvictWhy, KillStarter, RunBenchmarks, Slot,
                                      StartBackfill, StopBenchmarks)
@@ -114,11 +114,15 @@ class StateSteps:
             # eval and is_true inline for the common case: every busy slot, every cycle
             names = ev.plain_lc if not ev.has_vanilla else ev.names_for(slot)
             v = ev.evaluate(slot.ad, names["WANT_SUSPEND"], claim.ad)
+            if v is Error:
+                ev.error("WANT_SUSPEND")
             if v is True or (v is not False and is_true(v)):
                 if is_true(ev.eval(slot, "SUSPEND")):
                     moves.suspend(slot, "14", "SUSPEND is True")
                 return
             v = ev.evaluate(slot.ad, names["PREEMPT"], claim.ad)
+            if v is Error:
+                ev.error("PREEMPT")
             if v is True or (v is not False and is_true(v)):
                 if claim.job is not None:
                     claim.job.preempt_was_true = True

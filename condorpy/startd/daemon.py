@@ -187,6 +187,7 @@ class Startd:
                 self.server.close()
                 raise
             self.rm.pool = self.pool
+        self.metrics.attach(self.store.counts, self.pool)
 
     @staticmethod
     def _max_starter_failures(cfg: Config) -> int:
@@ -220,6 +221,7 @@ class Startd:
     def start(self) -> None:
         self.placement = place(self.cfg, self.env, [os.getpid(), self.server.pid])
         self.rm.launching.cgroup = self.placement.starters
+        self.metrics.placed(self.placement.starters)
         self.rm.apply(self.engine.take_output())
         Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
                 self.schedd,
@@ -338,6 +340,7 @@ class Startd:
             self.metrics.reconfig(new)          # last: it applies what it checks
         except CondorpyError as exc:
             log.error("reconfig refused, the old configuration stays in force: %s", exc)
+            self.metrics.stats.reconfigured(False, self.clock.time())
             self.notify.ready(f"reload failed, old configuration kept: {exc}")
             raise
         self.cfg = new
@@ -357,6 +360,7 @@ class Startd:
         _log_reconfig(self.engine, changed, change)
         self.schedd.wake()
         self.timers.wake()
+        self.metrics.stats.reconfigured(True, self.clock.time())
         self.notify.ready(self._status_line())
         return changed
 

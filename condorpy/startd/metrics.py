@@ -6,8 +6,8 @@ Threads: the event loop is the only writer. It keeps event counters in
 second, for owner activity), publishes one frozen :class:`Snapshot` by assigning a
 single attribute. prometheus-client serves each scrape on a thread of its own; the
 :class:`StartdCollector` reads that attribute once and builds fresh metric families
-from it. No lock is shared with the loop, a scrape never touches the engine, and a
-policy cycle never waits for a scrape.
+from it (:mod:`.metric_families`). No lock is shared with the loop, a scrape never
+touches the engine, and a policy cycle never waits for a scrape.
 
 Names follow Prometheus's conventions: the ``condorpy_`` prefix, base units (seconds,
 bytes), ``_total`` only on counters, labels from small fixed sets (slot state, activity
@@ -19,34 +19,35 @@ from __future__ import annotations
 
 import bisect
 import logging
-import platform
 import socket
 import threading
 from operator import attrgetter, methodcaller
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
-from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
-                                    HistogramMetricFamily, InfoMetricFamily, Metric)
 
-from condorpy import __version__
 from condorpy.clock import Clock
 from condorpy.config import Config
 from condorpy.errors import StartdError
 from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Slot,
                                      SoftKill, StateChange)
 from condorpy.policy.states import TRANSITIONS, Activity, State
-from condorpy.slots.ads import HTCONDOR_VERSION
 from condorpy.queue.jobstore import JobStatus
+from condorpy.startd.metric_families import (HistogramView, Snapshot, StartdCollector,
+                                             StatsView)
+from condorpy.startd.metric_sources import (HOLD_CODES, POLICY_EXPRESSIONS, PoolFigures,
+                                            QueueCounts, cgroup_enforcement, pool_claims,
+                                            pool_figures, queue_depth)
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from condorpy.policy.engine import PolicyEngine
     from condorpy.queue.jobstore import JobId
+    from condorpy.startd.poolside import PoolLink
 
 log = logging.getLogger("condorpy.startd")
 
@@ -57,15 +58,14 @@ DEFAULT_PORT = 9619
 DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
 _REFRESH_S = 1.0        # the longest a snapshot goes unpublished while the loop runs
 _FIGURES_MAX_AGE_S = 30.0
+_QUEUE_MAX_AGE_S = 5.0  # the queue is counted in the job store at most this often
+BIND_RETRY_S = 60.0     # an endpoint address in use is tried again this often
 
 OUTCOMES = ("completed", "removed", "held", "evicted")
 CAUSES = ("preempt", "rank", "vacate", "drain", "kill")
 VACATE_REASON = "condor_vacate"     # the reason PolicyEngine.vacate gives its moves
 ADOPTIONS = ("adopted", "finished", "lost")
-# Hold codes the daemon itself gives (HTCondor's CONDOR_HOLD_CODE numbers): 1 by a user
-# or administrator, 3 on_exit_hold, 6 the starter could not start the job, 34 over its
-# memory. Exported at zero so that a dashboard shows them before the first hold.
-HOLD_CODES = ("1", "3", "6", "34")
+RECONFIG_RESULTS = ("succeeded", "failed")
 # HTCondor's hook types (<KEYWORD>_HOOK_<TYPE>): startd and starter hooks.
 HOOKS = ("FETCH_WORK", "REPLY_FETCH", "EVICT_CLAIM", "PREPARE_JOB_BEFORE_TRANSFER",
          "PREPARE_JOB", "UPDATE_JOB_INFO", "JOB_EXIT")
@@ -73,12 +73,6 @@ SLOT_TYPES = ("static", "partitionable", "dynamic")
 CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
-# Resource name in a slot -> (metric, factor to base units). Memory is MiB, Disk KiB.
-_BUILTIN_RESOURCES = {"Cpus": ("condorpy_cpus", 1.0),
-                      "Memory": ("condorpy_memory_bytes", 1024.0 * 1024.0),
-                      "Disk": ("condorpy_disk_bytes", 1024.0),
-                      "GPUs": ("condorpy_gpus", 1.0)}
-_STATES = tuple(s.value for s in State)
 
 
 def _valid_pairs() -> tuple[tuple[str, str], ...]:
@@ -124,38 +118,6 @@ class _Histogram:
         return HistogramView(self.bounds, tuple(cum), self.sum)
 
 
-@dataclass(frozen=True)
-class HistogramView:
-    bounds: tuple[float, ...]
-    cumulative: tuple[int, ...]     # per bound, then +Inf (= the count)
-    sum: float
-
-    def buckets(self) -> list[tuple[str, float]]:
-        out = [(_le(b), float(c)) for b, c in zip(self.bounds, self.cumulative)]
-        out.append(("+Inf", float(self.cumulative[-1])))
-        return out
-
-
-def _le(bound: float) -> str:
-    return repr(float(bound))
-
-
-@dataclass(frozen=True)
-class StatsView:
-    """The counters at one moment (what a snapshot carries)."""
-
-    jobs_started: int
-    exits: tuple[tuple[str, int], ...]
-    holds: tuple[tuple[str, int], ...]
-    evictions: tuple[tuple[str, int], ...]
-    adoptions: tuple[tuple[str, int], ...]
-    hooks: tuple[tuple[str, int, int], ...]     # (hook, runs, failures)
-    cron: tuple[tuple[str, int, int], ...]      # (job, runs, failures)
-    cycle: HistogramView
-    latency: HistogramView
-    last_cycle: float                           # wall time of the last policy cycle
-
-
 class MetricsStats:
     """Counters the daemon bumps on events. Called from the event loop only.
 
@@ -173,6 +135,10 @@ class MetricsStats:
         self.cycle = _Histogram(CYCLE_BUCKETS)
         self.latency = _Histogram(LATENCY_BUCKETS)
         self.last_cycle = 0.0
+        self.cycle_failures = 0
+        self.reconfigs = dict.fromkeys(RECONFIG_RESULTS, 0)
+        self.last_reconfig_success = 0.0
+        self.last_reconfig_ok = True
         self.changed = True
         self._launched: dict[str, float] = {}      # job id -> monotonic launch time
         self._cause: dict[str, str] = {}            # claim id -> why it is being evicted
@@ -248,6 +214,21 @@ class MetricsStats:
         self.last_cycle = wall
         self.changed = True
 
+    def policy_cycle_failed(self) -> None:
+        """A policy cycle raised instead of deciding (a bug, or an expression that
+        cannot be evaluated at all)."""
+        self.cycle_failures += 1
+        self.changed = True
+
+    # configuration ------------------------------------------------------------------
+    def reconfigured(self, ok: bool, wall: float) -> None:
+        """A reconfig (SIGHUP or ``condorpy reconfig``) was applied or refused."""
+        self.reconfigs[RECONFIG_RESULTS[0] if ok else RECONFIG_RESULTS[1]] += 1
+        self.last_reconfig_ok = ok
+        if ok:
+            self.last_reconfig_success = wall
+        self.changed = True
+
     def observe(self, o: Output, engine: PolicyEngine) -> None:
         """Follow the engine's outputs to name the cause of each eviction, decided by
         the first kill a claim gets; it is counted when the job is requeued."""
@@ -285,33 +266,12 @@ class MetricsStats:
             tuple(self.evictions.items()), tuple(self.adoptions.items()),
             tuple((k, v[0], v[1]) for k, v in sorted(self.hooks.items())),
             tuple((k, v[0], v[1]) for k, v in sorted(self.cron.items())),
-            self.cycle.view(), self.latency.view(), self.last_cycle)
+            self.cycle.view(), self.latency.view(), self.last_cycle, self.cycle_failures,
+            tuple(self.reconfigs.items()), self.last_reconfig_success,
+            self.last_reconfig_ok)
 
 
 # ------------------------------------------------------------------ the snapshot
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a scrape reports, as the loop saw it at ``at`` (wall time)."""
-
-    at: float
-    slots: tuple[tuple[tuple[str, str, str], int], ...]      # (state, activity, type)
-    resources: tuple[tuple[str, str, float], ...]            # (resource, state, amount)
-    machine: tuple[tuple[str, float], ...]                   # (resource, total)
-    keyboard_idle: float | None
-    console_idle: float | None
-    load_average: float
-    jobs_load_average: float
-    drain_how: str | None
-    drain_started: float
-    shutting_down: bool
-    badput: float
-    unclaimed: float
-    preempting_since: float
-    starters: int
-    stats: StatsView
-    started_at: float
-
-
 @dataclass
 class _Owner:
     keyboard_idle: float | None = None
@@ -371,8 +331,10 @@ _RESOURCES = attrgetter("resources")
 
 
 def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starters: int,
-                  owner: _Owner | None = None, started_at: float = 0.0,
-                  figures: SlotFigures | None = None) -> Snapshot:
+                  owner: _Owner | None = None, figures: SlotFigures | None = None,
+                  queue: tuple[tuple[str, int], ...] = (),
+                  cgroup: tuple[tuple[str, bool], ...] = (),
+                  pool: PoolFigures | None = None) -> Snapshot:
     """A snapshot from the slot figures (aggregated now unless given) and the rest."""
     fig = figures if figures is not None else slot_figures(engine)
     condor_load = 0.0
@@ -390,172 +352,14 @@ def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starter
         drain_started=mw.drain.started if mw.drain is not None else 0.0,
         shutting_down=mw.shutting_down, badput=mw.badput, unclaimed=mw.unclaimed,
         preempting_since=fig.preempting_since, starters=starters, stats=stats,
-        started_at=started_at)
+        queue=queue or queue_depth(None), cgroup=cgroup or cgroup_enforcement(None),
+        policy_errors=_policy_errors(engine.evaluation_errors()), pool=pool)
 
 
-# ------------------------------------------------------------------ the collector
-class StartdCollector:
-    """Builds fresh metric families from the latest snapshot at every scrape."""
-
-    def __init__(self) -> None:
-        self.snapshot: Snapshot | None = None
-
-    def describe(self) -> list[Metric]:
-        # Names are known, but returning them would make the registry call collect()
-        # at registration, before the first snapshot; duplicates are ruled out by the
-        # registry being private.
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        snap = self.snapshot       # one read: the loop swaps whole snapshots
-        if snap is None:
-            return
-        yield from _families(snap)
-
-
-def _counter_by(name: str, doc: str, label: str,
-                pairs: Iterable[tuple[str, float]]) -> CounterMetricFamily:
-    fam = CounterMetricFamily(name, doc, labels=[label])
-    for key, value in pairs:
-        fam.add_metric([key], value)
-    return fam
-
-
-def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, doc, value=value)
-
-
-def _families(snap: Snapshot) -> Iterator[Metric]:
-    st = snap.stats
-    info = InfoMetricFamily("condorpy_build", "condorpy's version, the HTCondor version "
-                            "it speaks for, and Python's.")
-    info.add_metric([], {"version": __version__, "condor_version": HTCONDOR_VERSION,
-                         "python_version": platform.python_version()})
-    yield info
-    yield _gauge("condorpy_start_time_seconds", "When this daemon started (Unix time).",
-                 snap.started_at)
-    yield _gauge("condorpy_snapshot_timestamp_seconds",
-                 "When the event loop last published these figures (Unix time); it "
-                 "does so at least every second while it runs.", snap.at)
-
-    slots = GaugeMetricFamily("condorpy_slots", "Slots by state, activity and type "
-                              "(d-slots counted, never named).",
-                              labels=["state", "activity", "type"])
-    for (state, activity, kind), n in snap.slots:
-        slots.add_metric([state, activity, kind], n)
-    yield slots
-
-    fams: dict[str, GaugeMetricFamily] = {}
-    custom = GaugeMetricFamily("condorpy_custom_resources", "Custom machine resources "
-                               "held by slots in each state.", labels=["resource", "state"])
-    for name, doc in (("condorpy_cpus", "CPUs"), ("condorpy_memory_bytes", "Memory"),
-                      ("condorpy_disk_bytes", "Disk"), ("condorpy_gpus", "GPUs")):
-        fams[name] = GaugeMetricFamily(name, f"{doc} held by slots in each state (a "
-                                       "partitionable slot holds what is not carved).",
-                                       labels=["state"])
-    for res, state, amount in snap.resources:
-        known = _BUILTIN_RESOURCES.get(res)
-        if known is not None:
-            fams[known[0]].add_metric([state], amount * known[1])
-        else:
-            custom.add_metric([res, state], amount)
-    if not any(r == "GPUs" for r, _s, _a in snap.resources):
-        for state in _STATES:
-            fams["condorpy_gpus"].add_metric([state], 0.0)
-    yield from fams.values()
-    yield custom
-
-    mfams: dict[str, GaugeMetricFamily] = {}
-    mcustom = GaugeMetricFamily("condorpy_machine_custom_resources",
-                                "Custom resources the machine offers in all.",
-                                labels=["resource"])
-    for name, doc in (("condorpy_machine_cpus", "CPUs"),
-                      ("condorpy_machine_memory_bytes", "Memory"),
-                      ("condorpy_machine_disk_bytes", "Disk (free under EXECUTE)"),
-                      ("condorpy_machine_gpus", "GPUs")):
-        mfams[name] = GaugeMetricFamily(name, f"{doc} the machine offers to slots in all.")
-    for res, amount in snap.machine:
-        known = _BUILTIN_RESOURCES.get(res)
-        if known is not None:
-            mfams["condorpy_machine" + known[0][len("condorpy"):]].add_metric(
-                [], amount * known[1])
-        else:
-            mcustom.add_metric([res], amount)
-    if not any(r == "GPUs" for r, _a in snap.machine):
-        mfams["condorpy_machine_gpus"].add_metric([], 0.0)
-    yield from mfams.values()
-    yield mcustom
-
-    if snap.keyboard_idle is not None:
-        yield _gauge("condorpy_keyboard_idle_seconds", "Seconds since the keyboard or "
-                     "mouse was last used (KeyboardIdle).", snap.keyboard_idle)
-    if snap.console_idle is not None:
-        yield _gauge("condorpy_console_idle_seconds", "Seconds since the console was last "
-                     "used (ConsoleIdle).", snap.console_idle)
-    yield _gauge("condorpy_load_average", "The machine's load average (TotalLoadAvg).",
-                 snap.load_average)
-    yield _gauge("condorpy_jobs_load_average", "The part of the load that the jobs make "
-                 "(TotalCondorLoadAvg).", snap.jobs_load_average)
-
-    draining = GaugeMetricFamily("condorpy_draining", "1 while the machine drains, by "
-                                 "how.", labels=["how"])
-    for how in ("graceful", "quick", "fast"):
-        draining.add_metric([how], 1.0 if snap.drain_how == how else 0.0)
-    yield draining
-    yield _gauge("condorpy_drain_start_timestamp_seconds", "When the current drain "
-                 "started (Unix time); 0 when not draining.", snap.drain_started)
-    yield _gauge("condorpy_shutting_down", "1 while the daemon shuts down (condorpy off).",
-                 1.0 if snap.shutting_down else 0.0)
-    yield CounterMetricFamily("condorpy_drain_badput_cpu_seconds_total", "CPU-seconds of "
-                              "jobs evicted by draining (TotalMachineDrainingBadput).",
-                              value=snap.badput)
-    yield CounterMetricFamily("condorpy_drain_unclaimed_cpu_seconds_total", "CPU-seconds "
-                              "left unused while draining "
-                              "(TotalMachineDrainingUnclaimedTime).", value=snap.unclaimed)
-    yield _gauge("condorpy_preempting_since_timestamp_seconds", "When the slot that has "
-                 "been Preempting longest entered that state (Unix time); 0 when none is.",
-                 snap.preempting_since)
-    yield _gauge("condorpy_starters", "Starters the daemon follows (running jobs).",
-                 snap.starters)
-
-    yield CounterMetricFamily("condorpy_jobs_started_total", "Jobs started (starters "
-                              "launched; a re-adopted starter is not counted again).",
-                              value=st.jobs_started)
-    yield _counter_by("condorpy_jobs_exited_total", "Job runs ended, by outcome.",
-                      "outcome", st.exits)
-    yield _counter_by("condorpy_job_holds_total", "Jobs put on hold, by HoldReasonCode.",
-                      "code", st.holds)
-    yield _counter_by("condorpy_evictions_total", "Running jobs sent back to the queue "
-                      "because their slot was taken, by cause.", "cause", st.evictions)
-    yield _counter_by("condorpy_starters_adopted_total", "Starters found at start-up, by "
-                      "what became of them.", "result", st.adoptions)
-    runs = CounterMetricFamily("condorpy_hook_runs_total", "Job hook runs, by hook type.",
-                               labels=["hook"])
-    fails = CounterMetricFamily("condorpy_hook_failures_total", "Job hook runs that "
-                                "failed (exit status, timeout, bad output).",
-                                labels=["hook"])
-    for k, r, f in st.hooks:
-        runs.add_metric([k], r)
-        fails.add_metric([k], f)
-    yield runs
-    yield fails
-    runs = CounterMetricFamily("condorpy_cron_runs_total", "Startd cron job runs.",
-                               labels=["name"])
-    fails = CounterMetricFamily("condorpy_cron_failures_total", "Startd cron job runs "
-                                "that failed.", labels=["name"])
-    for k, r, f in st.cron:
-        runs.add_metric([k], r)
-        fails.add_metric([k], f)
-    yield runs
-    yield fails
-    yield HistogramMetricFamily("condorpy_policy_cycle_duration_seconds", "Time to "
-                                "evaluate the policy of every slot once.",
-                                buckets=st.cycle.buckets(), sum_value=st.cycle.sum)
-    yield HistogramMetricFamily("condorpy_job_start_latency_seconds", "From a claim's "
-                                "activation to its starter reporting the job's process.",
-                                buckets=st.latency.buckets(), sum_value=st.latency.sum)
-    yield _gauge("condorpy_last_policy_cycle_timestamp_seconds", "When the policy was "
-                 "last evaluated (Unix time).", st.last_cycle)
+def _policy_errors(got: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    counts = dict.fromkeys(POLICY_EXPRESSIONS, 0)
+    counts.update(got)
+    return tuple(sorted(counts.items()))
 
 
 # ------------------------------------------------------------------ the daemon's handle
@@ -570,15 +374,24 @@ class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     collector: StartdCollector = field(default_factory=StartdCollector)
     owner: _Owner = field(default_factory=_Owner)
-    started_at: float = 0.0
+    queue_counts: QueueCounts | None = None     # the local queue's counts by status
+    pool: PoolLink | None = None                # the pool link, when in a pool
+    starters_cgroup: str | None = None          # where starters go (placement)
     _server: WSGIServer | None = None
     _next_publish: float = 0.0
     _figures: SlotFigures | None = None
     _figures_due: float = 0.0
+    _queue: tuple[tuple[str, int], ...] = ()
+    _queue_due: float = 0.0
+    _cgroup: tuple[tuple[str, bool], ...] = ()
+    _claims: tuple[tuple[str, int], ...] = ()
+    _bind_retry: float | None = None            # when to try an address in use again
 
     @classmethod
     def from_config(cls, cfg: Config, engine: PolicyEngine, clock: Clock) -> Metrics:
-        m = cls(metrics_address(cfg), engine, clock, started_at=clock.time())
+        m = cls(metrics_address(cfg), engine, clock)
+        # the configuration read at start is the first one applied
+        m.stats.last_reconfig_success = clock.time()
         m.registry.register(m.collector)
         # The daemon's own CPU, memory and file descriptors (process_*), from /proc.
         ProcessCollector(registry=m.registry)
@@ -588,6 +401,16 @@ class Metrics:
     @property
     def enabled(self) -> bool:
         return self.address is not None
+
+    def attach(self, queue: QueueCounts | None, pool: PoolLink | None) -> None:
+        """The job store's counts by status, and the pool link if there is one."""
+        self.queue_counts, self.pool = queue, pool
+        self._queue_due, self._figures = 0.0, None
+
+    def placed(self, starters_cgroup: str | None) -> None:
+        """Where starters (and so job cgroups) go: None when not delegated."""
+        self.starters_cgroup = starters_cgroup
+        self._cgroup = cgroup_enforcement(starters_cgroup)
 
     @property
     def bound(self) -> tuple[str, int] | None:
@@ -605,13 +428,33 @@ class Metrics:
         try:
             self._server = _serve(self.address, self.registry)
         except StartdError as exc:
-            # The jobs matter more than their figures: run on, and let the scrape's
-            # failure (the "metrics endpoint down" alert) tell the operator.
-            log.error("%s; running without a metrics endpoint", exc)
+            # The jobs matter more than their figures: run on, try again now and
+            # then, and let the scrape's failure (the "metrics endpoint down" alert)
+            # tell the operator.
+            log.error("%s; running without a metrics endpoint, trying again every "
+                      "%d s", exc, BIND_RETRY_S)
+            self._bind_retry = self.clock.monotonic() + BIND_RETRY_S
             return
-        host, port = self.bound or self.address
+        self._listening()
+
+    def _listening(self) -> None:
+        host, port = self.bound or self.address or ("", 0)
         log.info("metrics on http://%s/metrics",
                  f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+
+    def _retry_bind(self, mono: float) -> None:
+        """The address was in use: try it again (quietly; the first failure was
+        logged)."""
+        if self.address is None:
+            self._bind_retry = None
+            return
+        try:
+            self._server = _serve(self.address, self.registry)
+        except StartdError:
+            self._bind_retry = mono + BIND_RETRY_S
+            return
+        self._bind_retry = None
+        self._listening()
 
     def reconfig(self, cfg: Config) -> None:
         """A new address starts a new endpoint before the old one goes; a bad value or
@@ -619,10 +462,12 @@ class Metrics:
         address = metrics_address(cfg)
         self.stats.declare_cron(cfg.get_list("STARTD_CRON_JOBLIST"))
         if address == self.address:
+            if self._server is None and address is not None:
+                self._bind_retry = self.clock.monotonic()    # in use still? next step
             return
         new = _serve(address, self.registry) if address is not None else None
         self.close()
-        self.address, self._server = address, new
+        self.address, self._server, self._bind_retry = address, new, None
         log.info("reconfig: metrics %s", f"on {address[0]}:{address[1]}" if address
                  else "turned off")
 
@@ -643,6 +488,8 @@ class Metrics:
         if self.address is None:
             return
         mono = self.clock.monotonic()
+        if self._bind_retry is not None and mono >= self._bind_retry:
+            self._retry_bind(mono)
         if self.stats.changed or mono >= self._next_publish:
             self.publish(mono, starters)
 
@@ -655,10 +502,19 @@ class Metrics:
         if self._figures is None or mono >= self._figures_due:
             self._figures = slot_figures(self.engine)
             self._figures_due = mono + _FIGURES_MAX_AGE_S
+            # a controller taken away (or given) at run time shows within this time
+            self._cgroup = cgroup_enforcement(self.starters_cgroup)
+            if self.pool is not None:
+                self._claims = pool_claims(self.pool, self.engine)
+        if mono >= self._queue_due:
+            # a GROUP BY in the job store: not at every step of a busy loop
+            self._queue = queue_depth(self.queue_counts)
+            self._queue_due = mono + _QUEUE_MAX_AGE_S
         self.collector.snapshot = take_snapshot(
             self.engine, self.stats.view(), now=self.clock.time(), starters=starters,
             owner=_Owner(self.owner.keyboard_idle, self.owner.console_idle, self.owner.load),
-            started_at=self.started_at, figures=self._figures)
+            figures=self._figures, queue=self._queue, cgroup=self._cgroup,
+            pool=pool_figures(self.pool, self._claims) if self.pool is not None else None)
 
     def close(self) -> None:
         if self._server is not None:

@@ -77,7 +77,11 @@ class PolicyTimers:
     def cycle(self) -> None:
         t0 = self.clock.monotonic()
         self.publish()
-        outputs = self.engine.cycle(self.clock.time())
+        try:
+            outputs = self.engine.cycle(self.clock.time())
+        except Exception:
+            self.metrics.stats.policy_cycle_failed()
+            raise
         self.cycle_times.append(self.clock.monotonic() - t0)
         self.metrics.stats.policy_cycle(self.cycle_times[-1], self.clock.time())
         del self.cycle_times[:-100]

@@ -12,6 +12,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
@@ -30,6 +31,7 @@ RULES = ROOT / "packaging" / "prometheus" / "condorpy-rules.yml"
 RULES_TEST = ROOT / "packaging" / "prometheus" / "condorpy-rules.test.yml"
 DASHBOARD = ROOT / "packaging" / "grafana" / "condorpy-dashboard.json"
 
+RULES_COUNT = 11
 # PromQL words that are not series names.
 _PROMQL_WORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
                  "group_right", "bool", "offset", "inf", "nan"}
@@ -37,7 +39,7 @@ _PROMQL_WORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "grou
 
 def _exported_names() -> set[str]:
     """Every sample name a scrape of the daemon gives, with every optional series
-    present (GPUs, custom resources, owner activity, a cron job)."""
+    present (GPUs, custom resources, owner activity, a cron job, a pool link)."""
     text = ("NUM_CPUS = 4\nMEMORY = 4096\nDISK = 100000\nRUNBENCHMARKS = False\n"
             "MACHINE_RESOURCE_GPUs = 1\nMACHINE_RESOURCE_Widgets = 1\n"
             "STARTD_CRON_JOBLIST = temps\nNUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
@@ -47,6 +49,9 @@ def _exported_names() -> set[str]:
     eng = Core(cfg, virtual_inventory(cfg)).engine(clock)
     m = Metrics.from_config(cfg, eng, clock)
     m.owner_activity(1, 1, 0.0)
+    pool = SimpleNamespace(advertiser=SimpleNamespace(updates_sent=0, failures=0),
+                           table=[], reconnects=SimpleNamespace(reconnected=0))
+    m.attach(None, pool)  # type: ignore[arg-type]
     m.publish(0.0)
     names = {s.name for fam in text_string_to_metric_families(scrape_text(m.registry))
              for s in fam.samples}
@@ -72,9 +77,10 @@ def _dashboard_exprs() -> list[str]:
     dash = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
     for var in dash["templating"]["list"]:
-        q = var.get("query")
-        if isinstance(q, dict):
-            inner = re.fullmatch(r"label_values\((\w+)\s*,\s*\w+\)", q["query"])
+        if var["type"] == "query":
+            q = var["query"]
+            inner = re.fullmatch(r"label_values\((\w+)\s*,\s*\w+\)",
+                                 q["query"] if isinstance(q, dict) else q)
             assert inner, q
             exprs.append(inner.group(1))
     return exprs
@@ -104,7 +110,7 @@ def _rule_exprs() -> list[str]:
 def test_every_promql_expression_reads_only_exported_series() -> None:
     exported = _exported_names()
     exprs = _dashboard_exprs() + _rule_exprs()
-    assert len(_rule_exprs()) == 5 and len(_dashboard_exprs()) >= 16
+    assert len(_rule_exprs()) == RULES_COUNT and len(_dashboard_exprs()) >= 16
     used: set[str] = set()
     for expr in exprs:
         names = _series_in(expr)
@@ -116,7 +122,11 @@ def test_every_promql_expression_reads_only_exported_series() -> None:
     for needed in ("condorpy_slots", "condorpy_cpus", "condorpy_memory_bytes",
                    "condorpy_jobs_started_total", "condorpy_job_holds_total",
                    "condorpy_policy_cycle_duration_seconds_bucket",
-                   "condorpy_keyboard_idle_seconds"):
+                   "condorpy_keyboard_idle_seconds", "condorpy_queue_jobs",
+                   "condorpy_policy_evaluation_errors_total", "condorpy_reconfigs_total",
+                   "condorpy_cgroup_limits_enforced", "condorpy_pool_collector_updates_total",
+                   "condorpy_pool_claims", "condorpy_cron_failures_total",
+                   "condorpy_hook_failures_total"):
         assert needed in used
 
 
@@ -132,14 +142,18 @@ def test_promtool_check_and_test_rules() -> None:
     res = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True,
                          text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "SUCCESS: 5 rules found" in res.stdout
+    assert f"SUCCESS: {RULES_COUNT} rules found" in res.stdout
     res = subprocess.run([promtool, "test", "rules", RULES_TEST.name], capture_output=True,
                          text=True, timeout=60, cwd=RULES_TEST.parent)
     assert res.returncode == 0, res.stdout + res.stderr
     # Every alert of the rules file is exercised by the test file.
     alerts = set(re.findall(r"^\s*- alert:\s*(\w+)", RULES.read_text(), re.M))
     tested = set(re.findall(r"alertname:\s*(\w+)", RULES_TEST.read_text()))
-    assert alerts == tested and len(alerts) == 5
+    assert alerts == tested and len(alerts) == RULES_COUNT
+    # ... and seen firing, not only quiet
+    fired = set(re.findall(r"alertname:\s*(\w+)\n\s*exp_alerts:\n\s*- exp_labels",
+                           RULES_TEST.read_text()))
+    assert fired == alerts
 
 
 # --- a real daemon scraped by a real Prometheus --------------------------------------
@@ -240,6 +254,18 @@ def test_prometheus_scrapes_the_daemon(daemon: Daemon, tmp_path: Path) -> None:
                        or 0) <= 5.0
         assert (_value(prom_port, 'condorpy_policy_cycle_duration_seconds_count') or 0) > 0
         assert _value(prom_port, 'condorpy_build_info') == 1.0
+        # The local queue by JobStatus (counted every few seconds), cgroup enforcement
+        # for each controller (1 or 0, as this machine allows), no pool series.
+        wait_for(lambda: _value(prom_port, 'condorpy_queue_jobs{status="Running"}') == 2.0,
+                 30, lambda: str(_query(prom_port, "condorpy_queue_jobs")))
+        assert _value(prom_port, 'condorpy_queue_jobs{status="Held"}') == 0.0
+        assert len(_query(prom_port, "condorpy_cgroup_limits_enforced")) == 3
+        assert _query(prom_port, "condorpy_pool_claims") == []
+        assert _value(prom_port, 'condorpy_last_reconfig_successful') == 1.0
+        daemon.cli("reconfig")
+        wait_for(lambda: _value(prom_port,
+                                'condorpy_reconfigs_total{result="succeeded"}') == 1.0,
+                 30, lambda: str(_query(prom_port, "condorpy_reconfigs_total")))
         states = {r["metric"]["state"]: float(r["value"][1]) for r in
                   _query(prom_port, 'sum by (state) (condorpy_slots)')}
         assert states["Claimed"] == 2.0 and states["Unclaimed"] == 1.0
@@ -247,13 +273,26 @@ def test_prometheus_scrapes_the_daemon(daemon: Daemon, tmp_path: Path) -> None:
         # The rules loaded into the server evaluate, and nothing fires on a healthy EP.
         rules = json.loads(_get(f"http://127.0.0.1:{prom_port}/api/v1/rules"))
         rule_list = [r for g in rules["data"]["groups"] for r in g["rules"]]
-        assert len(rule_list) == 5 and all(r["health"] != "err" for r in rule_list), rule_list
+        assert len(rule_list) == RULES_COUNT and \
+            all(r["health"] != "err" for r in rule_list), rule_list
         assert _query(prom_port, 'ALERTS{alertstate="firing"}') == []
         # Holding a running job shows up as a hold by code 1 and an exit as held.
         daemon.cli("hold", "2.0")
         wait_for(lambda: _value(prom_port, 'condorpy_job_holds_total{code="1"}') == 1.0
                  and _value(prom_port, 'condorpy_jobs_exited_total{outcome="held"}') == 1.0,
                  30, lambda: str(_query(prom_port, "condorpy_job_holds_total")))
+        # A refused reconfig is counted, and the rule loaded into Prometheus fires.
+        good = daemon.config.read_text()
+        daemon.config.write_text(good + "START = (\n")
+        assert daemon.cli("reconfig", check=False).returncode != 0
+        wait_for(lambda: _query(prom_port, 'ALERTS{alertname="CondorpyReconfigFailed",'
+                                           'alertstate="firing"}') != [],
+                 60, lambda: str(_query(prom_port, "condorpy_reconfigs_total")))
+        assert _value(prom_port, 'condorpy_reconfigs_total{result="failed"}') == 1.0
+        daemon.config.write_text(good)
+        daemon.cli("reconfig")
+        wait_for(lambda: _value(prom_port, "condorpy_last_reconfig_successful") == 1.0,
+                 30, lambda: str(_query(prom_port, "condorpy_reconfigs_total")))
     finally:
         prom.terminate()
         try:

@@ -187,6 +187,7 @@ class ReconnectServer:
         self.leases = leases
         self.shadows = shadows
         self.inbound = inbound
+        self.reconnected = 0        # shadows that came back to a running job (metrics)
 
     def serve(self, req: reconnect.CaRequest, session_id: str, peer: str,
               exchange: AsyncExchange) -> Generator[Op, bytes | None, None]:
@@ -230,6 +231,7 @@ class ReconnectServer:
         old = job.exchange
         job.exchange = exchange
         job.peer = peer
+        self.reconnected += 1
         shadow = req.ad.get("ShadowIpAddr")
         log.info("pool: the shadow %s reconnected to job %s of %s%s", peer, job.name,
                  session_id, " (its job has ended)" if job.ended else "")

@@ -278,3 +278,14 @@ def test_the_shadows_last_word_is_stored_often_enough_for_a_short_lease() -> Non
     stored = json.loads(store.rows[EID])
     row = rig.table.row(EID)
     assert stored["last_contact"] == 5.0 and row is not None and row.last_contact == 5.0
+
+
+def test_shadows_that_reconnect_are_counted_for_the_metrics() -> None:
+    job = _job()
+    job.lease = 60
+    rig = _Rig(job)
+    _answer(rig, reconnect.LOCATE_STARTER, CID, GJID)
+    assert rig.server.reconnected == 0                  # locating is not reconnecting
+    ad = _answer(rig, reconnect.RECONNECT_JOB, CID, GJID)
+    assert ad["Result"] == "Success"
+    assert rig.server.reconnected == 1
