@@ -68,6 +68,8 @@ COMMANDS: dict[str, Access] = {
     "hold": Access.USER, "release": Access.USER,
     "vacate": Access.ADMIN, "drain": Access.ADMIN, "cancel_drain": Access.ADMIN,
     "off": Access.ADMIN, "on": Access.ADMIN, "reconfig": Access.ADMIN,
+    # the caller's own jobs (queue superusers': any job); tail: its owner or root only
+    "qedit": Access.USER, "tail": Access.USER,
 }
 
 
@@ -99,6 +101,10 @@ ARGS: dict[str, dict[str, ArgType]] = {
               "check": ArgType.OPT_STR, "start": ArgType.OPT_STR},
     "cancel_drain": {"request_id": ArgType.ID},
     "off": {"how": ArgType.STR},
+    "qedit": {"ids": ArgType.IDS, "owners": ArgType.STRS, "constraint": ArgType.OPT_STR,
+              "attrs": ArgType.STRS, "values": ArgType.STRS, "dry_run": ArgType.BOOL},
+    "tail": {"id": ArgType.ID, "stderr": ArgType.BOOL, "offset": ArgType.OPT_INT,
+             "maxbytes": ArgType.POSITIVE},
 }
 _INT_RANGE = range(-(1 << 63), 1 << 63)      # what SQLite and the ClassAd engine hold
 
