@@ -6,7 +6,8 @@ The queue is asked once which jobs to follow (yours, or those of ``-users``,
 description); from then on only the logs are read, as condor_watch_q does. On a
 terminal the table is redrawn in place; otherwise it is printed again each time it
 changes. ``-exit GROUPER,STATUS[,CODE]`` ends it with CODE once the condition holds;
-^C ends it with 0, and so does finding no jobs to follow.
+^C ends it with 0, and so does finding no jobs to follow. The layout is that of
+HTCondor 23.9's condor_watch_q (the reference pool's).
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from typing import Any
 from condorpy.cli.parsing import tool_parser
 from condorpy.queue import watch
 
-ALT_SCREEN_ENTER = "\033[?1049h\033[H"
-ALT_SCREEN_EXIT = "\033[?1049l"
 READ_LIMIT = 1 << 20        # bytes of one log read a pass: a huge log is caught up on
 
 
@@ -69,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
                    help="end once GROUPER (all, any, none) of the jobs are in JOB_STATUS "
                         "(active, done, idle, held), with EXIT_STATUS (default 0); may be "
                         "given more than once, the first met ends it")
-    p.add_argument("-interval", type=float, default=0.5, metavar="SECONDS",
+    p.add_argument("-interval", type=float, default=2.0, metavar="SECONDS",
                    help="seconds between reads of the logs (default: %(default)s)")
     p.add_argument("-groupby", choices=("batch", "log", "cluster"), default="batch",
                    help="one row per batch name (the default), event log or cluster")
@@ -83,8 +82,41 @@ def parser() -> argparse.ArgumentParser:
     _switch(p, "refresh", "refresh", None,
             "the display redrawn in place (the default on a terminal; otherwise each "
             "change is printed below the last)")
+    _switch(p, "abbreviate", "abbreviate", True,
+            "each directory of a log's path (-groupby log) cut to a short prefix that "
+            "tells it from its neighbours")
     _switch(p, "color", "color", None, "colours (accepted; the display has none)")
     return p
+
+
+def abbreviate(path: str) -> str:
+    """Each directory of ``path`` cut to one character more than the prefix its
+    directory's entries share (condor_watch_q's -abbreviate); the file name whole."""
+    parts: list[str] = []
+    head = path
+    while True:
+        up, tail = os.path.split(head)
+        if up == head or tail == head:
+            parts.insert(0, head)
+            break
+        parts.insert(0, tail)
+        head = up
+    out: list[str] = []
+    so_far = ""
+    for part in parts[:-1]:
+        so_far = os.path.expanduser(os.path.join(so_far, part))
+        if part in ("~", "."):
+            out.append(part)
+            continue
+        try:
+            names = os.listdir(os.path.dirname(so_far))
+        except OSError:
+            out.append(part)
+            continue
+        common = "" if len(names) == 1 else os.path.commonprefix(names)
+        out.append(part[:len(common) + 1])
+    out.append(parts[-1])
+    return os.path.join(*out)
 
 
 def _quote(text: str) -> str:
@@ -102,7 +134,6 @@ def _discover(args: argparse.Namespace) -> tuple[dict[str, None], watch.Tracker]
     terms += [f"JobBatchName == {_quote(b)}" for b in args.batches or []]
     logs: dict[str, None] = {os.path.abspath(f): None for f in args.files or []}
     batch_names: dict[int, str | None] = {}
-    procs: dict[int, int] = {}
     only: set[int] | None = set(args.clusters) if args.clusters else None
     if terms:
         from condorpy.classad import ClassAd
@@ -119,9 +150,6 @@ def _discover(args: argparse.Namespace) -> tuple[dict[str, None], watch.Tracker]
                 continue
             name = ad.evaluate("JobBatchName")
             batch_names[cluster] = name if isinstance(name, str) else None
-            total = ad.evaluate("TotalSubmitProcs")
-            if isinstance(total, int):
-                procs[cluster] = total
             if args.batches:
                 only = (only or set()) | {cluster}
             log = ad.evaluate("UserLog")
@@ -137,8 +165,7 @@ def _discover(args: argparse.Namespace) -> tuple[dict[str, None], watch.Tracker]
             logs[os.path.abspath(log)] = None
     if not logs:
         return None
-    return logs, watch.Tracker(batch_names=batch_names, procs=procs, only=only,
-                               since=args.since)
+    return logs, watch.Tracker(batch_names=batch_names, only=only, since=args.since)
 
 
 class _Logs:
@@ -192,40 +219,36 @@ def main(argv: list[str]) -> int:
                          percentages=args.summary_type == "percentages",
                          updated_at=args.updated_at)
     home, cwd = os.path.expanduser("~"), os.getcwd()
-    last = None
-    if refresh:
-        sys.stdout.write(ALT_SCREEN_ENTER)
+    shorten = abbreviate if args.abbreviate else (lambda p: p)
+    last: str | None = None
+    last_now = ""
     try:
         while True:
             logs.read(tracker)
             now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-            columns, _ = shutil.get_terminal_size()
+            columns, rows = shutil.get_terminal_size()
             text = watch.screen(tracker, args.groupby, show, columns, now,
-                                lambda p: watch.nice_path(p, home, cwd))
+                                lambda p: shorten(watch.nice_path(p, home, cwd)),
+                                rows if refresh else None)
             if not refresh:
                 text += "\n..."
             if not conditions:
-                text += "\nPress ^C to exit"
-            changed = text.replace(now, "") != last
+                text += "\nInput ^C to exit"
             if refresh:
-                sys.stdout.write("\033[H\033[J" + text + "\n")
-                sys.stdout.flush()
-            elif changed:
+                if last is not None:
+                    # back over what was drawn last, blank it, and draw again there
+                    shown = last.splitlines()
+                    up = f"\033[{len(shown)}A\r"
+                    sys.stdout.write(up + "\n".join(" " * len(ln) for ln in shown) + "\n" + up)
                 print(text, flush=True)
-            last = text.replace(now, "")
+            elif last is None or text.replace(now, "") != last.replace(last_now, ""):
+                print(text, flush=True)
+            last, last_now = text, now
             for cond in conditions:
                 if cond.met(tracker.states()):
-                    if refresh:
-                        sys.stdout.write(ALT_SCREEN_EXIT)
-                        refresh = False
-                        print(text)
                     print(f'Exiting with code {cond.code} because of condition "{cond}" '
                           f"at {now}", flush=True)
                     return cond.code
             time.sleep(max(0.05, args.interval))
     except KeyboardInterrupt:
         return 0
-    finally:
-        if refresh:
-            sys.stdout.write(ALT_SCREEN_EXIT)
-            sys.stdout.flush()

@@ -1,12 +1,13 @@
 """What ``condorpy watch-q`` shows: job states read from job event logs, tallied and
 drawn as condor_watch_q draws them (its table, progress bar, summary and ``-exit``
-conditions). Pure: the front end (:mod:`condorpy.cli.watch_q`) reads the files and the
-queue and hands the text and ads in.
+conditions, as HTCondor 23.9's tool, the reference pool's, prints them). Pure: the
+front end (:mod:`condorpy.cli.watch_q`) reads the files and the queue and hands the
+text and ads in.
 
 A job's state is the last event of it in its log: submitted, evicted, released,
 unsuspended, a shadow exception or a failed reconnect leave it idle; executing runs
-it; held, suspended, aborted (removed) and terminated (done) are what they say; a
-file transfer that starts moves it to input or output transfer.
+it; held, suspended, aborted (removed) and terminated (done) are what they say. A
+row's TOTAL counts the jobs its logs have named.
 """
 
 from __future__ import annotations
@@ -23,25 +24,23 @@ class State(Enum):
     HELD = "HELD"
     SUSPENDED = "SUSPENDED"
     IDLE = "IDLE"
-    INPUT = "INPUT"
     RUN = "RUN"
-    OUTPUT = "OUTPUT"
+    TRANSFERRING_OUTPUT = "TRANSFERRING_OUTPUT"
     DONE = "DONE"
 
 
 ORDERED = tuple(State)                      # the table's columns, left to right
-ACTIVE = frozenset({State.IDLE, State.INPUT, State.RUN, State.OUTPUT, State.HELD,
+ACTIVE = frozenset({State.IDLE, State.RUN, State.TRANSFERRING_OUTPUT, State.HELD,
                     State.SUSPENDED})
 EXITED = frozenset({State.REMOVED, State.DONE})
 ALWAYS_SHOWN = frozenset({State.IDLE, State.RUN, State.DONE})
 TOTAL, JOB_IDS = "TOTAL", "JOB_IDS"
 GROUP_HEADERS = {"batch": "BATCH", "log": "LOG", "cluster": "CLUSTER"}
 
-# event number -> the state it leaves the job in (040, file transfer, by its text)
+# event number -> the state it leaves the job in
 EVENT_STATES = {0: State.IDLE, 4: State.IDLE, 11: State.IDLE, 13: State.IDLE,
                 7: State.IDLE, 24: State.IDLE, 5: State.DONE, 1: State.RUN,
                 12: State.HELD, 10: State.SUSPENDED, 9: State.REMOVED}
-FILE_TRANSFER = 40
 
 _HEADER = re.compile(r"(\d{3}) \((\d+)\.(\d+)\.\d+\) (\S+ \S+) ?(.*)")
 
@@ -91,14 +90,6 @@ def _event(lines: list[str]) -> Event | None:
 
 
 def state_after(event: Event) -> State | None:
-    if event.code == FILE_TRANSFER:
-        text = event.text.lower()
-        if "started" in text:
-            if "input" in text:
-                return State.INPUT
-            if "output" in text:
-                return State.OUTPUT
-        return None
     return EVENT_STATES.get(event.code)
 
 
@@ -107,12 +98,7 @@ class Cluster:
     cluster_id: int
     log: str
     batch: str | None
-    procs: int | None                       # TotalSubmitProcs, when the queue said
     jobs: dict[int, State] = field(default_factory=dict)
-
-    @property
-    def num_jobs(self) -> int:
-        return self.procs if self.procs is not None else len(self.jobs)
 
     @property
     def batch_name(self) -> str:
@@ -126,10 +112,8 @@ class Tracker:
     """The state of every job seen in the logs, by cluster."""
 
     def __init__(self, *, batch_names: Mapping[int, str | None] | None = None,
-                 procs: Mapping[int, int] | None = None,
                  only: Iterable[int] | None = None, since: int | None = None) -> None:
         self.batch_names = dict(batch_names or {})
-        self.procs = dict(procs or {})
         self.only = None if only is None else set(only)
         self.since = since
         self.clusters: dict[int, Cluster] = {}
@@ -146,8 +130,7 @@ class Tracker:
             cluster = self.clusters.get(ev.cluster)
             if cluster is None:
                 cluster = self.clusters[ev.cluster] = Cluster(
-                    ev.cluster, log, self.batch_names.get(ev.cluster),
-                    self.procs.get(ev.cluster))
+                    ev.cluster, log, self.batch_names.get(ev.cluster))
             cluster.jobs[ev.proc] = state
 
     def states(self) -> list[State]:
@@ -213,9 +196,7 @@ def _row(clusters: list[Cluster]) -> tuple[dict[State, int], int, str]:
     """A group's count of jobs by state, its total and its active jobs' ids."""
     counts = {s: 0 for s in State}
     active: list[tuple[int, int]] = []
-    total = 0
     for c in clusters:
-        total += c.num_jobs
         for proc, state in c.jobs.items():
             counts[state] += 1
             if state in ACTIVE:
@@ -223,7 +204,7 @@ def _row(clusters: list[Cluster]) -> tuple[dict[State, int], int, str]:
     active.sort()
     shown = [f"{c}.{p}" for c, p in active]
     ids = " ... ".join((shown[0], shown[-1])) if len(shown) > 2 else ", ".join(shown)
-    return counts, total, ids
+    return counts, sum(counts.values()), ids
 
 
 @dataclass(frozen=True)
@@ -251,9 +232,7 @@ def tally(tracker: Tracker, by: str, nice: Callable[[str], str] = lambda p: p) -
         rows[name] = row
 
     def order(name: str) -> int:
-        # groups with jobs still in the queue first, each kind by its smallest cluster
-        first = min(c.cluster_id for c in groups[name])
-        return first - (1 << 62) if any(not c.done() for c in groups[name]) else first
+        return min(c.cluster_id for c in groups[name])
 
     shown = [s for s in ORDERED
              if s in ALWAYS_SHOWN or any(r[s] != 0 for r in rows.values())]
@@ -265,10 +244,9 @@ def tally(tracker: Tracker, by: str, nice: Callable[[str], str] = lambda p: p) -
     return Tally([key, *shown, TOTAL, JOB_IDS], ordered, totals)
 
 
-_BAR = {State.IDLE: "-", State.INPUT: ">", State.RUN: "=", State.OUTPUT: ">",
-        State.DONE: "#", State.HELD: "!", State.SUSPENDED: "!", State.REMOVED: "!"}
-_BAR_ORDER = (State.IDLE, State.INPUT, State.RUN, State.OUTPUT, State.DONE, State.HELD,
-              State.SUSPENDED, State.REMOVED)
+_BAR = {State.DONE: "#", State.RUN: "=", State.IDLE: "-", State.HELD: "!",
+        State.SUSPENDED: "!", State.REMOVED: "!"}
+_BAR_ORDER = tuple(_BAR)
 _LEFT = {"BATCH", "LOG", "CLUSTER", JOB_IDS}
 
 
@@ -304,15 +282,13 @@ def table(t: Tally, columns: int, *, row_bars: bool = True) -> list[str]:
     return lines + body
 
 
-_SUMMARY: tuple[tuple[tuple[State, ...], str], ...] = (
-    ((State.DONE,), "completed"), ((State.REMOVED,), "removed"), ((State.IDLE,), "idle"),
-    ((State.INPUT, State.RUN, State.OUTPUT), "running"), ((State.HELD,), "held"),
-    ((State.SUSPENDED,), "suspended"))
+_SUMMARY = ((State.DONE, "completed"), (State.REMOVED, "removed"), (State.IDLE, "idle"),
+            (State.RUN, "running"), (State.HELD, "held"), (State.SUSPENDED, "suspended"))
 
 
 def summary(totals: Mapping[object, int], width: int, *, percentages: bool = False) -> str:
     total = totals.get(TOTAL, 0)
-    counts = [(sum(totals.get(s, 0) for s in states), word) for states, word in _SUMMARY]
+    counts = [(totals.get(state, 0), word) for state, word in _SUMMARY]
     if percentages:
         parts = [f"{round(100.0 * n / total) if total else 0}% {w}" for n, w in counts]
         return f"Total: {total} jobs; " + ", ".join(parts)
@@ -336,17 +312,21 @@ class Display:
 
 
 def screen(tracker: Tracker, by: str, show: Display, columns: int, now: str,
-           nice: Callable[[str], str] = lambda p: p) -> str:
+           nice: Callable[[str], str] = lambda p: p, rows: int | None = None) -> str:
+    """The display; with ``rows`` (a terminal's height) cut to fit it."""
     t = tally(tracker, by, nice)
     parts: list[str] = []
     if show.table:
         parts += table(t, columns, row_bars=show.row_progress) + [""]
     if show.progress:
-        parts += ["Total Progress: " + progress_bar(t.totals, columns - 16), ""]
+        parts += [progress_bar(t.totals, columns), ""]
     if show.summary:
         parts += [summary(t.totals, columns, percentages=show.percentages), ""]
     if show.updated_at:
         parts += [f"Updated at {now}", ""]
+    if rows is not None and len(parts) > rows:
+        return "\n".join(parts[:rows - 2]) + \
+            "\nInsufficient terminal height to display full output!"
     return "\n".join(parts[:-1])
 
 
