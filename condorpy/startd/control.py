@@ -6,7 +6,9 @@ the bytes of an answer piece by piece. Every request is authorised by the peer's
 credentials (``SO_PEERCRED``), never by anything the request says about its sender:
 
 - anyone may read (``q``, ``history``, ``status``, ``who``, ``config_val``, ``ping``);
-- users submit jobs as themselves and manage their own jobs;
+- users submit jobs as themselves and manage their own jobs (``rm``, ``hold``,
+  ``release``, ``qedit``); ``tail`` reads a running job's output for its owner or
+  root only;
 - root, the daemon's own user, and members of ``CONDORPY_ADMIN_GROUP`` may also manage
   every job and vacate, drain, turn off and on, and reconfigure.
 
