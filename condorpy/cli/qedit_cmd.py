@@ -168,7 +168,8 @@ def main(argv: list[str]) -> int:
             failed = True
             break
     if not failed:
-        for attr, _ in edits:
+        # each attribute once, in name order, as condor_qedit reports them
+        for attr in sorted({a for a, _ in edits}):
             kind = rules.protection(attr)
             # protected ones go to the daemon, which knows whether you are a superuser
             if kind in (Protection.IMMUTABLE, Protection.SECURE):

@@ -364,7 +364,8 @@ class Commands:
             raise RequestError(f"{peer.user} is not authorized for access to the starter "
                                f"for job {jid}")
         rj = self.d.handles.job(jid)
-        if rj is None or rj.launched is None or rj.job_pid is None or rj.leaving:
+        # a job retiring or being vacated still runs and writes: it is tailed too
+        if rj is None or rj.launched is None or rj.job_pid is None:
             raise RequestError(f"Job {jid} is not running.")
         offset = args.get("offset")
         maxbytes = args.get("maxbytes") or job_tail.DEFAULT_MAXBYTES
