@@ -39,6 +39,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-owner", metavar="OWNER", help="edit the jobs OWNER owns")
     p.add_argument("-jobids", metavar="ID,...",
                    help="edit the jobs in this comma-separated list of ids")
+    p.add_argument("-edits", metavar="FILE",
+                   help="read edits from FILE ('-': standard input), a ClassAd in the "
+                        "long form (ATTR = VALUE lines) or the new form ([ ... ]); "
+                        "-edits:long and -edits:new say which")
     p.add_argument("-dry-run", action="store_true",
                    help="say whether the edit would be allowed, and change nothing")
     p.add_argument("restriction", metavar="ID|OWNER", nargs="*",
@@ -62,6 +66,7 @@ class QeditLine:
     owners: list[str] = field(default_factory=list)
     constraint: list[str] = field(default_factory=list)
     words: list[str] = field(default_factory=list)
+    edit_files: list[tuple[str, str]] = field(default_factory=list)   # (form, file)
     config: str | None = None
     dry_run: bool = False
 
@@ -87,6 +92,15 @@ def read_line(argv: list[str]) -> QeditLine:
             continue
         if word.startswith("-") and len(word) > 1:
             key = _TAKES_VALUE.get(word)
+            if word.split(":")[0] == "-edits":
+                form = word.partition(":")[2] or "auto"
+                if form not in ("auto", "long", "new"):
+                    raise UsageError(f"{word}: the form is auto, long or new")
+                if i + 1 >= len(argv):
+                    raise UsageError(f"{word} requires a filename as an argument")
+                line.edit_files.append((form, argv[i + 1]))
+                i += 2
+                continue
             if word in ("-dry-run", "--dry-run"):
                 line.dry_run = True
                 i += 1
@@ -132,6 +146,25 @@ def _constraint(parts: list[str]) -> str | None:
     return " && ".join(f"({c})" for c in parts) if len(parts) > 1 else parts[0]
 
 
+def read_edits(form: str, path: str) -> list[tuple[str, str]]:
+    """The attributes of the ClassAd in ``path`` as edits: each one's expression text."""
+    from condorpy.classad import ClassAd
+    from condorpy.errors import ClassAdError
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError):
+        raise UsageError(f"Can't open file of edits: {path}") from None
+    new = form == "new" or (form == "auto" and text.lstrip().startswith("["))
+    try:
+        ad = ClassAd.parse_new(text, path) if new else ClassAd.parse_old(text, path)
+    except ClassAdError as exc:
+        raise UsageError(f"Unable to read file of edits: {path}: {exc}") from None
+    out = [(name, str(ad.lookup(name))) for name in ad.keys()]
+    if not out:
+        raise UsageError(f"Unable to read file of edits: {path}")
+    return out
+
+
 def main(argv: list[str]) -> int:
     if wants_help(argv):
         parser().print_help()
@@ -142,7 +175,8 @@ def main(argv: list[str]) -> int:
         if not line.ids and not line.owners and not line.constraint:
             raise UsageError("there were no jobs specified: use -constraint, a job id or "
                              "an owner to say which jobs to edit")
-        edits = split_edits(line.words)
+        edits = [e for form, path in line.edit_files for e in read_edits(form, path)]
+        edits += split_edits(line.words)
         if not edits:
             raise UsageError("no attributes specified")
     except (UsageError, QueueError) as exc:

@@ -53,3 +53,17 @@ def test_refused_before_the_daemon_is_asked(argv: list[str], err: str,
     # no daemon runs: these are condor_qedit's own checks, made before it connects
     assert main(["-config", "/dev/null", *argv]) == 1
     assert capsys.readouterr().err.startswith(err)
+
+
+def test_edits_from_a_file(tmp_path: object) -> None:
+    from pathlib import Path
+    from condorpy.cli.qedit_cmd import read_edits
+    base = Path(str(tmp_path))
+    (base / "long").write_text('Foo = "bar"\nPrio = JobPrio + 1\n')
+    (base / "new").write_text('[ Foo = 2; Req = Memory > 10 ]')
+    assert read_edits("auto", str(base / "long")) == [("Foo", '"bar"'),
+                                                      ("Prio", "JobPrio + 1")]
+    assert read_edits("auto", str(base / "new")) == [("Foo", "2"), ("Req", "Memory > 10")]
+    assert read_line(["1", "-edits:new", "f"]).edit_files == [("new", "f")]
+    with pytest.raises(UsageError, match="Can't open file of edits"):
+        read_edits("auto", str(base / "missing"))
