@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "off": ("condorpy.cli.daemon_cmds:off_main", "shut the daemon down (like condor_off)"),
     "on": ("condorpy.cli.daemon_cmds:on_main", "start the daemon (like condor_on)"),
     "reconfig": ("condorpy.cli.daemon_cmds:reconfig_main", "re-read the configuration"),
+    "qedit": ("condorpy.cli.qedit_cmd", "change attributes of queued jobs (like condor_qedit)"),
+    "watch-q": ("condorpy.cli.watch_q", "follow jobs' progress from their event logs (like "
+                "condor_watch_q)"),
+    "tail": ("condorpy.cli.tail_cmd", "show a running job's output (like condor_tail)"),
 }
 
 

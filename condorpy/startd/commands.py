@@ -26,7 +26,8 @@ from condorpy.errors import ClassAdError, QueueError, RequestError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import DrainRefused, DrainStarted, Output
 from condorpy.queue.matchmaker import LocalSchedd
-from condorpy.startd import control
+from condorpy.queue.edit import EditRules, check_edit
+from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.starter_handle import StarterHandle
@@ -42,6 +43,8 @@ class Handles(Protocol):
     """The starter handles, as the commands show them."""
 
     def of_claim(self, claim_id: str) -> StarterHandle | None: ...
+
+    def job(self, job_id: JobId) -> StarterHandle | None: ...
 
     def __len__(self) -> int: ...
 
@@ -283,6 +286,95 @@ class Commands:
             done.append(str(rec.job_id))
         self.d.schedd.wake()
         return done
+
+    def qedit(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        """condor_qedit: set attributes of the jobs named, all or none, as the schedd's
+        SetAttribute allows (:mod:`condorpy.queue.edit`)."""
+        attrs, values = args.get("attrs", []), args.get("values", [])
+        if not attrs or len(attrs) != len(values):
+            raise RequestError("'attrs' and 'values' must name the same, non-zero "
+                               "number of edits")
+        admin = self._admin(peer)
+        rules = EditRules.from_knobs(self.d.config().get)
+        edits = [check_edit(rules, str(a), str(v), superuser=admin)
+                 for a, v in zip(attrs, values)]
+        chosen = self._edit_targets(args, peer, admin)
+        if args.get("dry_run"):
+            return {"count": len(chosen), "jobs": [str(r.job_id) for r in chosen]}
+        self.d.store.update_many({rec.job_id: {e.attr: e.value for e in edits}
+                                  for rec in chosen})
+        for rec in chosen:
+            now = self.d.store.job(rec.job_id)
+            if now is not None and now.status is JobStatus.IDLE:
+                self.d.schedd.job_back(now)      # the next match sees the new ad
+        log.info("qedit by %s: %s on job(s) %s", peer.user,
+                 ", ".join(f"{e.attr} = {e.text}" for e in edits),
+                 " ".join(str(r.job_id) for r in chosen))
+        return {"count": len(chosen), "jobs": [str(r.job_id) for r in chosen]}
+
+    def _edit_targets(self, args: dict[str, Any], peer: control.Peer,
+                      admin: bool) -> list[JobRecord]:
+        """The jobs a qedit names: by id (a cluster or cluster.proc), by owner, and by
+        constraint, all that are given ANDed (condor_qedit's restriction list). A job
+        named by id or owner that is not the caller's refuses the whole edit; by a
+        constraint alone, a non-superuser's edit reaches their own jobs only."""
+        ids = {str(x) for x in args.get("ids", [])}
+        owners = {str(x) for x in args.get("owners", [])}
+        constraint = args.get("constraint")
+        if not ids and not owners and not isinstance(constraint, str):
+            raise RequestError("name the jobs to edit (an id, an owner or a "
+                               "constraint)")
+        for one in ids:
+            cluster, dot, proc = one.partition(".")
+            if not cluster.isdigit() or (dot and not proc.isdigit()):
+                raise RequestError(f"{one!r} is not a job id")
+            if dot and self.d.store.job(JobId(int(cluster), int(proc))) is None:
+                raise RequestError(f"Modifying attribute in nonexistent job {one}")
+        chosen = []
+        for rec in self.d.store.jobs(constraint if isinstance(constraint, str) else None):
+            jid = rec.job_id
+            if ids and str(jid) not in ids and str(jid.cluster) not in ids:
+                continue
+            owner = rec.ad.evaluate("Owner")
+            if owners and owner not in owners:
+                continue
+            if not admin and owner != peer.user:
+                if not ids and not owners:
+                    continue
+                raise RequestError(f"User {peer.user} may not change attributes for jobs "
+                                   f"they do not own (job {jid})")
+            chosen.append(rec)
+        if not chosen:
+            raise RequestError("no matching jobs found")
+        return chosen
+
+    def tail(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        """condor_tail: bytes of a running job's stdout (or stderr), for its owner or
+        root only. The file is reached through the job's own descriptor, never a path
+        (:mod:`condorpy.startd.job_tail`)."""
+        text = str(args.get("id", ""))
+        cluster, dot, proc = text.partition(".")
+        if not cluster.isdigit() or (dot and not proc.isdigit()):
+            raise RequestError(f"Invalid Job ID: {text}")
+        jid = JobId(int(cluster), int(proc) if dot else 0)
+        rec = self.d.store.job(jid)
+        if rec is None:
+            raise RequestError(f"No such job: {jid}")
+        if peer.uid != 0 and rec.ad.evaluate("Owner") != peer.user:
+            raise RequestError(f"{peer.user} is not authorized for access to the starter "
+                               f"for job {jid}")
+        rj = self.d.handles.job(jid)
+        # a job retiring or being vacated still runs and writes: it is tailed too
+        if rj is None or rj.launched is None or rj.job_pid is None:
+            raise RequestError(f"Job {jid} is not running.")
+        offset = args.get("offset")
+        maxbytes = args.get("maxbytes") or job_tail.DEFAULT_MAXBYTES
+        try:
+            chunk = job_tail.tail(rj.job_pid, rj.launched.pid, 2 if args.get("stderr") else 1,
+                                  offset if isinstance(offset, int) else None, int(maxbytes))
+        except job_tail.TailError as exc:
+            raise RequestError(f"job {jid}: {exc}") from None
+        return chunk.to_wire()
 
     # Administration ------------------------------------------------------------
     def vacate(self, args: dict[str, Any], peer: control.Peer) -> Any:

@@ -6,7 +6,9 @@ the bytes of an answer piece by piece. Every request is authorised by the peer's
 credentials (``SO_PEERCRED``), never by anything the request says about its sender:
 
 - anyone may read (``q``, ``history``, ``status``, ``who``, ``config_val``, ``ping``);
-- users submit jobs as themselves and manage their own jobs;
+- users submit jobs as themselves and manage their own jobs (``rm``, ``hold``,
+  ``release``, ``qedit``); ``tail`` reads a running job's output for its owner or
+  root only;
 - root, the daemon's own user, and members of ``CONDORPY_ADMIN_GROUP`` may also manage
   every job and vacate, drain, turn off and on, and reconfigure.
 
@@ -68,6 +70,8 @@ COMMANDS: dict[str, Access] = {
     "hold": Access.USER, "release": Access.USER,
     "vacate": Access.ADMIN, "drain": Access.ADMIN, "cancel_drain": Access.ADMIN,
     "off": Access.ADMIN, "on": Access.ADMIN, "reconfig": Access.ADMIN,
+    # the caller's own jobs (queue superusers': any job); tail: its owner or root only
+    "qedit": Access.USER, "tail": Access.USER,
 }
 
 
@@ -99,6 +103,10 @@ ARGS: dict[str, dict[str, ArgType]] = {
               "check": ArgType.OPT_STR, "start": ArgType.OPT_STR},
     "cancel_drain": {"request_id": ArgType.ID},
     "off": {"how": ArgType.STR},
+    "qedit": {"ids": ArgType.IDS, "owners": ArgType.STRS, "constraint": ArgType.OPT_STR,
+              "attrs": ArgType.STRS, "values": ArgType.STRS, "dry_run": ArgType.BOOL},
+    "tail": {"id": ArgType.ID, "stderr": ArgType.BOOL, "offset": ArgType.OPT_INT,
+             "maxbytes": ArgType.POSITIVE},
 }
 _INT_RANGE = range(-(1 << 63), 1 << 63)      # what SQLite and the ClassAd engine hold
 

@@ -34,7 +34,9 @@ ARG_NAMES = {"q": ["constraint", "limit"], "history": ["constraint", "limit"],
              "config_val": ["names"], "submit": ["cluster", "ads"], "rm": _SELECT,
              "hold": _SELECT, "release": _SELECT, "vacate": ["slots", "fast"],
              "drain": ["how", "on_completion", "reason", "check", "start"],
-             "cancel_drain": ["request_id"], "off": ["how"]}
+             "cancel_drain": ["request_id"], "off": ["how"],
+             "qedit": ["ids", "owners", "constraint", "attrs", "values", "dry_run"],
+             "tail": ["id", "stderr", "offset", "maxbytes"]}
 CONSTRAINTS = ["true", "false", "Owner == \"cpyattacker\"", "(" * 5000 + "1" + ")" * 5000,
                "((((", "x =?= ", "1/0", "strcat(" * 300, "ClusterId > 9999999999999999999",
                "size(\"" + "z" * 10_000 + "\")", "[a=1;b=a]", "{1,2,3}[5]", "\u2603 == 1"]
