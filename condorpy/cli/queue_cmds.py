@@ -63,7 +63,20 @@ def q_parser() -> "argparse.ArgumentParser":
     p.add_argument("-run", action="store_true",
                    help="only running jobs, with the slot each runs in (HOST(S))")
     p.add_argument("-idle", action="store_true", help="only idle jobs, one line each")
+    _analyze_options(p)
     return p
+
+
+def _analyze_options(p: "argparse.ArgumentParser") -> None:
+    p.add_argument("-analyze", "-analyse", action="store_true",
+                   help="say why each selected job does not run (or that it runs, and "
+                        "where): how many of the daemon's slots its Requirements reject, "
+                        "how many reject it, are busy or are able to run it")
+    p.add_argument("-better-analyze", "-better-analyse", action="store_true",
+                   help="-analyze, with the job's Requirements clause by clause and how "
+                        "many slots match each, the job attributes they use, and the "
+                        "START and Requirements of each slot that refuses the job, part "
+                        "by part")
 
 
 def history_parser() -> "argparse.ArgumentParser":
@@ -130,6 +143,10 @@ def q_main(argv: list[str]) -> int:
     got = _fetch(config, "q", {})
     every = _ads(got["ads"], "the daemon's queue")
     chosen = query.select(every)
+    if query.output in ("analyze", "better-analyze"):
+        from condorpy.cli.analyze import analyze_main
+        return analyze_main(config, query, chosen,
+                            ScheddLabel(got["schedd"], got["address"]))
     out = _other_output(query, chosen)
     if out is None:
         layout = query.output if query.output in ("nobatch", "hold", "run",
