@@ -1,5 +1,5 @@
-"""`condorpy q`, `condorpy history`, `condorpy who` and the live `condorpy status`:
-fetch ads from the running daemon and print them in HTCondor's layouts."""
+"""`condorpy q`, `condorpy history` and `condorpy who`: fetch ads from the running
+daemon and print them in HTCondor's layouts."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from condorpy.classad import ClassAd
 from condorpy.cli.parsing import wants_help
 from condorpy.clock import SystemClock
 from condorpy.config import load_config
-from condorpy.slots.status_format import (render_autoformat, render_json, render_long,
-                                          render_table)
-from condorpy.startd.client import DaemonUnreachable, call
+from condorpy.slots.status_format import render_autoformat, render_json, render_long
+from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
 from condorpy.queue.query import Query, parse_query
 from condorpy.queue.formats import (ScheddLabel, render_history, render_queue,
@@ -209,25 +208,3 @@ def who_main(argv: list[str]) -> int:
     sys.stdout.write(render_who(ads, job_dirs=dirs if isinstance(dirs, dict) else None))
     return 0
 
-
-def live_status(config: str | None, long: bool, af: list[str] | None, constraint: Any,
-                json_out: bool) -> int:
-    """`condorpy status` without --offline: the running daemon's slot ads."""
-    try:
-        got = _fetch(config, "status", {})
-    except DaemonUnreachable as exc:
-        raise DaemonUnreachable(f"{exc}; `condorpy status --offline` shows the ads this "
-                                f"machine would advertise") from None
-    ads = _ads(got["ads"], "the daemon's slots")
-    if constraint is not None:
-        ads = [ad for ad in ads if constraint.evaluate(my=ad) is True]
-    if long:
-        out = render_long(ads)
-    elif af:
-        out = render_autoformat(ads, af)
-    elif json_out:
-        out = render_json(ads)
-    else:
-        out = render_table(ads, float(got["now"])) if ads else ""
-    sys.stdout.write(out)
-    return 0
