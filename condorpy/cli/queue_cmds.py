@@ -17,6 +17,7 @@ from condorpy.startd.paths import client_socket
 from condorpy.queue.query import Query, parse_query
 from condorpy.queue.formats import (ScheddLabel, render_history, render_queue,
                                           render_who)
+from condorpy.queue.who_long import render_who_long
 
 if TYPE_CHECKING:
     import argparse
@@ -95,6 +96,9 @@ def who_parser() -> "argparse.ArgumentParser":
     p.add_argument("-config", "--config", metavar="FILE",
                    help="configuration file (default: $CONDOR_CONFIG, then "
                         "/etc/condorpy/condor_config)")
+    p.add_argument("-long", "-l", action="store_true",
+                   help="print the whole ad of each slot that runs a job, as condor_who "
+                        "-long (nothing when no job runs)")
     return p
 
 
@@ -197,11 +201,17 @@ def who_main(argv: list[str]) -> int:
         who_parser().print_help()
         return 0
     config, rest = _split_config(argv)
+    # condor_who takes any leading part of -long
+    long = [a for a in rest if a == "--long" or (len(a) > 1 and "-long".startswith(a))]
+    rest = [a for a in rest if a not in long]
     if rest:
         raise SystemExit(f"condorpy who: unexpected argument {rest[0]!r} "
                          f"(condorpy who -help lists the options)")
     got = _fetch(config, "who", {})
     ads = _ads(got["ads"], "the daemon's slots")
+    if long:
+        sys.stdout.write(render_who_long(ads))
+        return 0
     dirs = got.get("job_dirs")
     # condor_who names the startd's pid only when it found the startd by its pid
     # (-pid, -allpids), not by the log directory as it does by default
