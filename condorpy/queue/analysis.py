@@ -29,8 +29,9 @@ from condorpy.queue.formats import ScheddLabel
 
 WIDTH = 80          # condor_q wraps the Requirements at its console width (80 in a pipe)
 INDENT = 4
-# units condor_q writes after the request attributes it lists
+# units condor_q writes after the request attributes it lists, and after the slot's
 _UNITS = {"requestdisk": "kb", "requestmemory": "mb"}
+_TARGET_UNITS = {"disk": "kb", "memory": "mb"}
 _RUNNING = (2, 6, 7)
 
 
@@ -149,6 +150,38 @@ def referenced_job_attrs(job: ClassAd, name: str = "Requirements") -> list[str]:
     return sorted(found.values(), key=str.lower)
 
 
+def referenced_slot_attrs(job: ClassAd, slot: ClassAd, name: str = "Requirements"
+                          ) -> list[str]:
+    """The slot's attributes that the job's ``name`` refers to (``TARGET.Memory``, or
+    ``OpSys`` that the job does not define), through the job's own attributes too."""
+    mine = {a.lower() for a in referenced_job_attrs(job, name)} | {name.lower()}
+    found: dict[str, str] = {}
+    for attr in [name, *referenced_job_attrs(job, name)]:
+        expr = job.lookup(attr)
+        nodes = [expr.node] if expr is not None else []
+        while nodes:
+            n = nodes.pop()
+            if isinstance(n, ast.AttrRef) and (n.scope_kind == "target" or (
+                    n.scope_kind == "" and n.name.lower() not in mine and
+                    job.lookup(n.name) is None)) and slot.lookup(n.name) is not None:
+                found.setdefault(n.name.lower(), n.name)
+            nodes.extend(n.children())
+    return sorted(found.values(), key=str.lower)
+
+
+def _slot_attrs(job: ClassAd, slot: SlotView) -> str:
+    lines = []
+    for a in referenced_slot_attrs(job, slot.ad):
+        canonical = next((k for k, _ in slot.ad.items() if k.lower() == a.lower()), a)
+        unit = _TARGET_UNITS.get(a.lower())
+        lines.append(f"    TARGET.{canonical} = {slot.ad.lookup(a)}" +
+                     (f" ({unit})" if unit else ""))
+    if not lines:
+        return ""
+    return f"\n{_str(slot.ad, 'Name') or slot.name} has the following attributes:\n\n" + \
+        "\n".join(lines) + "\n"
+
+
 def _attr_line(job: ClassAd, name: str) -> str:
     expr = job.lookup(name)
     unit = _UNITS.get(name.lower())
@@ -249,7 +282,7 @@ def _matches(job: ClassAd, ctime: Any) -> str:
         out += f"Last failed match: {ctime(rejected)}\n\n"
         reason = _str(job, "LastRejMatchReason")
         if reason is not None:
-            out += f"Reason for last match failure: {reason} \n"
+            out += f"Reason for last match failure: {reason}\n"
     return out
 
 
@@ -290,6 +323,9 @@ def analyze_job(engine: PolicyEngine, job: ClassAd, slots: Sequence[SlotView], *
             attrs = referenced_job_attrs(job)
             out += f"Job {label} defines the following attributes:\n\n"
             out += "".join(_attr_line(job, a) + "\n" for a in attrs)
+            if len(slots) == 1:
+                # one slot: its side of the conditions too, as condor_q shows it
+                out += _slot_attrs(job, slots[0])
             out += f"\nThe Requirements expression for job {label} reduces to these " \
                    "conditions:\n\n"
             out += clause_table(engine, job, slots)
