@@ -94,36 +94,31 @@ def clauses(expr: Expr) -> list[Any]:
 
 
 def pretty(expr: Expr, width: int = WIDTH, indent: int = INDENT) -> str:
-    """The expression over lines of at most ``width`` columns, broken after ``&&``
-    (and inside a long parenthesised ``||`` after its ``||``), continuation lines
-    indented as condor_q indents them. The first line carries no indent: the caller
-    writes it."""
+    """The expression over lines of at most ``width`` columns as condor_q lays it out:
+    its conjuncts filled into lines, each line ending in ``&&``; a conjunct too long
+    for a line of its own, a parenthesised ``a || b``, is broken after each ``||`` with
+    the rest indented two more, and the next conjuncts follow on its last line. The
+    first line carries no indent: the caller writes it."""
     parts = [str(n) for n in _chain(expr.node, "&&", through_parens=False)]
     lines: list[str] = []
     line = ""
     for i, text in enumerate(parts):
-        tail = " &&" if i < len(parts) - 1 else ""
-        candidate = f"{line} && {text}" if line else text
-        if not line or indent + len(candidate) + len(tail) <= width:
+        text += " &&" if i < len(parts) - 1 else ""
+        candidate = f"{line} {text}" if line else text
+        if indent + len(candidate) <= width:
             line = candidate
             continue
-        lines.append(line + " &&")
-        line = text
+        if line:
+            lines.append(line)
+        pieces = text.split(" || ") if text.startswith("(") else [text]
+        if indent + len(text) <= width or len(pieces) == 1:
+            line = text
+            continue
+        lines.append(pieces[0] + " ||")
+        lines.extend(f"  {p} ||" for p in pieces[1:-1])
+        line = "  " + pieces[-1]
     lines.append(line)
-    out: list[str] = []
-    for ln in lines:
-        out.extend(_break_or(ln, width, indent))
-    return ("\n" + " " * indent).join(out)
-
-
-def _break_or(text: str, width: int, indent: int) -> list[str]:
-    """A line too long that is one parenthesised ``a || b``: broken after each ``||``."""
-    if indent + len(text) <= width or not text.startswith("(") or " || " not in text:
-        return [text]
-    pieces = text.split(" || ")
-    return [p + " ||" for p in pieces[:-1]] + ["  " + pieces[-1]] if len(pieces) == 2 \
-        else [pieces[0] + " ||"] + ["  " + p + " ||" for p in pieces[1:-1]] + \
-        ["  " + pieces[-1]]
+    return ("\n" + " " * indent).join(lines)
 
 
 def referenced_job_attrs(job: ClassAd, name: str = "Requirements") -> list[str]:

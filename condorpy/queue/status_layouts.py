@@ -145,22 +145,20 @@ def _normal_table(ads: Sequence[ClassAd], now: float, wide: bool) -> list[str]:
 
 
 def _claimed_table(ads: Sequence[ClassAd], wide: bool) -> list[str]:
-    # the name as long as the longest, the users and clients cut to their columns
-    # unless -wide; every line padded to the last column
-    longest = max(len(_text(ad, "Name", "[???]")) for ad in ads)
-    widths = (max(34 if wide else 15, longest), 11, 6, 6, 20, 16)
-    header = ("Name", "OpSys", "Arch", "LoadAv", "RemoteUser", "ClientMachine")
-    out = [_join(header, widths, {3}), ""]
+    rows = []
     for ad in ads:
         load = _number(ad, "CondorLoadAvg")
-        cells = [_text(ad, "Name", "[???]"), _text(ad, "OpSys", "[???]"),
-                 _text(ad, "Arch", "[???]"),
-                 f"{load:.3f}" if load is not None else "[???]",
-                 _text(ad, "RemoteUser", "[???]"), _text(ad, "ClientMachine", "[???]")]
-        if not wide:
-            cells = [c[:widths[i]] if i in (4, 5) else c for i, c in enumerate(cells)]
-        out.append(_join(cells, widths, {3}))
-    return out
+        rows.append((_text(ad, "Name", "[???]"), _text(ad, "OpSys", "[???]"),
+                     _text(ad, "Arch", "[???]"),
+                     f"{load:.3f}" if load is not None else "[???]",
+                     _text(ad, "RemoteUser", "[???]"), _text(ad, "ClientMachine", "[???]")))
+    header = ("Name", "OpSys", "Arch", "LoadAv", "RemoteUser", "ClientMachine")
+    # each column as wide as its longest value, never narrower than condor_status's;
+    # every line padded to the last column
+    mins = (34 if wide else 15, 11, 6, 6, 20, 16)
+    widths = [max([m, len(header[i])] + [len(r[i]) for r in rows])
+              for i, m in enumerate(mins)]
+    return [_join(header, widths, {3}), ""] + [_join(r, widths, {3}) for r in rows]
 
 
 # --- -compact -----------------------------------------------------------------------
@@ -192,12 +190,13 @@ def _merge_codes(codes: Sequence[str]) -> str:
 @dataclass
 class _CompactRow:
     machine: str
+    label: str                   # the machine, or "   slotN" for its next slot type
     platform: str
     slots: int
     tag: str
-    cpus: float
-    gpus: float
-    total_mb: float
+    cpus: float | None
+    gpus: float | None
+    total_mb: float | None
     free_cpus: float
     free_mb: float
     load: float | None
@@ -207,53 +206,62 @@ class _CompactRow:
     users: list[str]
 
 
+def _slot_type(ad: ClassAd) -> int:
+    return abs(int(_number(ad, "SlotTypeID") or 0))
+
+
+def _compact_row(ad: ClassAd, every: Sequence[ClassAd]) -> _CompactRow:
+    machine = _text(ad, "Machine")
+    mem = _number(ad, "Memory") or 0.0
+    state, activity = _text(ad, "State"), _text(ad, "Activity")
+    busy = state in ("Claimed", "Matched", "Preempting")
+    if _partitionable(ad):
+        kids = _children(ad, every)
+        code = _code(state, activity)
+        if kids:
+            child = _merge_codes([_code(_text(k, "State"), _text(k, "Activity"))
+                                  for k in kids])
+            if (_number(ad, "Cpus") or 0) < 0.1 and code == "Ui":
+                code = child          # an exhausted p-slot shows its d-slots' state
+            code = "".join(a if a == b else "*" for a, b in zip(code, child))
+        users = sorted({u for k in kids if (u := _text(k, "RemoteUser"))})
+        row = _CompactRow(machine, machine, platform(ad), len(kids), " ",
+                          _number(ad, "TotalSlotCpus"), _number(ad, "TotalSlotGPUs"),
+                          _number(ad, "TotalSlotMemory"), _number(ad, "Cpus") or 0.0,
+                          mem, None, code, None,
+                          max((_number(k, "Memory") or 0.0 for k in kids), default=None),
+                          users)
+    else:
+        user = _text(ad, "RemoteUser")
+        row = _CompactRow(machine, machine, platform(ad), 1, "S",
+                          _number(ad, "TotalSlotCpus"), _number(ad, "TotalSlotGPUs"),
+                          _number(ad, "TotalSlotMemory"),
+                          0.0 if busy else _number(ad, "Cpus") or 0.0,
+                          0.0 if busy else mem, None, _code(state, activity), None,
+                          mem, [user] if user else [])
+    total_load, total_cpus = _number(ad, "TotalLoadAvg"), _number(ad, "TotalCpus")
+    row.load = total_load / total_cpus if total_load is not None and total_cpus else None
+    starts = _number(ad, "RecentJobStarts")
+    row.starts = starts / 20.0 if starts is not None else None
+    return row
+
+
 def _compact_rows(ads: Sequence[ClassAd], every: Sequence[ClassAd]) -> list[_CompactRow]:
-    rows: dict[str, _CompactRow] = {}
-    for ad in ads:
-        machine = _text(ad, "Machine")
-        kids = _children(ad, every) if _partitionable(ad) else []
-        mem = _number(ad, "Memory") or 0.0
-        state, activity = _text(ad, "State"), _text(ad, "Activity")
-        busy = state in ("Claimed", "Matched", "Preempting")
-        if _partitionable(ad):
-            code = _code(state, activity)
-            if kids:
-                child = _merge_codes([_code(_text(k, "State"), _text(k, "Activity"))
-                                      for k in kids])
-                exhausted = (_number(ad, "Cpus") or 0) < 0.1
-                if exhausted and code == "Ui":
-                    code = child
-                code = "".join(a if a == b else "*" for a, b in zip(code, child))
-            users = sorted({u for k in kids if (u := _text(k, "RemoteUser"))})
-            row = _CompactRow(machine, platform(ad), len(kids), " ",
-                              _number(ad, "TotalSlotCpus") or 0.0,
-                              _number(ad, "TotalSlotGPUs") or 0.0,
-                              _number(ad, "TotalSlotMemory") or 0.0,
-                              _number(ad, "Cpus") or 0.0, mem,
-                              None, code, None,
-                              max((_number(k, "Memory") or 0.0 for k in kids),
-                                  default=None), users)
-        else:
-            user = _text(ad, "RemoteUser")
-            row = _CompactRow(machine, platform(ad), 1, "S",
-                              _number(ad, "TotalSlotCpus") or _number(ad, "Cpus") or 0.0,
-                              _number(ad, "TotalSlotGPUs") or 0.0,
-                              _number(ad, "TotalSlotMemory") or mem,
-                              0.0 if busy else _number(ad, "Cpus") or 0.0,
-                              0.0 if busy else mem, None, _code(state, activity), None,
-                              mem, [user] if user else [])
-        total_load, total_cpus = _number(ad, "TotalLoadAvg"), _number(ad, "TotalCpus")
-        row.load = total_load / total_cpus if total_load is not None and total_cpus \
-            else None
-        starts = _number(ad, "RecentJobStarts")
-        row.starts = starts / 20.0 if starts is not None else None
-        have = rows.get(machine)
+    """One row per machine and slot type, in the order of the machines' names and the
+    types' ids; a machine's second slot type on is labelled by its first slot's name."""
+    rows: dict[tuple[str, int], _CompactRow] = {}
+    for ad in sorted(ads, key=lambda a: (_text(a, "Machine"), _slot_type(a))):
+        key = (_text(ad, "Machine"), _slot_type(ad))
+        row = _compact_row(ad, every)
+        have = rows.get(key)
         if have is None:
-            rows[machine] = row
+            if any(k[0] == key[0] for k in rows):
+                row.label = "   " + _text(ad, "Name").split("@", 1)[0]
+            rows[key] = row
             continue
-        # another slot of the same machine, folded into its row as condor_status folds
-        # it: the slots, free cpus and memory, job starts and largest slot add up;
-        # Cpus, Gpus and TotalGb stay those of the row's first slot
+        # another slot of the same machine and type, folded into its row as
+        # condor_status folds it: the slots, free cpus and memory, job starts and
+        # largest slot add up; Cpus, Gpus and TotalGb stay those of the first slot
         have.slots += row.slots
         have.free_cpus += row.free_cpus
         have.free_mb += row.free_mb
@@ -263,21 +271,23 @@ def _compact_rows(ads: Sequence[ClassAd], every: Sequence[ClassAd]) -> list[_Com
         if row.max_slot_mb is not None:
             have.max_slot_mb = max(have.max_slot_mb or 0.0, row.max_slot_mb)
         have.users = sorted(set(have.users) | set(row.users))
-        if have.tag != row.tag:
-            have.tag = " "
     return list(rows.values())
+
+
+def _blank(value: float | None, fmt: str, width: int) -> str:
+    return format(value, fmt) if value is not None else " " * width
 
 
 def _compact_table(ads: Sequence[ClassAd], every: Sequence[ClassAd], claimed: bool
                    ) -> list[str]:
     rows = _compact_rows(ads, every)
-    mach_w = max([12 if not claimed else 7] + [len(r.machine) for r in rows])
+    mach_w = max([12 if not claimed else 7] + [len(r.label) for r in rows])
     plat_w = max([8] + [len(r.platform) for r in rows])
     if claimed:
         users = [", ".join(r.users) for r in rows]
         users_w = max([len("Users")] + [len(u) for u in users])
         out = [f"{'Machine':<{mach_w}} {'Platform':<{plat_w}} Slots {'Users':<{users_w}}", ""]
-        out += [f"{r.machine:<{mach_w}} {r.platform:<{plat_w}} {r.slots:4d}{r.tag} "
+        out += [f"{r.label:<{mach_w}} {r.platform:<{plat_w}} {r.slots:4d}{r.tag} "
                 f"{u:<{users_w}}" for r, u in zip(rows, users)]
         return out
     out = [f"{'Machine':<{mach_w}} {'Platform':<{plat_w}} Slots Cpus Gpus  TotalGb "
@@ -287,9 +297,10 @@ def _compact_table(ads: Sequence[ClassAd], every: Sequence[ClassAd], claimed: bo
         starts = f"{r.starts:8.2f}" if r.starts is not None else f"{'_':<8}"
         biggest = f"{r.max_slot_mb / 1024:9.2f}" if r.max_slot_mb is not None \
             else f"{'*':<9}"
-        out.append(f"{r.machine:<{mach_w}} {r.platform:<{plat_w}} {r.slots:4d}{r.tag} "
-                   f"{int(r.cpus):4d} {int(r.gpus):4d} {r.total_mb / 1024:8.2f} "
-                   f"{int(r.free_cpus):6d} {r.free_mb / 1024:8.2f} {load} {r.code:<2} "
+        total_gb = r.total_mb / 1024 if r.total_mb is not None else None
+        out.append(f"{r.label:<{mach_w}} {r.platform:<{plat_w}} {r.slots:4d}{r.tag} "
+                   f"{_blank(r.cpus, '4.0f', 4)} {_blank(r.gpus, '4.0f', 4)} "
+                   f"{_blank(total_gb, '8.2f', 8)} {int(r.free_cpus):6d} {r.free_mb / 1024:8.2f} {load} {r.code:<2} "
                    f"{starts} {biggest}")
     return out
 

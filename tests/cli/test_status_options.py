@@ -35,8 +35,9 @@ def test_compact_is_one_row_per_machine(tmp_path: Path,
                                 "MaxSlotGb"]
     row = lines[2].split()
     # two static slots of 5 cpus and 5 GB: the row shows the first slot's size, the
-    # free cpus and memory of both, and the largest slot
-    assert row[:8] == ["node1.example.org", "x64/Debian12", "2S", "5", "0", "5.00", "10",
+    # free cpus and memory of both, and the largest slot (Gpus is blank: static slots
+    # publish no TotalSlotGPUs)
+    assert row[:7] == ["node1.example.org", "x64/Debian12", "2S", "5", "5.00", "10",
                        "10.00"]
     assert row[-1] == "5.00"
     assert lines[6].split()[0] == "x64/Debian12"
