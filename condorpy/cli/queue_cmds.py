@@ -1,5 +1,5 @@
-"""`condorpy q`, `condorpy history`, `condorpy who` and the live `condorpy status`:
-fetch ads from the running daemon and print them in HTCondor's layouts."""
+"""`condorpy q`, `condorpy history` and `condorpy who`: fetch ads from the running
+daemon and print them in HTCondor's layouts."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from condorpy.classad import ClassAd
 from condorpy.cli.parsing import wants_help
 from condorpy.clock import SystemClock
 from condorpy.config import load_config
-from condorpy.slots.status_format import (render_autoformat, render_json, render_long,
-                                          render_table)
-from condorpy.startd.client import DaemonUnreachable, call
+from condorpy.slots.status_format import render_autoformat, render_json, render_long
+from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
 from condorpy.queue.query import Query, parse_query
 from condorpy.queue.formats import (ScheddLabel, render_history, render_queue,
                                           render_who)
+from condorpy.queue.who_long import render_who_long
 
 if TYPE_CHECKING:
     import argparse
@@ -63,7 +63,20 @@ def q_parser() -> "argparse.ArgumentParser":
     p.add_argument("-run", action="store_true",
                    help="only running jobs, with the slot each runs in (HOST(S))")
     p.add_argument("-idle", action="store_true", help="only idle jobs, one line each")
+    _analyze_options(p)
     return p
+
+
+def _analyze_options(p: "argparse.ArgumentParser") -> None:
+    p.add_argument("-analyze", "-analyse", action="store_true",
+                   help="say why each selected job does not run (or that it runs, and "
+                        "where): how many of the daemon's slots its Requirements reject, "
+                        "how many reject it, are busy or are able to run it")
+    p.add_argument("-better-analyze", "-better-analyse", action="store_true",
+                   help="-analyze, with the job's Requirements clause by clause and how "
+                        "many slots match each, the job attributes they use, and the "
+                        "START and Requirements of each slot that refuses the job, part "
+                        "by part")
 
 
 def history_parser() -> "argparse.ArgumentParser":
@@ -83,6 +96,9 @@ def who_parser() -> "argparse.ArgumentParser":
     p.add_argument("-config", "--config", metavar="FILE",
                    help="configuration file (default: $CONDOR_CONFIG, then "
                         "/etc/condorpy/condor_config)")
+    p.add_argument("-long", "-l", action="store_true",
+                   help="print the whole ad of each slot that runs a job, as condor_who "
+                        "-long (nothing when no job runs)")
     return p
 
 
@@ -130,6 +146,10 @@ def q_main(argv: list[str]) -> int:
     got = _fetch(config, "q", {})
     every = _ads(got["ads"], "the daemon's queue")
     chosen = query.select(every)
+    if query.output in ("analyze", "better-analyze"):
+        from condorpy.cli.analyze import analyze_main
+        return analyze_main(config, query, chosen,
+                            ScheddLabel(got["schedd"], got["address"]))
     out = _other_output(query, chosen)
     if out is None:
         layout = query.output if query.output in ("nobatch", "hold", "run",
@@ -181,36 +201,20 @@ def who_main(argv: list[str]) -> int:
         who_parser().print_help()
         return 0
     config, rest = _split_config(argv)
+    # condor_who takes any leading part of -long
+    long = [a for a in rest if a == "--long" or (len(a) > 1 and "-long".startswith(a))]
+    rest = [a for a in rest if a not in long]
     if rest:
         raise SystemExit(f"condorpy who: unexpected argument {rest[0]!r} "
                          f"(condorpy who -help lists the options)")
     got = _fetch(config, "who", {})
     ads = _ads(got["ads"], "the daemon's slots")
+    if long:
+        sys.stdout.write(render_who_long(ads))
+        return 0
     dirs = got.get("job_dirs")
     # condor_who names the startd's pid only when it found the startd by its pid
     # (-pid, -allpids), not by the log directory as it does by default
     sys.stdout.write(render_who(ads, job_dirs=dirs if isinstance(dirs, dict) else None))
     return 0
 
-
-def live_status(config: str | None, long: bool, af: list[str] | None, constraint: Any,
-                json_out: bool) -> int:
-    """`condorpy status` without --offline: the running daemon's slot ads."""
-    try:
-        got = _fetch(config, "status", {})
-    except DaemonUnreachable as exc:
-        raise DaemonUnreachable(f"{exc}; `condorpy status --offline` shows the ads this "
-                                f"machine would advertise") from None
-    ads = _ads(got["ads"], "the daemon's slots")
-    if constraint is not None:
-        ads = [ad for ad in ads if constraint.evaluate(my=ad) is True]
-    if long:
-        out = render_long(ads)
-    elif af:
-        out = render_autoformat(ads, af)
-    elif json_out:
-        out = render_json(ads)
-    else:
-        out = render_table(ads, float(got["now"])) if ads else ""
-    sys.stdout.write(out)
-    return 0

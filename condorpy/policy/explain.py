@@ -238,34 +238,67 @@ def explain_command(engine: PolicyEngine, names: list[str], job: str | None,
     return 0
 
 
+@dataclass(frozen=True)
+class MatchJudgement:
+    """Each part of a match as the startd judges a claim by a job: the slot's START
+    and Requirements against the job, the job's Requirements against the slot,
+    whether the request fits and whether the slot's state takes a claim now."""
+    start: Any
+    job_requirements: Any
+    slot_requirements: Any
+    fit: str                     # "true", "true (...)" or "false (why)"
+    state: str | None            # the daemon's State, when known
+
+    @property
+    def claimable(self) -> bool:
+        return self.state is None or self.state in _CLAIMABLE
+
+    @property
+    def fits(self) -> bool:
+        return self.fit == "true" or self.fit.startswith("true")
+
+    def failed(self) -> list[str]:
+        out = []
+        if not self.claimable:
+            # the daemon's own view: however the expressions come out, a slot in Owner
+            # (or claimed, draining, ...) takes no new claim now
+            out.append(f"the slot is {self.state} now")
+        if self.start is not True:
+            out.append("START")
+        if self.job_requirements is not True:
+            out.append("the job's Requirements")
+        if self.slot_requirements is not True:
+            out.append("the slot's Requirements")
+        if not self.fits:
+            out.append("the request's size")
+        return out
+
+
+def judge_match(engine: PolicyEngine, slot: SlotView, job_ad: ClassAd) -> MatchJudgement:
+    """The match of ``job_ad`` with ``slot``, part by part (what explain --job and
+    condorpy q -analyze report)."""
+    b = engine.backend
+    return MatchJudgement(
+        start=b.evaluate(slot.ad, "START", job_ad),
+        job_requirements=b.evaluate(job_ad, "Requirements", slot.ad),
+        slot_requirements=b.evaluate(slot.ad, "Requirements", job_ad),
+        fit=_fit(engine, slot, job_ad),
+        state=slot.state.split("/")[0] if slot.state is not None else None)
+
+
 def _judge_match(engine: PolicyEngine, slot: SlotView, job_ad: ClassAd, shown: list[str],
                  out: TextIO) -> None:
     """The rest of the match the startd would judge for a claim by this job."""
-    b = engine.backend
-    failed: list[str] = []
-    if slot.state is not None and slot.state.split("/")[0] not in _CLAIMABLE:
-        # the daemon's own view: however the expressions come out, a slot in Owner (or
-        # claimed, draining, ...) takes no new claim now
-        failed.append(f"the slot is {slot.state.split('/')[0]} now")
+    j = judge_match(engine, slot, job_ad)
     if "start" not in {n.lower() for n in shown}:
-        v = b.evaluate(slot.ad, "START", job_ad)
-        render(slot.name, "START", explain_tree(engine, slot.ad, "START", job_ad), v, out)
-    if b.evaluate(slot.ad, "START", job_ad) is not True:
-        failed.append("START")
-    v = b.evaluate(job_ad, "Requirements", slot.ad)
-    out.write(f"{slot.name}: the job's Requirements = {_show(v)}\n")
+        render(slot.name, "START", explain_tree(engine, slot.ad, "START", job_ad), j.start,
+               out)
+    out.write(f"{slot.name}: the job's Requirements = {_show(j.job_requirements)}\n")
     _render_lines(explain_tree(engine, job_ad, "Requirements", slot.ad), out)
-    if v is not True:
-        failed.append("the job's Requirements")
-    v = b.evaluate(slot.ad, "Requirements", job_ad)
     render(slot.name, "Requirements", explain_tree(engine, slot.ad, "Requirements", job_ad),
-           v, out)
-    if v is not True:
-        failed.append("the slot's Requirements")
-    fit = _fit(engine, slot, job_ad)
-    out.write(f"{slot.name}: the request fits = {fit}\n")
-    if fit != "true" and not fit.startswith("true"):
-        failed.append("the request's size")
+           j.slot_requirements, out)
+    out.write(f"{slot.name}: the request fits = {j.fit}\n")
+    failed = j.failed()
     verdict = "matches" if not failed else "does not match: " + ", ".join(failed)
     out.write(f"{slot.name}: the job {verdict}\n")
 
@@ -307,6 +340,11 @@ def _fit(engine: PolicyEngine, slot: SlotView, job_ad: ClassAd) -> str:
 
 def _number(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def render_lines(lines: list[ExplainLine], out: TextIO) -> None:
+    """The parts of an explanation below its first line, indented by depth."""
+    _render_lines(lines, out)
 
 
 def _render_lines(lines: list[ExplainLine], out: TextIO) -> None:

@@ -19,7 +19,8 @@ from condorpy.errors import CondorpyError
 from condorpy.queue.jobstore import shorten
 
 Command = Literal["q", "history", "rm", "hold", "release"]
-Output = Literal["batch", "nobatch", "hold", "run", "totals", "long", "json", "af"]
+Output = Literal["batch", "nobatch", "hold", "run", "totals", "long", "json", "af",
+                 "analyze", "better-analyze"]
 
 _ID = re.compile(r"^(\d+)(?:\.(\d+))?$")
 # condor_q takes any leading part of an option at least this long (-const, -nob, ...)
@@ -27,16 +28,18 @@ _OPTIONS: dict[str, int] = {
     "constraint": 5, "af": 2, "autoformat": 5, "long": 1, "json": 2, "nobatch": 3,
     "batch": 2, "hold": 2, "held": 4, "run": 1, "idle": 3, "limit": 3, "totals": 3,
     "match": 3, "all": 3, "reason": 3,
+    "analyze": 2, "analyse": 2, "better-analyze": 2, "better-analyse": 2,
 }
 _BY_COMMAND: dict[str, set[str]] = {
     "q": {"constraint", "af", "long", "json", "nobatch", "batch", "hold", "run", "idle",
-          "limit", "totals"},
+          "limit", "totals", "analyze", "better-analyze"},
     "history": {"constraint", "af", "long", "json", "limit"},
     "rm": {"constraint", "all"},
     "hold": {"constraint", "all", "reason"},
     "release": {"constraint", "all"},
 }
-_ALIASES = {"autoformat": "af", "held": "hold", "match": "limit"}
+_ALIASES = {"autoformat": "af", "held": "hold", "match": "limit", "analyse": "analyze",
+            "better-analyse": "better-analyze"}
 
 
 def option_words(command: Command) -> frozenset[str]:
@@ -227,6 +230,8 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
             set_output("batch", arg)
         elif name == "nobatch":
             set_output("nobatch", arg)
+        elif name in ("analyze", "better-analyze"):
+            set_output(name, arg)  # type: ignore[arg-type]
         elif name == "hold":
             set_state(arg)
             status = 5

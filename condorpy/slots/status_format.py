@@ -1,92 +1,11 @@
-"""condor_status-style renderings of slot ads: the table, ``-l``, ``-af`` and ``-json``."""
+"""condor_status-style renderings of slot ads: ``-l``, ``-af`` and ``-json`` (the tables
+are condorpy.queue.status_layouts')."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
-from condorpy.classad import (ClassAd, Error, Undefined, format_shown, format_value,
-                              parse_expr)
-
-_SUMMARY_COLUMNS = ("Total", "Owner", "Claimed", "Unclaimed", "Matched", "Preempting",
-                    "Drain", "Backfill", "BkIdle")
-_SUMMARY_WIDTHS = (5, 5, 7, 9, 7, 10, 6, 8, 6)
-
-
-def _text(ad: ClassAd, attr: str, default: str = "") -> str:
-    value = ad.evaluate(attr)
-    if value is Undefined or value is Error:
-        return default
-    return value if isinstance(value, str) else format_value(value)
-
-
-def _number(ad: ClassAd, attr: str) -> float | None:
-    value = ad.evaluate(attr)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _duration(seconds: float) -> str:
-    s = max(0, int(seconds))
-    return f"{s // 86400}+{s % 86400 // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
-def render_table(ads: Sequence[ClassAd], now: float) -> str:
-    """The default condor_status listing followed by its summary by Arch/OpSys."""
-    rows = []
-    for ad in ads:
-        load = _number(ad, "LoadAvg")
-        mem = _number(ad, "Memory")
-        entered = _number(ad, "EnteredCurrentActivity")
-        rows.append((_text(ad, "Name", "[???]"), _text(ad, "OpSys", "[???]"),
-                     _text(ad, "Arch", "[???]"), _text(ad, "State", "[???]"),
-                     _text(ad, "Activity", "[???]"),
-                     f"{load:.3f}" if load is not None else "[???]",
-                     str(int(mem)) if mem is not None else "[???]",
-                     _duration(now - entered) if entered is not None else "[???]"))
-    header = ("Name", "OpSys", "Arch", "State", "Activity", "LoadAv", "Mem", "ActvtyTime")
-    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
-    widths[1], widths[2], widths[3], widths[4] = (max(widths[1], 10), max(widths[2], 6),
-                                                  max(widths[3], 9), max(widths[4], 8))
-    widths[5], widths[6], widths[7] = max(widths[5], 6), max(widths[6], 4), max(widths[7], 11)
-
-    def line(cells: Sequence[str], right: set[int]) -> str:
-        return " ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
-                        for i, c in enumerate(cells)).rstrip()
-
-    # condor_status right-aligns the numbers but heads the Mem column from the left.
-    out = [line(header, {5, 7}), ""]
-    out.extend(line(r, {5, 6, 7}) for r in rows)
-    out.append("")
-    out.extend(_summary(ads))
-    return "\n".join(out) + "\n"
-
-
-def _summary(ads: Sequence[ClassAd]) -> list[str]:
-    groups: dict[str, list[int]] = {}
-    for ad in ads:
-        label = f"{_text(ad, 'Arch', '?')}/{_text(ad, 'OpSys', '?')}"
-        counts = groups.setdefault(label, [0] * len(_SUMMARY_COLUMNS))
-        state, activity = _text(ad, "State"), _text(ad, "Activity")
-        counts[0] += 1
-        column = {"Owner": 1, "Claimed": 2, "Unclaimed": 3, "Matched": 4, "Preempting": 5,
-                  "Drained": 6, "Backfill": 7}.get(state)
-        if column is not None:
-            counts[column] += 1
-        if state == "Backfill" and activity == "Idle":
-            counts[8] += 1
-    totals = [sum(c[i] for c in groups.values()) for i in range(len(_SUMMARY_COLUMNS))]
-    label_width = max([len("Total")] + [len(k) for k in groups]) + 2
-
-    def row(label: str, cells: Sequence[Any]) -> str:
-        return label.rjust(label_width) + "".join(
-            " " + str(c).rjust(w) for c, w in zip(cells, _SUMMARY_WIDTHS))
-
-    out = [row("", _SUMMARY_COLUMNS), ""]
-    for label in sorted(groups):
-        out.append(row(label, groups[label]))
-    out += ["", row("Total", totals)]
-    return out
+from condorpy.classad import ClassAd, format_shown, parse_expr
 
 
 def render_long(ads: Sequence[ClassAd]) -> str:

@@ -52,8 +52,10 @@ def test_default_table_is_one_partitionable_slot(tmp_path: Path,
     assert lines[0] == ("Name                    OpSys      Arch   State     Activity     "
                         "LoadAv Mem    ActvtyTime")
     assert lines[1] == ""
+    # LoadAv is CondorLoadAvg, the load of the jobs (none here), as condor_status
+    # shows it; the machine's 0.25 is LoadAvg
     assert re.fullmatch(r"slot1@node1\.example\.org LINUX      X86_64 Unclaimed Benchmarking  "
-                        r"0\.250 10240  0\+00:00:0\d", lines[2]), lines[2]
+                        r"0\.000 10240  0\+00:00:0\d", lines[2]), lines[2]
     assert lines[4] == ("               Total Owner Claimed Unclaimed Matched Preempting  "
                         "Drain Backfill BkIdle")
     assert lines[6] == ("  X86_64/LINUX     1     0       0         1       0          0"
