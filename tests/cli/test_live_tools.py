@@ -8,20 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 
 PSLOT = "NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\nSLOT_TYPE_1_PARTITIONABLE = True\n"
 
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path, extra=PSLOT)
-    d.start()
-    try:
+    with running(Daemon(tmp_path, extra=PSLOT)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def test_analyze_status_and_who_on_a_live_daemon(daemon: Daemon, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from condorpy.classad import ClassAd
-from tests.startd.daemon_helpers import Daemon, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, running, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the daemon runs jobs as root")
 
@@ -34,13 +34,8 @@ queue
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path)
-    d.start()
-    try:
+    with running(Daemon(tmp_path)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _ad(d: Daemon, job: str) -> ClassAd:

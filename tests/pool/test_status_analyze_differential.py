@@ -20,7 +20,7 @@ from condorpy.slots.inventory_json import inventory_to_json
 from condorpy.slots.status_format import render_long
 from condorpy.startd.core import load_core
 from tests.pool.refpool import RefPool
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 
 pytestmark = pytest.mark.pool
 
@@ -87,13 +87,8 @@ JOBS = [  # what each asks for, and why it does or does not run
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path, extra=DAEMON)
-    d.start()
-    try:
+    with running(Daemon(tmp_path, extra=DAEMON)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _summaries(text: str) -> dict[str, list[str]]:

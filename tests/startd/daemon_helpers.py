@@ -3,6 +3,7 @@ for end-to-end tests: real starters, real jobs, the real control socket."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from condorpy.startd.client import call
@@ -147,6 +149,18 @@ class Daemon:
             except OSError:
                 pass
         subprocess.run(["pkill", "-KILL", "-f", str(self.state)], check=False)
+
+
+@contextlib.contextmanager
+def running(d: Daemon) -> Iterator[Daemon]:
+    """``d`` started for the block, then stopped, and whatever it left behind killed:
+    what a test's ``daemon`` fixture yields."""
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+        d.kill_leftovers()
 
 
 def wait_for(cond: Callable[[], bool], timeout: float,

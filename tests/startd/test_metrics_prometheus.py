@@ -23,7 +23,7 @@ from condorpy.config import Config
 from condorpy.machine.virtual import VIRTUAL_DETECTED, virtual_inventory
 from condorpy.startd.core import Core
 from condorpy.startd.metrics import Metrics, scrape_text
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 from tests.startd.prometheus_tools import ensure_prometheus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,14 +183,10 @@ def _value(port: int, expr: str) -> float | None:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path / "ep", cpus=2, extra="NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
-               "SLOT_TYPE_1_PARTITIONABLE = True\n")
-    d.start()
-    try:
+    with running(Daemon(tmp_path / "ep", cpus=2,
+                        extra="NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
+                              "SLOT_TYPE_1_PARTITIONABLE = True\n")) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def test_prometheus_scrapes_the_daemon(daemon: Daemon, tmp_path: Path) -> None:
