@@ -6,6 +6,7 @@ real things (the fork server, the starters' sockets, the pool link, the job stor
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
@@ -63,7 +64,8 @@ class PoolSide(Protocol):
 
     def job_name(self, engine_claim: str) -> str | None: ...
 
-    def job_ended(self, eid: str, final: dict[str, object] | None, evicted: bool) -> None: ...
+    def job_ended(self, eid: str, final: dict[str, object] | None, evicted: bool,
+                  told: Callable[[], None]) -> None: ...
 
     def job_update(self, eid: str, attrs: dict[str, object]) -> None: ...
 

@@ -461,11 +461,15 @@ class ResourceManager:
             log.error("job hooks: %s", exc)
         except Exception:   # a hook's bug must not leave the slot claimed
             log.exception("job hooks: internal error")
-        if self.engine.has_claim(h.claim_id):
-            code_ = attrs.get("ExitCode")
-            self.apply(self.engine.job_exit(self.clock.time(), h.claim_id,
-                                            code_ if isinstance(code_, int) else None))
+        code_ = attrs.get("ExitCode")
+
+        def exited() -> None:
+            if self.engine.has_claim(h.claim_id):
+                self.apply(self.engine.job_exit(self.clock.time(), h.claim_id,
+                                                code_ if isinstance(code_, int) else None))
         pool_claim = self.pool is not None and self.pool.owns(h.claim_id)
+        if not pool_claim:
+            exited()     # a pool job's engine hears once its shadow has (below)
         if self.engine.has_claim(h.claim_id) and not pool_claim:
             # a fresh time: the calls above may have moved the engine's clock on
             self.apply(self.engine.release(self.clock.time(), h.claim_id))
@@ -475,7 +479,7 @@ class ResourceManager:
             if h.stop is not None:      # the slot's WANT_HOLD: the shadow holds the job
                 final = {**(final or {}), "HoldReason": h.stop.reason,
                          "HoldReasonCode": h.stop.code, "HoldReasonSubCode": h.stop.subcode}
-            self.pool.job_ended(h.claim_id, final, h.evicted)   # the shadow hears of it
+            self.pool.job_ended(h.claim_id, final, h.evicted, exited)   # the shadow hears
 
     def close(self) -> None:
         """The daemon stops: its sockets to the starters close, the starters run on."""

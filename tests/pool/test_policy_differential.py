@@ -456,6 +456,14 @@ def retiring(s: Side) -> bool:
     return [sa for _, sa in job_path(read(s.startlog(), 0))[-1:]] == ["Claimed/Retiring"]
 
 
+def pslot_is(sa: str) -> Callable[[Side], bool]:
+    """The side's partitionable slot's newest change (from its StartLog) is to ``sa``."""
+    def cond(s: Side) -> bool:
+        read = htcondor_path if s.name == "htcondor" else condorpy_path
+        return [x for _, x in pslot_path(read(s.startlog(), 0))[-1:]] == [sa]
+    return cond
+
+
 def evicted(s: Side) -> bool:
     """The job was evicted and is idle in the queue."""
     return "004" in s.events() and s.statuses[-1:] == ["1"]
@@ -559,8 +567,9 @@ def same_pslot(r: Result, aligned: bool = False) -> None:
 def test_is_owner_takes_the_partitionable_slot_and_gives_it_back(pools: Pools) -> None:
     # START false: the partitionable slot goes to Owner (IS_OWNER), its busy d-slot
     # keeps its job; START true again: back to Unclaimed.
-    r = run(pools, "is-owner", "", [(1, owner(blocks=True)), (5, owner())],
-            lambda s: True, settle=4.0)
+    r = run(pools, "is-owner", "", [(1, owner(blocks=True)),
+                                    (5, after(pslot_is("Owner/Idle"), owner()))],
+            pslot_is("Unclaimed/Idle"), settle=2.0)
     same_pslot(r)
     assert [sa for _, sa in r.pslot["htcondor"]] == ["Owner/Idle", "Unclaimed/Idle"]
     assert r.path["condorpy"] == r.path["htcondor"] == []
@@ -692,11 +701,6 @@ def schedd(stop: bool) -> Action:
     return act
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "condorpy's slot goes Claimed/Idle when the job exits, before its shadow has taken "
-    "the exit; HTCondor's starter stays until then, so with the schedd (and so the "
-    "shadow) stuck its slot stays Claimed/Busy, the claim kept alive by the starter, "
-    "where condorpy's idle claim runs out of lease (docs/policy.md)"))
 def test_claim_lease_while_the_schedd_is_gone(pools: Pools) -> None:
     # The job's JobLeaseDuration (20 s) is its claim's lease. The one schedd both sides
     # share stops (SIGSTOP) while the job runs, and goes on 55 s later; the job exits

@@ -87,6 +87,19 @@ class PoolJob:
     disconnected: float | None = None
     lease_expired: bool = False
     peer: str = ""
+    # the engine hears of the job's end once its shadow has (HTCondor's starter stays,
+    # and its slot Busy, until the shadow has taken the exit): told() calls this once
+    on_told: Callable[[], None] | None = None
+    told: bool = False
+
+    def tell_exit(self) -> None:
+        """The shadow has the job's exit, or never will: the engine may end the job."""
+        if not self.ended or self.told:
+            return
+        self.told = True
+        hear, self.on_told = self.on_told, None
+        if hear is not None:
+            hear()
 
     @property
     def name(self) -> str:
@@ -260,6 +273,8 @@ class ClaimTable:
             claim.stored = None
         if job is not None and not settled:
             self._ending[eid] = job
+        if job is not None:
+            job.tell_exit()     # before the engine lets the claim go
         if self.engine.has_claim(eid):
             self.apply(self.engine.release(self.clock.time(), eid))
         if tell_schedd:

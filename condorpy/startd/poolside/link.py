@@ -66,7 +66,8 @@ class PoolLink:
         self.table.tell_schedd = self.schedds.send_release
         self.leases = Leases(self.table, clock, lambda eid, hard: self.shadows.kill(eid, hard))
         self.shadows = ShadowSide(self.table, self.leases, self.inbound, sel, clock,
-                                  lambda: self.host, self.advertiser.ads)
+                                  lambda: self.host, self.advertiser.ads,
+                                  lambda: self.settings.upload_timeout)
         self.reconnects = ReconnectServer(self.table, self.leases, self.shadows,
                                           self.inbound)
         self.server = CommandServer(lambda: self.settings, self.table, self.inbound,
@@ -204,10 +205,11 @@ class PoolLink:
         """Pool jobs of an earlier daemon still hold numbers up to ``last``."""
         self.shadows.job_seq = max(self.shadows.job_seq, last)
 
-    def job_ended(self, eid: str, final: dict[str, object] | None, evicted: bool) -> None:
+    def job_ended(self, eid: str, final: dict[str, object] | None, evicted: bool,
+                  told: Callable[[], None]) -> None:
         """The daemon saw the starter of pool claim ``eid`` end (``evicted``: by its
-        policy)."""
-        self.shadows.job_ended(eid, final, evicted)
+        policy); ``told`` once the shadow has the exit."""
+        self.shadows.job_ended(eid, final, evicted, told)
 
     def job_update(self, eid: str, attrs: dict[str, object]) -> None:
         """News of a running pool job (state, usage) for its shadow."""

@@ -43,7 +43,8 @@ class ScheddLine:
             if claim.waiting is not None:
                 continue        # a preempting claim its schedd does not hold yet
             job = claim.job
-            connected = job is not None and job.exchange in self.inbound and not job.ended
+            # (an ended job's claim too, until its shadow has taken the exit)
+            connected = job is not None and job.exchange in self.inbound and not job.told
             waiting = job is not None and job.exchange is None and \
                 self.table.awaits_shadow(job)
             if connected or waiting:

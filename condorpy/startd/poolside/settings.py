@@ -23,6 +23,9 @@ class PoolSettings:
     accept_claims: bool = False
     # who may run which command on the command port (ALLOW_*/DENY_*, SEC_<LEVEL>_*)
     server: secserver.ServerPolicy | None = None
+    # how long a starter waits for its shadow's answer (HTCondor's syscall socket
+    # timeout): the shadow may take the job's exit only once its schedd answers
+    upload_timeout: float = 300.0
 
 
 def pool_settings(cfg: Config) -> PoolSettings | None:
@@ -44,7 +47,8 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         # An execution point in a pool runs the pool's jobs, as HTCondor's startd does;
         # False advertises the slots (Requirements = false) without taking work.
         accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", True),
-        server=secserver.server_policy(cfg))
+        server=secserver.server_policy(cfg),
+        upload_timeout=float(max(cfg.knob_int("STARTER_UPLOAD_TIMEOUT"), 1)))
 
 
 def local_ip(settings: PoolSettings) -> str:

@@ -26,7 +26,7 @@ from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
 from condorpy.startd.paths import StatePaths
 from condorpy.startd.poolside import transfer
 from condorpy.startd.poolside.claims import ClaimTable, PoolJob
-from condorpy.startd.poolside.exchanges import Exchanges, unregister
+from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, Exchanges, unregister
 from condorpy.startd.poolside.reconnect import Leases
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -63,7 +63,8 @@ class ShadowSide:
     def __init__(self, table: ClaimTable, leases: Leases, inbound: Exchanges,
                  sel: selectors.BaseSelector, clock: Clock,
                  host_of: Callable[[], JobHost | None],
-                 slot_ads: Callable[[], dict[str, ClassAd]]) -> None:
+                 slot_ads: Callable[[], dict[str, ClassAd]],
+                 upload_timeout: Callable[[], float] = lambda: 300.0) -> None:
         self.table = table
         self.leases = leases
         self.inbound = inbound
@@ -71,6 +72,7 @@ class ShadowSide:
         self.clock = clock
         self.host_of = host_of
         self.slot_ads = slot_ads
+        self.upload_timeout = upload_timeout
         self.address = table.address
         self.transfers: dict[transfer.Transfer, PoolJob] = {}   # on their threads
         self.job_seq = 0
@@ -128,6 +130,7 @@ class ShadowSide:
             # the shadow may hang up once it has the exit: nothing is lost then
             log.info("pool: after job_exit: %s", exc)
         self.table.forget_row(job.eid)      # nothing of it needs to survive a restart
+        job.tell_exit()
         self.table.job_done(job)
 
     def starter_info(self, job: PoolJob) -> ClassAd:
@@ -147,19 +150,29 @@ class ShadowSide:
         return info
 
     # ------------------------------------------------------------------ the daemon's news
-    def job_ended(self, eid: str, final: dict[str, object] | None, evicted: bool) -> None:
+    def job_ended(self, eid: str, final: dict[str, object] | None, evicted: bool,
+                  told: Callable[[], None]) -> None:
+        """The job's starter ended; ``told`` once its shadow has the exit (or never
+        will): the slot stays Busy until then, as HTCondor's does while its starter
+        waits for the shadow (a shadow that is slow to take the exit, its schedd
+        stuck, keeps the claim as the job did)."""
         job = self.table.job(eid)
         if job is None or job.ended:
+            told()
             return
         job.ended = True
         job.evicted = evicted
         job.final = dict(final or {})
+        job.on_told = told
         self.leases.job_ended(job)
-        if job.files is not None and job.exchange not in self.inbound and \
-                not self.table.awaits_shadow(job):
-            # its shadow is gone for good: nobody takes the outputs (transfer.py)
-            transfer.remove_scratch(job.files.path)
-        self.inbound.wake(job.exchange)
+        if job.exchange not in self.inbound and not self.table.awaits_shadow(job):
+            # its shadow is gone for good: nobody takes the exit or the outputs
+            if job.files is not None:
+                transfer.remove_scratch(job.files.path)
+            job.tell_exit()
+            return
+        # the shadow's answers to the exit (and the hold) may wait for its schedd
+        self.inbound.wake(job.exchange, self.upload_timeout())
 
     def job_update(self, eid: str, attrs: dict[str, object]) -> None:
         job = self.table.job(eid)
@@ -187,6 +200,8 @@ class ShadowSide:
                 log.warning("pool: the shadow of %s went away; killing the job", job.eid)
                 job.killed = True
                 self.kill(job.eid, hard=True)
+            elif job.exchange is ex:
+                job.tell_exit()      # an ended job's exit nobody will come for
 
     def _start(self, job: PoolJob) -> None:
         host = self.host_of()
@@ -240,7 +255,9 @@ class ShadowSide:
         if job is None:
             return
         if job.exchange in self.inbound:
-            self.inbound.wake(job.exchange)
+            # after the output transfer comes the exit, whose answer may be slow
+            self.inbound.wake(job.exchange, self.upload_timeout() if job.ended else
+                              EXCHANGE_TIMEOUT)
         elif job.files is not None and not self.table.awaits_shadow(job):
             transfer.remove_scratch(job.files.path)    # its shadow went away
 
