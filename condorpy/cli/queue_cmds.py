@@ -170,7 +170,7 @@ def q_main(argv: list[str]) -> int:
     cfg = load_config(config)
     got = call(client_socket(cfg), "q", {})
     every = _ads(got["ads"], "the daemon's queue")
-    me = _only_mine(query, cfg)
+    me = only_my_jobs(query, cfg)
     chosen = query.select([ad for ad in every if me is None or _owner(ad) == me])
     if query.output in ("analyze", "better-analyze"):
         from condorpy.cli.analyze import analyze_main
@@ -235,7 +235,7 @@ def _owner(ad: ClassAd) -> object:
     return ad.evaluate("Owner")
 
 
-def _only_mine(query: Query, cfg: KnobReader) -> str | None:
+def only_my_jobs(query: Query, cfg: KnobReader) -> str | None:
     """Whose jobs a plain ``q`` shows: the caller's, as condor_q since 8.5, unless
     jobs or owners are named, -allusers is given or CONDOR_Q_ONLY_MY_JOBS is false.
     root is no exception: condor_q run by root shows root's own jobs (none, on a

@@ -6,8 +6,8 @@ The layouts are condor_config_val's: a version comment, then for each source a
 ``# from SOURCE`` block of ``NAME = raw value`` lines (a multi-line value as
 ``NAME @=end`` ... ``@end``), sources in the order they were first read and the
 environment last; within a source by line, and the settings one ``use`` line made in
-name order. A setting whose raw text is its default's, or that is empty where the
-default is empty or absent, is left out, as HTCondor leaves it out.
+name order. A setting that says what its default says is left out, as HTCondor
+leaves it out (:func:`matches_default`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,30 @@ def _group(entry: Entry) -> str:
     return ENVIRONMENT if entry.file.startswith("environment (") else entry.file
 
 
+def _default_of(cfg: Config, name: str) -> str | None:
+    # STARTD.X and NAME.X have X's default
+    default = cfg.default_raw(name)
+    if default is None and "." in name:
+        default = cfg.default_raw(name.rsplit(".", 1)[1])
+    return default
+
+
+def matches_default(value: str, default: str | None) -> bool:
+    """Whether a setting says what its default says: the same text, a boolean in any
+    case, or nothing where the default is nothing (a knob with no default always
+    differs, even when set to nothing)."""
+    if default is None:
+        return False
+    if value == default or (not value and not default):
+        return True
+    return value.lower() == default.lower() and value.lower() in ("true", "false")
+
+
 def changed_settings(cfg: Config) -> list[tuple[str, list[Entry]]]:
     """(source, its settings) for every setting that differs from its default."""
     groups: dict[str, list[Entry]] = {}
     for entry in cfg.table.values():
-        default = cfg.default_raw(entry.name)
-        if entry.value == (default or "") or (not entry.value and not default):
+        if matches_default(entry.value, _default_of(cfg, entry.name)):
             continue
         groups.setdefault(_group(entry), []).append(entry)
     order = {s: i for i, s in enumerate(cfg.sources)}
@@ -58,9 +76,12 @@ def render_summary(cfg: Config, version: str) -> str:
 
 
 def config_files(cfg: Config) -> tuple[str, list[str]]:
-    """(the main configuration source, the local ones in the order read), as
+    """(the main configuration source, the others in the order first read: included
+    files, LOCAL_CONFIG_DIR's, LOCAL_CONFIG_FILE's even when missing), as
     condor_config_val -config lists them; the main one is ``<none>`` when no file was
     read (CONDOR_CONFIG=ONLY_ENV)."""
-    if not cfg.files:
+    read = [s for s in cfg.sources]
+    read += [f for f in cfg.files if f not in read]
+    if not read:
         return "<none>", []
-    return cfg.files[0], cfg.files[1:]
+    return read[0], read[1:]

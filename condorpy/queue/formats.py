@@ -330,8 +330,8 @@ def _title_of(label: str, now: float, offset: Offset) -> str:
 
 def _query_total(ads: Sequence[ClassAd]) -> str:
     # condor_q's summary of jobs read from a file: the all-users fields, which a file
-    # cannot fill, print as blanks after the query's line
-    return job_counts(ads).line("query") + " " * 51 + "\n"
+    # cannot fill, print as blanks after the query's line; an empty line ends it
+    return job_counts(ads).line("query") + " " * 51 + "\n\n"
 
 
 def _job_table(jobs: Sequence[ClassAd], layout: str, now: float, offset: Offset, *,
