@@ -4,6 +4,7 @@ daemon and print them in HTCondor's layouts."""
 from __future__ import annotations
 
 import getpass
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -244,7 +245,17 @@ def only_my_jobs(query: Query, cfg: KnobReader) -> str | None:
         return None
     if not cfg.knob_bool("CONDOR_Q_ONLY_MY_JOBS"):
         return None
-    return getpass.getuser()
+    return user_name()
+
+
+def user_name() -> str:
+    """The caller's name by its uid, as HTCondor's tools take it (not $USER, which
+    su and sudo may leave as another's)."""
+    import pwd
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return getpass.getuser()
 
 
 def _terminal_width(query: Query) -> int | None:
@@ -272,7 +283,7 @@ def _q_userlog(query: Query) -> int:
         print(f"\nCan't open user log: {path}", file=sys.stderr)
         return 1
     now = clock.time()
-    ads = userlog_ads(text, path=path, owner=getpass.getuser(), now=now,
+    ads = userlog_ads(text, path=path, owner=user_name(), now=now,
                       utc_offset=clock.utc_offset)
     chosen = query.select(ads)
     out = _other_output(query, chosen)
