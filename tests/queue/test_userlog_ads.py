@@ -165,3 +165,27 @@ def test_a_terminal_width_cuts_rows_and_wide_does_not(layout: str) -> None:
     # condor_q -wide:40 -nobatch cut the heading so
     if layout == "-nobatch":
         assert cut.splitlines()[3] == " ID      OWNER            SUBMITTED    "
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_cuts_q_output_unless_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = str(DATA / "short.log")
+    monkeypatch.setenv("COLUMNS", "40")
+
+    def rows(*argv: str) -> list[str]:
+        out = _Terminal()
+        with contextlib.redirect_stdout(out):
+            assert main(["q", "-userlog", log, "-nobatch", *argv]) == 0
+        return out.getvalue().splitlines()[3:5]
+
+    # condor_q cuts the heading and each job's row to one less than the width
+    assert rows()[0] == " ID      OWNER            SUBMITTED    "
+    assert [len(r) for r in rows()] == [39, 39]
+    assert rows("-wide")[0] == " ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD"
+    assert len(rows("-wide:30")[0]) == 29
+    # not a terminal: never cut, as condor_q writing to a pipe
+    assert _cli("q", "-userlog", log, "-nobatch")[1].splitlines()[3].endswith(" CMD")
