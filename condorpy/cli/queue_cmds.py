@@ -55,8 +55,9 @@ def _output_options(p: "argparse.ArgumentParser") -> None:
                         "%%f %%v %%V %%r, with flags and widths; \\n ends a line); "
                         "repeatable, the formats run together as condor_q's do")
     p.add_argument("-wide", action="store_true",
-                   help="never cut rows to the terminal's width (-wide:N cuts them to N "
-                        "columns); output that is not a terminal is never cut")
+                   help="never cut rows (q cuts them to a terminal's width, as condor_q "
+                        "does, history at 1024 characters); -wide:N cuts them at N "
+                        "columns (q: N - 1, as condor_q)")
 
 
 def q_parser() -> "argparse.ArgumentParser":
@@ -204,7 +205,8 @@ def history_main(argv: list[str]) -> int:
         chosen = chosen[:query.limit]
     out = _other_output(query, chosen)
     if out is None:
-        out = render_history(chosen, utc_offset=SystemClock().utc_offset)
+        out = render_history(chosen, utc_offset=SystemClock().utc_offset,
+                             width=_history_width(query))
     sys.stdout.write(out)
     return 0
 
@@ -269,6 +271,13 @@ def _terminal_width(query: Query) -> int | None:
     return shutil.get_terminal_size().columns
 
 
+def _history_width(query: Query) -> int | None:
+    """condor_history's cut: at 1024 characters, -wide:N at N, -wide never."""
+    if query.width is not None:
+        return query.width
+    return None if query.wide else 1024
+
+
 def _q_userlog(query: Query) -> int:
     """``q -userlog FILE``: the jobs as the job event log records them, read here
     without asking the daemon, as condor_q -userlog reads them."""
@@ -314,7 +323,8 @@ def _history_file(query: Query) -> int:
     chosen = query.select(ads if query.forwards else ads[::-1])
     out = _other_output(query, chosen)
     if out is None:
-        out = render_history(chosen, utc_offset=SystemClock().utc_offset)
+        out = render_history(chosen, utc_offset=SystemClock().utc_offset,
+                             width=_history_width(query))
     sys.stdout.write(out)
     return 0
 

@@ -473,9 +473,12 @@ def _batch_table(jobs: Sequence[ClassAd], offset: Offset) -> tuple[str, list[str
 
 # --- condor_history -----------------------------------------------------------------------
 
-def render_history(ads: Sequence[ClassAd], *, utc_offset: Offset) -> str:
+def render_history(ads: Sequence[ClassAd], *, utc_offset: Offset,
+                   width: int | None = 1024) -> str:
     """condor_history's default table, ads in the order given (newest first, as
-    condor_history reads backwards). Rows keep their trailing blanks, as HTCondor's."""
+    condor_history reads backwards). Rows keep their trailing blanks, as HTCondor's.
+    Each line is cut at ``width`` characters: 1024 unless told (condor_history cuts
+    there, on a terminal or not), N for -wide:N, never for -wide (None)."""
     cols = [_Col(" ID         ", 12, left=True, auto=True),
             _Col("OWNER", 14, left=True, alt="??"), _Col("  SUBMITTED", 11, alt="??"),
             _Col("  RUN_TIME  ", 12), _Col("ST", 2, left=True, auto=True),
@@ -496,11 +499,8 @@ def render_history(ads: Sequence[ClassAd], *, utc_offset: Offset) -> str:
                      format_date(completed, utc_offset) if completed is not None else None,
                      _description(ad)])
     heading, lines = _table(cols, rows, trim=False)
-    # Off a terminal condor_history still cuts every line at 1024 characters.
-    return "".join(line[:_HISTORY_WIDTH] + "\n" for line in [heading, *lines])
-
-
-_HISTORY_WIDTH = 1024
+    return "".join((line if width is None else line[:width]) + "\n"
+                   for line in [heading, *lines])
 
 
 # --- condor_who ---------------------------------------------------------------------------

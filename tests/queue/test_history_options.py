@@ -130,3 +130,21 @@ def test_q_shows_only_the_callers_jobs_unless_told_otherwise() -> None:
         assert only_my_jobs(parse_query(argv, "q"), cfg) is None
     off = Config.from_mapping({"CONDOR_Q_ONLY_MY_JOBS": "false"})
     assert only_my_jobs(parse_query([], "q"), off) is None
+
+
+def test_history_rows_are_cut_at_1024_or_wide_n_and_never_with_wide(tmp_path: Path) -> None:
+    # condor_history 23.9 on this file (a 1500-character argument): 1024, -wide 1574
+    # (every character), -wide:100 100, -wide:60 60, on a terminal or not
+    long = tmp_path / "history"
+    long.write_text((DATA / "history").read_text().replace('Args = "1"',
+                                                           f'Args = "{"x" * 1500}"'))
+
+    def widths(*argv: str) -> list[int]:
+        return [len(line) for line in _cli("history", "-file", str(long),
+                                           *argv)[1].splitlines()]
+
+    assert max(widths()) == 1024
+    assert max(widths("-wide")) == len("2.0          alice          11/26 10:38   "
+                                       "0+00:00:01 C  11/26 10:38 sleep ") + 1500
+    assert max(widths("-wide:100")) == 100
+    assert max(widths("-wide:60")) == 60
