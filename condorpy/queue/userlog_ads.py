@@ -24,16 +24,12 @@ from condorpy.queue.formats import Offset
 
 IDLE, RUNNING, REMOVED, COMPLETED, HELD, SUSPENDED = 1, 2, 3, 4, 5, 7
 
-_HEAD = re.compile(r"^(\d{3}) \((\d+)\.(\d+)\.(\d+)\) (\d{4}-\d\d-\d\d|\d\d?/\d\d?) "
+_HEAD = re.compile(r"^(\d{3}) \((\d+)\.(\d+)\.(\d+)\) (\d{4}-\d\d-\d\d|\d\d?/\d\d?)[ T]"
                    r"(\d\d?:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:?\d\d)? ?(.*)$")
 _USAGE = re.compile(r"Usr (\d+) (\d+):(\d+):(\d+), Sys (\d+) (\d+):(\d+):(\d+)\s+-\s+(.*)$")
 # what a job-ad-information event repeats of its own header
 _EVENT_ATTRS = {"mytype", "cluster", "proc", "subproc", "eventtypenumber", "eventtime",
                 "triggereventtypenumber", "triggereventtypename"}
-
-
-class UserLogError(CondorpyError):
-    """A job event log that cannot be read."""
 
 
 @dataclass(frozen=True)

@@ -189,3 +189,24 @@ def test_a_terminal_cuts_q_output_unless_wide(monkeypatch: pytest.MonkeyPatch) -
     assert len(rows("-wide:30")[0]) == 29
     # not a terminal: never cut, as condor_q writing to a pipe
     assert _cli("q", "-userlog", log, "-nobatch")[1].splitlines()[3].endswith(" CMD")
+
+
+def test_old_dates_zoned_times_and_torn_lines() -> None:
+    text = ("000 (007.003.000) 11/26 10:38:12 Job submitted from host: <10.0.0.1:9618>\n"
+            "...\n"
+            "garbage that is no event\n"
+            "001 (007.003.000) 2026-11-26 10:38:32+01:00 Job executing on host: <h:1>\n"
+            "...\n"
+            "012 (007.003.000) 2026-11-26T09:40:00Z Job was held.\n"
+            "\tdisk full\n\tCode 21 Subcode 28\n"
+            "...\n")
+    events = list(read_events(text, utc_offset=0, now=NOW))
+    # the old M/D form takes the reader's year
+    assert [e.time for e in events] == [1795689492, 1795689512 - 3600, 1795686000]
+    (ad,) = _ads(text)
+    assert (ad.evaluate("ClusterId"), ad.evaluate("ProcId")) == (7, 3)
+    assert ad.evaluate("SubmitHost") == "<10.0.0.1:9618>"
+    assert (ad.evaluate("JobStatus"), ad.evaluate("HoldReason"),
+            ad.evaluate("HoldReasonCode"), ad.evaluate("NumSystemHolds")) == (
+        5, "disk full", 21, 1)
+    assert ad.evaluate("LastVacateReason") == "disk full"   # it was running
