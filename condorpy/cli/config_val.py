@@ -21,12 +21,14 @@ from condorpy.startd.paths import client_socket
 def parser() -> argparse.ArgumentParser:
     p = tool_parser("condorpy config-val",
                     "Print the expanded value of configuration knobs.")
-    p.add_argument("-config", "--config", dest="config", metavar="FILE", nargs="?",
-                   const=_LIST_FILES,
+    p.add_argument("-config", "--config", dest="config", metavar="FILE",
                    help="read FILE instead of $CONDOR_CONFIG or /etc/condorpy/condor_config; "
                         "alone (or before a knob name rather than a path) print the "
                         "configuration files read, in order, as condor_config_val -config "
                         "does (the headings on stderr, the files on stdout)")
+    # what a -config that names no file becomes (_normalised)
+    p.add_argument(_LIST_FLAG, dest="list_files", action="store_true",
+                   help=argparse.SUPPRESS)
     p.add_argument("-root-config", "--root-config", dest="root_config", metavar="FILE",
                    help="read FILE instead of $CONDOR_CONFIG or /etc/condorpy/condor_config "
                         "(condor_config_val's name for it)")
@@ -51,22 +53,24 @@ def parser() -> argparse.ArgumentParser:
 
 
 # what -config alone stands for: list the files rather than name one
-_LIST_FILES = ""
+_LIST_FLAG = "--list-config-files"
 
 
 def _is_knob_word(word: str) -> bool:
     """Whether the word after -config is a knob name (condor_config_val -config NAME)
     rather than the file to read: a name has no slash and is no file here."""
-    return ("/" not in word and not word.startswith("-") and not os.path.exists(word)
+    return ("/" not in word and not os.path.exists(word)
             and re.fullmatch(r"[A-Za-z_][\w.]*", word) is not None)
 
 
 def _normalised(argv: Sequence[str]) -> list[str]:
-    """-config followed by a knob name lists the files and keeps the name."""
+    """-config that names no file (last, before another option or before a knob name)
+    lists the files read, as condor_config_val -config."""
     out = list(argv)
-    for i, arg in enumerate(out[:-1]):
-        if arg == "-config" and _is_knob_word(out[i + 1]):
-            out[i] = "-config=" + _LIST_FILES
+    for i, arg in enumerate(out):
+        if arg == "-config" and (i + 1 == len(out) or out[i + 1].startswith("-")
+                                 or _is_knob_word(out[i + 1])):
+            out[i] = _LIST_FLAG
     return out
 
 
@@ -125,8 +129,8 @@ def _provenance(cfg: Config, name: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(_normalised(argv))
-    list_files = args.config == _LIST_FILES
-    if list_files or args.root_config is not None:
+    list_files = args.list_files
+    if args.root_config is not None:
         args.config = args.root_config
     if args.startd:
         return _from_daemon(args)

@@ -108,3 +108,7 @@ def test_one_main_file_and_nothing_else(tmp_path: Path) -> None:
     only.write_text("LOCAL_CONFIG_DIR =\nLOCAL_CONFIG_FILE =\n")
     rc, out, err = _cli("config-val", "-root-config", str(only), "-config")
     assert (rc, out, err) == (0, f"\t{only}\n", "Configuration source:\n")
+    # a file to read and the list at once; -config before another option lists too
+    assert _cli("config-val", "-config", str(only), "-config")[1] == f"\t{only}\n"
+    rc, out, _ = _cli("config-val", "-root-config", str(only), "-config", "-summary")
+    assert rc == 0 and out.startswith(f"\t{only}\n")
