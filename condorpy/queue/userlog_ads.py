@@ -7,7 +7,7 @@ when it was entered, where the job runs, its image size, how it ended, why it wa
 released, evicted or removed. What a log cannot tell is filled in as HTCondor fills it
 in: ``Owner`` is the user reading the log, ``Cmd`` is ``???``, the counters start at 0.
 The ads come ordered by job id. Only the text format of the log is read (HTCondor's
-default; not its XML or JSON forms).
+default; not its XML or JSON forms); the events are split as ``watch-q`` splits them.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from typing import Iterator, Sequence
 from condorpy.classad import ClassAd, parse_expr
 from condorpy.errors import CondorpyError
 from condorpy.queue.formats import Offset
+from condorpy.queue.watch import EventParser
 
 IDLE, RUNNING, REMOVED, COMPLETED, HELD, SUSPENDED = 1, 2, 3, 4, 5, 7
 
-_HEAD = re.compile(r"^(\d{3}) \((\d+)\.(\d+)\.(\d+)\) (\d{4}-\d\d-\d\d|\d\d?/\d\d?)[ T]"
-                   r"(\d\d?:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:?\d\d)? ?(.*)$")
+_WHEN = re.compile(r"^(\d{4}-\d\d-\d\d|\d\d?/\d\d?) (\d\d?:\d\d:\d\d)(?:\.\d+)?"
+                   r"(Z|[+-]\d\d:?\d\d)?$")
 _USAGE = re.compile(r"Usr (\d+) (\d+):(\d+):(\d+), Sys (\d+) (\d+):(\d+):(\d+)\s+-\s+(.*)$")
 # what a job-ad-information event repeats of its own header
 _EVENT_ATTRS = {"mytype", "cluster", "proc", "subproc", "eventtypenumber", "eventtime",
@@ -64,22 +65,16 @@ def _epoch(date: str, clock: str, zone: str | None, offset: Offset, now: float) 
 
 
 def read_events(text: str, *, utc_offset: Offset, now: float) -> Iterator[Event]:
-    """The events of a log's text, in order."""
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        m = _HEAD.match(lines[i])
-        i += 1
-        if not m:
-            continue    # a torn or foreign line: HTCondor's reader skips to the next event
-        body: list[str] = []
-        while i < len(lines) and lines[i] != "...":
-            body.append(lines[i])
-            i += 1
-        i += 1
-        yield Event(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
-                    _epoch(m.group(5), m.group(6), m.group(7), utc_offset, now),
-                    m.group(8), tuple(body))
+    """The events of a log's text, in order (split as ``watch-q`` splits them: an event
+    not yet ended by its ``...`` line is left out, as is one whose time is unreadable)."""
+    for ev in EventParser().feed(text if text.endswith("\n") else text + "\n"):
+        m = _WHEN.match(ev.when)
+        if m is None:
+            continue
+        headline, *body = ev.text.split("\n")
+        yield Event(ev.code, ev.cluster, ev.proc, 0,
+                    _epoch(m.group(1), m.group(2), m.group(3), utc_offset, now),
+                    headline, tuple(body))
 
 
 def _usage(body: Sequence[str]) -> dict[str, float]:
