@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+from typing import Sequence
 
+from condorpy import __version__
 from condorpy.cli.parsing import tool_parser
 from condorpy.config import Config, load_config
+from condorpy.config.summary import config_files, render_summary
 from condorpy.errors import ConfigError
 from condorpy.machine.facts import probed_facts
 from condorpy.startd.client import call
@@ -18,7 +22,19 @@ def parser() -> argparse.ArgumentParser:
     p = tool_parser("condorpy config-val",
                     "Print the expanded value of configuration knobs.")
     p.add_argument("-config", "--config", dest="config", metavar="FILE",
-                   help="read FILE instead of $CONDOR_CONFIG or /etc/condorpy/condor_config")
+                   help="read FILE instead of $CONDOR_CONFIG or /etc/condorpy/condor_config; "
+                        "alone (or before a knob name rather than a path) print the "
+                        "configuration files read, in order, as condor_config_val -config "
+                        "does (the headings on stderr, the files on stdout)")
+    # what a -config that names no file becomes (_normalised)
+    p.add_argument(_LIST_FLAG, dest="list_files", action="store_true",
+                   help=argparse.SUPPRESS)
+    p.add_argument("-root-config", "--root-config", dest="root_config", metavar="FILE",
+                   help="read FILE instead of $CONDOR_CONFIG or /etc/condorpy/condor_config "
+                        "(condor_config_val's name for it)")
+    p.add_argument("-summary", "--summary", action="store_true",
+                   help="print the settings that differ from their defaults, grouped by "
+                        "the file that made them")
     p.add_argument("-verbose", "--verbose", "-v", action="store_true",
                    help="also show where each knob is defined and its raw value")
     p.add_argument("-dump", "--dump", nargs="?", const="", default=None, metavar="REGEX",
@@ -34,6 +50,43 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="the knobs to print (with -dump: a regular expression)")
     return p
+
+
+# what -config alone stands for: list the files rather than name one
+_LIST_FLAG = "--list-config-files"
+
+
+def _is_knob_word(word: str) -> bool:
+    """Whether the word after -config is a knob name (condor_config_val -config NAME)
+    rather than the file to read: a name has no slash and is no file here."""
+    return ("/" not in word and not os.path.exists(word)
+            and re.fullmatch(r"[A-Za-z_][\w.]*", word) is not None)
+
+
+def _normalised(argv: Sequence[str]) -> list[str]:
+    """-config that names no file (last, before another option or before a knob name)
+    lists the files read, as condor_config_val -config."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "-config" and (i + 1 == len(out) or out[i + 1].startswith("-")
+                                 or _is_knob_word(out[i + 1])):
+            out[i] = _LIST_FLAG
+    return out
+
+
+def _print_sources(cfg: Config) -> None:
+    main_file, local = config_files(cfg)
+    sys.stderr.write("Configuration source:\n")
+    sys.stderr.flush()
+    print(f"\t{main_file}", flush=True)
+    if local:
+        sys.stderr.write("Local configuration source:\n" if len(local) == 1
+                         else "Local configuration sources:\n")
+        sys.stderr.flush()
+        for path in local:
+            print(f"\t{path}", flush=True)
+        sys.stderr.write("\n")
+        sys.stderr.flush()
 
 
 def _from_daemon(args: argparse.Namespace) -> int:
@@ -75,7 +128,10 @@ def _provenance(cfg: Config, name: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(_normalised(argv))
+    list_files = args.list_files
+    if args.root_config is not None:
+        args.config = args.root_config
     if args.startd:
         return _from_daemon(args)
     if args.dump:
@@ -88,6 +144,11 @@ def main(argv: list[str]) -> int:
                       detected=probed_facts())
     for warning in cfg.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if list_files:
+        _print_sources(cfg)
+    if args.summary:
+        sys.stdout.write(render_summary(cfg, __version__))
+        sys.stdout.flush()
     out: list[str] = []
     if args.dump is not None:
         for name, _ in cfg.items(args.dump or None):
@@ -114,8 +175,10 @@ def main(argv: list[str]) -> int:
             out.extend(_provenance(cfg, name))
         else:
             out.append(value)
+    if args.dump is None and not args.names and (list_files or args.summary):
+        return status
     if args.dump is None and not args.names:
-        print("condorpy config-val: give a NAME or -dump", file=sys.stderr)
+        print("condorpy config-val: give a NAME, -dump, -summary or -config", file=sys.stderr)
         return 2
     sys.stdout.write("".join(line + "\n" for line in out))
     return status

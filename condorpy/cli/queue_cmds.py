@@ -4,19 +4,21 @@ daemon and print them in HTCondor's layouts."""
 from __future__ import annotations
 
 import getpass
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
 from condorpy.classad import ClassAd
 from condorpy.cli.parsing import wants_help
 from condorpy.clock import SystemClock
-from condorpy.config import load_config
+from condorpy.config import KnobReader, load_config
 from condorpy.slots.status_format import render_autoformat, render_json, render_long
 from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
 from condorpy.queue.query import Query, parse_query
-from condorpy.queue.formats import (ScheddLabel, render_history, render_queue,
-                                          render_who)
+from condorpy.queue.formats import (QueueLayout, ScheddLabel, render_history,
+                                    render_queue, render_who)
+from condorpy.queue.printf import render_format
 from condorpy.queue.who_long import render_who_long
 
 if TYPE_CHECKING:
@@ -48,6 +50,14 @@ def _output_options(p: "argparse.ArgumentParser") -> None:
                    help="print these attributes or expressions, one line per job")
     p.add_argument("-long", action="store_true", help="print whole job ads")
     p.add_argument("-json", action="store_true", help="print the job ads as JSON")
+    p.add_argument("-format", nargs=2, metavar=("FMT", "EXPR"), action="append",
+                   help="print EXPR of each job through the printf-style FMT (%%d %%s "
+                        "%%f %%v %%V %%r, with flags and widths; \\n ends a line); "
+                        "repeatable, the formats run together as condor_q's do")
+    p.add_argument("-wide", action="store_true",
+                   help="never cut rows (q cuts them to a terminal's width, as condor_q "
+                        "does, history at 1024 characters); -wide:N cuts them at N "
+                        "columns (q: N - 1, as condor_q)")
 
 
 def q_parser() -> "argparse.ArgumentParser":
@@ -63,6 +73,13 @@ def q_parser() -> "argparse.ArgumentParser":
     p.add_argument("-run", action="store_true",
                    help="only running jobs, with the slot each runs in (HOST(S))")
     p.add_argument("-idle", action="store_true", help="only idle jobs, one line each")
+    p.add_argument("-allusers", "-all-users", action="store_true",
+                   help="every user's jobs; without it (and without job ids or owners) "
+                        "only the caller's, root's included, unless "
+                        "CONDOR_Q_ONLY_MY_JOBS is false")
+    p.add_argument("-userlog", metavar="FILE",
+                   help="the jobs as the job event log FILE records them, read here "
+                        "without asking the daemon")
     _analyze_options(p)
     return p
 
@@ -84,6 +101,11 @@ def history_parser() -> "argparse.ArgumentParser":
                    "first, like condor_history.")
     p.add_argument("targets", nargs="*", metavar=_SELECTION, help=_SELECTION_HELP)
     _output_options(p)
+    p.add_argument("-file", metavar="FILE",
+                   help="read the jobs from FILE, a history file in HTCondor's format "
+                        "(ads each ended by a '*** ' line), not from the daemon")
+    p.add_argument("-forwards", action="store_true", help="oldest first")
+    p.add_argument("-backwards", action="store_true", help="newest first (the default)")
     return p
 
 
@@ -134,6 +156,8 @@ def _other_output(query: Query, ads: list[ClassAd]) -> str | None:
         return render_json(ads)
     if query.output == "af":
         return render_autoformat(ads, query.attrs)
+    if query.output == "format":
+        return render_format(ads, query.formats)
     return None
 
 
@@ -143,21 +167,23 @@ def q_main(argv: list[str]) -> int:
         return 0
     config, rest = _split_config(argv)
     query = parse_query(rest, "q")
-    got = _fetch(config, "q", {})
+    if query.userlog is not None:
+        return _q_userlog(query)
+    cfg = load_config(config)
+    got = call(client_socket(cfg), "q", {})
     every = _ads(got["ads"], "the daemon's queue")
-    chosen = query.select(every)
+    me = only_my_jobs(query, cfg)
+    chosen = query.select([ad for ad in every if me is None or _owner(ad) == me])
     if query.output in ("analyze", "better-analyze"):
         from condorpy.cli.analyze import analyze_main
         return analyze_main(config, query, chosen,
                             ScheddLabel(got["schedd"], got["address"]))
     out = _other_output(query, chosen)
     if out is None:
-        layout = query.output if query.output in ("nobatch", "hold", "run",
-                                                    "totals") else "batch"
-        me = getpass.getuser() if not (query.ids or query.owners) else None
         out = render_queue(chosen, schedd=ScheddLabel(got["schedd"], got["address"]),
                            now=float(got["now"]), utc_offset=SystemClock().utc_offset,
-                           layout=layout, all_ads=every, me=me)  # type: ignore[arg-type]
+                           layout=_layout(query), all_ads=every, me=me,
+                           width=_terminal_width(query))
     sys.stdout.write(out)
     return 0
 
@@ -168,13 +194,19 @@ def history_main(argv: list[str]) -> int:
         return 0
     config, rest = _split_config(argv)
     query = parse_query(rest, "history")
-    got = _fetch(config, "history", _pushed_down(query))
-    chosen = query.select(_ads(got["ads"], "the daemon's history"))
+    if query.history_file is not None:
+        return _history_file(query)
+    # oldest first reads the whole history: the daemon hands it out newest first
+    got = _fetch(config, "history", _pushed_down(query) if not query.forwards else
+                 {k: v for k, v in _pushed_down(query).items() if k != "limit"})
+    every = _ads(got["ads"], "the daemon's history")
+    chosen = query.select(every[::-1] if query.forwards else every)
     if query.limit is not None:
         chosen = chosen[:query.limit]
     out = _other_output(query, chosen)
     if out is None:
-        out = render_history(chosen, utc_offset=SystemClock().utc_offset)
+        out = render_history(chosen, utc_offset=SystemClock().utc_offset,
+                             width=_history_width(query))
     sys.stdout.write(out)
     return 0
 
@@ -194,6 +226,107 @@ def _pushed_down(query: Query) -> dict[str, Any]:
     if query.limit is not None:
         args["limit"] = query.limit
     return args
+
+
+def _layout(query: Query) -> QueueLayout:
+    if query.output in ("nobatch", "hold", "run", "totals"):
+        return query.output  # type: ignore[return-value]
+    return "batch"
+
+
+def _owner(ad: ClassAd) -> object:
+    return ad.evaluate("Owner")
+
+
+def only_my_jobs(query: Query, cfg: KnobReader) -> str | None:
+    """Whose jobs a plain ``q`` shows: the caller's, as condor_q since 8.5, unless
+    jobs or owners are named, -allusers is given or CONDOR_Q_ONLY_MY_JOBS is false.
+    root is no exception: condor_q run by root shows root's own jobs (none, on a
+    schedd that runs no job as root) and says so in a "Total for" line."""
+    if query.ids or query.owners or query.all_users:
+        return None
+    if not cfg.knob_bool("CONDOR_Q_ONLY_MY_JOBS"):
+        return None
+    return user_name()
+
+
+def user_name() -> str:
+    """The caller's name by its uid, as HTCondor's tools take it (not $USER, which
+    su and sudo may leave as another's)."""
+    import pwd
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return getpass.getuser()
+
+
+def _terminal_width(query: Query) -> int | None:
+    """The width rows are cut to: -wide:N's, else the terminal's when the output is
+    one and -wide is not given (condor_q's habit); None never cuts."""
+    if query.width is not None:
+        return query.width
+    if query.wide or not sys.stdout.isatty():
+        return None
+    import shutil
+    return shutil.get_terminal_size().columns
+
+
+def _history_width(query: Query) -> int | None:
+    """condor_history's cut: at 1024 characters, -wide:N at N, -wide never."""
+    if query.width is not None:
+        return query.width
+    return None if query.wide else 1024
+
+
+def _q_userlog(query: Query) -> int:
+    """``q -userlog FILE``: the jobs as the job event log records them, read here
+    without asking the daemon, as condor_q -userlog reads them."""
+    from condorpy.queue.userlog_ads import userlog_ads
+    path = query.userlog or ""
+    clock = SystemClock()
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        sys.stdout.flush()
+        print(f"\nCan't open user log: {path}", file=sys.stderr)
+        return 1
+    now = clock.time()
+    ads = userlog_ads(text, path=path, owner=user_name(), now=now,
+                      utc_offset=clock.utc_offset)
+    chosen = query.select(ads)
+    out = _other_output(query, chosen)
+    if out is None:
+        out = render_queue(chosen, schedd=f"Userlog: {path}", now=now,
+                           utc_offset=clock.utc_offset, layout=_layout(query),
+                           width=_terminal_width(query))
+    sys.stdout.write(out)
+    return 0
+
+
+def _history_file(query: Query) -> int:
+    """``history -file FILE``: the jobs in a history file in HTCondor's format (ads
+    each ended by a ``*** `` banner line), newest first unless -forwards."""
+    from condorpy.queue.history_file import history_ads
+    path = query.history_file or ""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        # condor_history prints its heading before it finds the file missing
+        if query.output not in ("long", "json", "af", "format"):
+            sys.stdout.write(render_history([], utc_offset=SystemClock().utc_offset))
+            sys.stdout.flush()
+        print(f"Error opening history file {path}: {exc.strerror}", file=sys.stderr)
+        return 1
+    ads = history_ads(text, source=path)
+    chosen = query.select(ads if query.forwards else ads[::-1])
+    out = _other_output(query, chosen)
+    if out is None:
+        out = render_history(chosen, utc_offset=SystemClock().utc_offset,
+                             width=_history_width(query))
+    sys.stdout.write(out)
+    return 0
 
 
 def who_main(argv: list[str]) -> int:

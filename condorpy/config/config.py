@@ -54,6 +54,8 @@ class Config:
     env: Mapping[str, str]
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    # every source read, in the order first opened (included files too)
+    sources: list[str] = field(default_factory=list)
     _load: _LoadArgs | None = None
     _defaults: dict[str, tuple[str, str]] = field(default_factory=dict)
     _expander: Expander | None = None
@@ -106,6 +108,12 @@ class Config:
         entry = self._entry(name)
         if entry is not None:
             return entry.value
+        default = self._defaults.get(name.upper())
+        return default[1] if default else None
+
+    def default_raw(self, name: str) -> str | None:
+        """The built-in default's unexpanded text, whatever the files say (for
+        ``config-val -summary``: which settings differ from it)."""
         default = self._defaults.get(name.upper())
         return default[1] if default else None
 
@@ -349,6 +357,7 @@ def _build(args: _LoadArgs, seed: int | None) -> Config:
     for name, value in args.overrides:
         reader.assign(name, "=", value, OVERRIDE_SOURCE, 0)
     cfg.warnings = reader.warnings
+    cfg.sources = reader.sources
     cfg._cache.clear()  # look-ups made while reading saw a partial table
     return cfg
 
@@ -394,8 +403,9 @@ def _read_locals(cfg: Config, reader: Reader) -> None:
                 reader.read_file(item, required=bool(required),
                                  from_file=loc[0] if loc else None,
                                  from_line=loc[1] if loc else None)
-                if os.path.exists(item):
-                    cfg.files.append(item)
+                # listed even when missing (and not required), as condor_config_val
+                # -config lists it
+                cfg.files.append(item)
 
 
 def _apply_env(cfg: Config, reader: Reader) -> None:

@@ -34,6 +34,7 @@ PARAM_DEFAULTS: dict[str, str] = {
     "LOCK": "$(LOG)",
     "RUN": "$(LOG)",
     "HISTORY": "$(SPOOL)/history",
+    "CONDOR_Q_ONLY_MY_JOBS": "true",
     "STARTD": "$(SBIN)/condor_startd",
     "STARTER": "$(SBIN)/condor_starter",
     "STARTER_LOCAL": "$(SBIN)/condor_starter",

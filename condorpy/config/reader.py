@@ -56,6 +56,7 @@ class Reader:
     default_raw: Callable[[str], str | None]
     table: dict[str, Entry] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)   # in the order first read
     _open_files: list[str] = field(default_factory=list)
 
     # --- sources ------------------------------------------------------------------
@@ -108,6 +109,8 @@ class Reader:
 
     def read_text(self, text: str, source: str, at: tuple[str, int] | None = None) -> None:
         """Read configuration text; ``at`` pins every location (template bodies)."""
+        if at is None and source not in self.sources:
+            self.sources.append(source)
         lines = text.splitlines()
         conds: list[_Cond] = []
         i = 0

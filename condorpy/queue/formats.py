@@ -157,13 +157,14 @@ def _memory_mb(ad: ClassAd) -> float | None:
     return image / 1024.0 if image is not None else None
 
 
-def _wall_time(ad: ClassAd, now: float) -> float | None:
-    """condor_q's RUN_TIME seconds (job_time in queue.cpp); None leaves the cell blank."""
+def _wall_time(ad: ClassAd, now: float, shadowless: bool = False) -> float | None:
+    """condor_q's RUN_TIME seconds (job_time in queue.cpp); None leaves the cell blank.
+    ``shadowless``: ads read from a file, whose ShadowBday nothing stands in for."""
     if _real(ad, "RemoteUserCpu") is None:
         return None
     total = _real(ad, "RemoteWallClockTime") or 0.0
     started = _int(ad, "ShadowBday")
-    if started is None:
+    if started is None and not shadowless:
         started = _int(ad, "JobCurrentStartDate")
     if _int(ad, "JobStatus") in (RUNNING, TRANSFERRING_OUTPUT, SUSPENDED) and started:
         total += int(now) - started
@@ -282,9 +283,10 @@ def _job_key(ad: ClassAd) -> tuple[int, int]:
     return (_int(ad, "ClusterId") or 0, _int(ad, "ProcId") or 0)
 
 
-def render_queue(ads: Sequence[ClassAd], *, schedd: ScheddLabel, now: float,
+def render_queue(ads: Sequence[ClassAd], *, schedd: ScheddLabel | str, now: float,
                  utc_offset: Offset, layout: QueueLayout = "batch",
-                 all_ads: Sequence[ClassAd] | None = None, me: str | None = None) -> str:
+                 all_ads: Sequence[ClassAd] | None = None, me: str | None = None,
+                 width: int | None = None) -> str:
     """condor_q's table: the schedd line, the layout's heading and rows, then the totals.
 
     ``ads`` are the jobs the query selected, ``all_ads`` the whole queue (for
@@ -292,24 +294,48 @@ def render_queue(ads: Sequence[ClassAd], *, schedd: ScheddLabel, now: float,
     ``Total for ME`` line, as condor_q prints it for a query of the caller's own jobs.
     Layouts: ``batch`` (the default), ``nobatch``, ``hold``, ``run`` (no totals, as
     condor_q -run) and ``totals`` (the schedd line and the totals only).
+
+    ``schedd`` given as text is where the jobs were read from instead of a schedd
+    (``Userlog: FILE``, as condor_q -userlog says): the totals are then the query's
+    alone, and a running job's RUN_TIME counts only what the ads record (no shadow's
+    start time, and no stand-in for it). ``width`` is a terminal's: the heading and
+    job rows are cut to one character less, as condor_q cuts them without -wide (its
+    -hold layout is never cut).
     """
     jobs = sorted(ads, key=_job_key)
     everyone = jobs if all_ads is None else list(all_ads)
-    out = _title(schedd, now, utc_offset)
+    from_file = isinstance(schedd, str)
+    out = (_title_of(schedd, now, utc_offset) if isinstance(schedd, str)
+           else _title(schedd, now, utc_offset))
     if layout == "totals":
-        return out + _totals(jobs, everyone, me)
+        return out + (_query_total(jobs) if from_file else _totals(jobs, everyone, me))
     if layout == "batch":
         heading, lines = _batch_table(jobs, utc_offset)
     else:
-        heading, lines = _job_table(jobs, layout, now, utc_offset)
+        heading, lines = _job_table(jobs, layout, now, utc_offset,
+                                    trim=width is None or layout == "hold",
+                                    shadowless=from_file)
+    if width is not None and layout != "hold":
+        heading, lines = heading[:width - 1], [line[:width - 1] for line in lines]
     out += heading + "\n" + "".join(line + "\n" for line in lines)
     if layout != "run":
-        out += "\n" + _totals(jobs, everyone, me)
+        out += "\n" + (_query_total(jobs) if from_file else _totals(jobs, everyone, me))
     return out
 
 
-def _job_table(jobs: Sequence[ClassAd], layout: str, now: float, offset: Offset
-               ) -> tuple[str, list[str]]:
+def _title_of(label: str, now: float, offset: Offset) -> str:
+    stamp = _local(now, offset).strftime("%m/%d/%y %H:%M:%S")
+    return f"\n\n-- {label} @ {stamp}\n"
+
+
+def _query_total(ads: Sequence[ClassAd]) -> str:
+    # condor_q's summary of jobs read from a file: the all-users fields, which a file
+    # cannot fill, print as blanks after the query's line; an empty line ends it
+    return job_counts(ads).line("query") + " " * 51 + "\n\n"
+
+
+def _job_table(jobs: Sequence[ClassAd], layout: str, now: float, offset: Offset, *,
+               trim: bool = True, shadowless: bool = False) -> tuple[str, list[str]]:
     # condor_q widens the id columns for clusters of five digits or more and procs of
     # four or more, and then (only then) widens SIZE to its widest value; an owner
     # longer than 14 characters also sets this off.
@@ -345,7 +371,7 @@ def _job_table(jobs: Sequence[ClassAd], layout: str, now: float, offset: Offset
         row: list[str | None] = [f"{cluster:{cw}d}.", f"{proc:<{pw}d}", _str(ad, "Owner")]
         qdate = _int(ad, "QDate")
         submitted = format_date(qdate, offset) if qdate is not None else None
-        wall = _wall_time(ad, now)
+        wall = _wall_time(ad, now, shadowless)
         run_time = format_duration(wall) if wall is not None else None
         if layout == "hold":
             since = _int(ad, "EnteredCurrentStatus")
@@ -363,7 +389,7 @@ def _job_table(jobs: Sequence[ClassAd], layout: str, now: float, offset: Offset
                     str(prio) if prio is not None else None,
                     f"{size:.1f}" if size is not None else None, _description(ad)]
         rows.append(row)
-    return _table(cols, rows, trim=True)
+    return _table(cols, rows, trim=trim)
 
 
 @dataclass
@@ -447,9 +473,12 @@ def _batch_table(jobs: Sequence[ClassAd], offset: Offset) -> tuple[str, list[str
 
 # --- condor_history -----------------------------------------------------------------------
 
-def render_history(ads: Sequence[ClassAd], *, utc_offset: Offset) -> str:
+def render_history(ads: Sequence[ClassAd], *, utc_offset: Offset,
+                   width: int | None = 1024) -> str:
     """condor_history's default table, ads in the order given (newest first, as
-    condor_history reads backwards). Rows keep their trailing blanks, as HTCondor's."""
+    condor_history reads backwards). Rows keep their trailing blanks, as HTCondor's.
+    Each line is cut at ``width`` characters: 1024 unless told (condor_history cuts
+    there, on a terminal or not), N for -wide:N, never for -wide (None)."""
     cols = [_Col(" ID         ", 12, left=True, auto=True),
             _Col("OWNER", 14, left=True, alt="??"), _Col("  SUBMITTED", 11, alt="??"),
             _Col("  RUN_TIME  ", 12), _Col("ST", 2, left=True, auto=True),
@@ -470,11 +499,8 @@ def render_history(ads: Sequence[ClassAd], *, utc_offset: Offset) -> str:
                      format_date(completed, utc_offset) if completed is not None else None,
                      _description(ad)])
     heading, lines = _table(cols, rows, trim=False)
-    # Off a terminal condor_history still cuts every line at 1024 characters.
-    return "".join(line[:_HISTORY_WIDTH] + "\n" for line in [heading, *lines])
-
-
-_HISTORY_WIDTH = 1024
+    return "".join((line if width is None else line[:width]) + "\n"
+                   for line in [heading, *lines])
 
 
 # --- condor_who ---------------------------------------------------------------------------

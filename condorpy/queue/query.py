@@ -17,29 +17,33 @@ from typing import Literal, Sequence
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import CondorpyError
 from condorpy.queue.jobstore import shorten
+from condorpy.queue.printf import FormatItem
 
 Command = Literal["q", "history", "rm", "hold", "release"]
 Output = Literal["batch", "nobatch", "hold", "run", "totals", "long", "json", "af",
-                 "analyze", "better-analyze"]
+                 "format", "analyze", "better-analyze"]
 
 _ID = re.compile(r"^(\d+)(?:\.(\d+))?$")
 # condor_q takes any leading part of an option at least this long (-const, -nob, ...)
 _OPTIONS: dict[str, int] = {
     "constraint": 5, "af": 2, "autoformat": 5, "long": 1, "json": 2, "nobatch": 3,
     "batch": 2, "hold": 2, "held": 4, "run": 1, "idle": 3, "limit": 3, "totals": 3,
-    "match": 3, "all": 3, "reason": 3,
+    "match": 1, "all": 3, "reason": 3, "wide": 1, "format": 1, "allusers": 2,
+    "all-users": 2, "userlog": 1, "file": 2, "forwards": 4, "backwards": 1,
     "analyze": 2, "analyse": 2, "better-analyze": 2, "better-analyse": 2,
 }
 _BY_COMMAND: dict[str, set[str]] = {
     "q": {"constraint", "af", "long", "json", "nobatch", "batch", "hold", "run", "idle",
-          "limit", "totals", "analyze", "better-analyze"},
-    "history": {"constraint", "af", "long", "json", "limit"},
+          "limit", "totals", "wide", "format", "allusers", "userlog", "analyze",
+          "better-analyze"},
+    "history": {"constraint", "af", "long", "json", "limit", "wide", "format", "file",
+                "forwards", "backwards"},
     "rm": {"constraint", "all"},
     "hold": {"constraint", "all", "reason"},
     "release": {"constraint", "all"},
 }
-_ALIASES = {"autoformat": "af", "held": "hold", "match": "limit", "analyse": "analyze",
-            "better-analyse": "better-analyze"}
+_ALIASES = {"autoformat": "af", "held": "hold", "match": "limit", "all-users": "allusers",
+            "analyse": "analyze", "better-analyse": "better-analyze"}
 
 
 def option_words(command: Command) -> frozenset[str]:
@@ -85,6 +89,13 @@ class Query:
     limit: int | None = None
     all_jobs: bool = False             # rm/hold/release -all
     reason: str | None = None          # condor_hold -reason
+    formats: tuple[FormatItem, ...] = ()   # -format (and -af beside it), in order
+    wide: bool = False                 # -wide: never cut a row to the terminal
+    width: int | None = None           # -wide:N: cut rows to N - 1 characters
+    all_users: bool = False            # q -allusers
+    userlog: str | None = None         # q -userlog FILE
+    history_file: str | None = None    # history -file FILE
+    forwards: bool = False             # history -forwards: oldest first
 
     def matches(self, ad: ClassAd, ctx: CallContext | None = None) -> bool:
         """Whether ``ad`` is selected; the constraints are evaluated in ``ctx`` (with its
@@ -139,12 +150,15 @@ def _option(arg: str, command: Command) -> str | None:
     if not arg.startswith("-") or arg == "-":
         return None
     word = arg.lstrip("-").lower()
+    if word.startswith("wide:"):
+        word = "wide"
     for name, least in _OPTIONS.items():
+        # the first of this command's options that the word abbreviates: -b is
+        # history's -backwards, -ba q's -batch
         if len(word) >= least and name.startswith(word):
             canonical = _ALIASES.get(name, name)
             if canonical in _BY_COMMAND[command]:
                 return canonical
-            break
     raise QueryArgumentError(f"not an option of condorpy {command}", argument=arg)
 
 
@@ -160,6 +174,11 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
     limit: int | None = None
     reason: str | None = None
     state_arg: str | None = None
+    formats: list[FormatItem] = []
+    wide = all_users = forwards = False
+    width: int | None = None
+    userlog: str | None = None
+    history_file: str | None = None
 
     def set_output(value: Output, arg: str) -> None:
         nonlocal output
@@ -200,17 +219,49 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
             text = value()
             constraints.append(parse_expr(text, source=f"{arg} {text!r}"))
         elif name == "af":
-            set_output("af", arg)
+            if output != "format":
+                set_output("af", arg)
             # the arguments up to the next option are attributes or expressions
+            before = len(attrs)
             while i < len(argv) and not (argv[i].startswith("-") and len(argv[i]) > 1
                                          and not argv[i][1].isdigit()):
                 text = argv[i]
                 parse_expr(text, source=f"-af argument {text!r}")
                 attrs.append(text)
+                formats.append(FormatItem(None, text))
                 i += 1
-            if not attrs:
+            if len(attrs) == before:
                 raise QueryArgumentError("needs at least one attribute or expression",
                                          argument=arg)
+        elif name == "format":
+            if i + 1 >= len(argv):
+                raise QueryArgumentError("needs a format and an attribute or expression "
+                                         "(-format '%d\\n' ClusterId)", argument=arg)
+            fmt, text = argv[i], argv[i + 1]
+            i += 2
+            parse_expr(text, source=f"-format argument {text!r}")
+            if output == "af":
+                output = None      # -af beside -format: the items print in order
+            set_output("format", arg)
+            formats.append(FormatItem(fmt, text))
+        elif name == "wide":
+            wide = True
+            if ":" in arg:
+                text = arg.split(":", 1)[1]
+                if not text.isdigit() or int(text) < 1:
+                    raise QueryArgumentError(f"{text!r} is not a positive width",
+                                             argument=arg)
+                width, wide = int(text), False
+        elif name == "allusers":
+            all_users = True
+        elif name == "userlog":
+            userlog = value()
+        elif name == "file":
+            history_file = value()
+        elif name == "forwards":
+            forwards = True
+        elif name == "backwards":
+            forwards = False
         elif name == "limit":
             text = value()
             if not text.isdigit() or int(text) < 1:
@@ -261,4 +312,7 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
     return Query(command=command, ids=tuple(ids), owners=tuple(owners),
                  constraints=tuple(constraints), status=status, run=run,
                  output=output or "batch", attrs=tuple(attrs), limit=limit,
-                 all_jobs=all_jobs, reason=reason)
+                 all_jobs=all_jobs, reason=reason,
+                 formats=tuple(formats) if output == "format" else (), wide=wide,
+                 width=width, all_users=all_users, userlog=userlog,
+                 history_file=history_file, forwards=forwards)

@@ -285,7 +285,7 @@ def test_the_daemon_runs_an_ordinary_users_job(pristine: Pristine) -> None:
                      user=USER, check=False).stdout.split()
         return hist[:3] == ["1", "4", "0"]
     _wait("the user's job did not complete", done, 180,
-          lambda: p.run("condorpy", "q", "-long", check=False).stdout[-2000:]
+          lambda: p.run("condorpy", "q", "-allusers", "-long", check=False).stdout[-2000:]
           + daemon_said())
     assert (home / "job.out").read_text().split() == ["hello", "from", "bookworm", USER]
     owner = os.stat(home / "job.out").st_uid

@@ -55,7 +55,7 @@ def _serving(d: Daemon) -> bool:
 
 
 def _queued(d: Daemon, who: User) -> list[str]:
-    res = who.cli(["q", "-af", "ClusterId", "ProcId"], env=d.env())
+    res = who.cli(["q", "-allusers", "-af", "ClusterId", "ProcId"], env=d.env())
     assert res.rc == 0, res
     return [line for line in res.stdout.splitlines() if line.strip()]
 

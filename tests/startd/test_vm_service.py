@@ -149,7 +149,7 @@ def submit(name: str, seconds: int | str, executable: str = "job.sh",
 
 
 def queue_status(cluster: int) -> int | None:
-    out = sh("condorpy", "q", "-af", "ClusterId", "JobStatus").stdout
+    out = sh("condorpy", "q", "-allusers", "-af", "ClusterId", "JobStatus").stdout
     for line in out.splitlines():
         c, s = line.split()
         if int(c) == cluster:
