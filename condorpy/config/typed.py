@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import re
 
-from condorpy.classad import parse_expr
 from condorpy.errors import ClassAdError
 
 _BOOL_LITERAL = re.compile(r"(true|false|1|0)\s*\Z", re.IGNORECASE)
@@ -130,6 +129,8 @@ def _constant(text: str) -> object:
     look-ups do for values such as ``$(A) && true``); None when it is not one."""
     if _OLD_SYNTAX_INT.search(_STRING.sub('""', text)):
         return None
+    # (a literal never gets here: reading one does not load the ClassAd library)
+    from condorpy.classad import parse_expr
     try:
         return parse_expr(text).evaluate()
     except ClassAdError:  # not an expression
