@@ -9,13 +9,16 @@ for its ``--help`` and its manual page.
 
 from __future__ import annotations
 
-import argparse
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP_FLAGS = ("-h", "-help", "--help")
 
 
 def add_help(p: argparse.ArgumentParser) -> None:
+    import argparse  # (here: q, history and who read their own arguments, without it)
     p.add_argument(*HELP_FLAGS, action="help", default=argparse.SUPPRESS,
                    help="show this help and exit")
 
@@ -23,6 +26,7 @@ def add_help(p: argparse.ArgumentParser) -> None:
 def tool_parser(prog: str, description: str | None = None,
                 **kwargs: Any) -> argparse.ArgumentParser:
     """An ArgumentParser that answers -h, -help and --help."""
+    import argparse
     p = argparse.ArgumentParser(prog=prog, description=description, add_help=False,
                                 **kwargs)
     add_help(p)

@@ -16,7 +16,7 @@ from typing import Literal, Sequence
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import CondorpyError
-from condorpy.queue.records import shorten
+from condorpy.inputs import shorten
 
 Command = Literal["q", "history", "rm", "hold", "release"]
 Output = Literal["batch", "nobatch", "hold", "run", "totals", "long", "json", "af",
