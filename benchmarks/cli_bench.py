@@ -1,6 +1,6 @@
 """The administrator's everyday commands: how long each takes from start to exit.
 
-    .venv/bin/python benchmarks/cli_bench.py [--runs 5] [--no-htcondor]
+    .venv/bin/python benchmarks/cli_bench.py [--runs 5] [--no-htcondor] [--baseline CHECKOUT]
 
 Each of ``condorpy q``, ``status``, ``who``, ``history``, ``submit`` and
 ``config-val START`` runs as a fresh process, as the ``condorpy`` entry point starts it,
@@ -18,6 +18,7 @@ condor_submit, condor_config_val) are timed the same way in the reference pool's
 pool running there, as an ordinary user, and each condorpy figure is also given as a
 ratio to its HTCondor twin; ``chroot ROOT /bin/true`` says what entering the chroot
 adds to theirs.
+``--baseline`` times another checkout's commands (main's, say) in the same rounds.
 Where that pool cannot be brought up (not root, no chroot and no mirror), the reason
 is printed instead of those rows. Nothing is asserted: these are measurements.
 """
@@ -99,8 +100,11 @@ def time_all(timed: list[Timed], runs: int) -> None:
             t.run()
 
 
-def condorpy_times(base: Path, runs: int) -> tuple[Timed, dict[str, Timed], str]:
-    """The bare interpreter's start and each command's, against a running daemon."""
+def condorpy_times(base: Path, runs: int, baseline: Path | None
+                   ) -> tuple[Timed, dict[str, Timed], dict[str, Timed], str]:
+    """The bare interpreter's start and each command's, against a running daemon; and
+    each command's from the checkout ``baseline`` (the same daemon), run in turn with
+    them."""
     # the test helper's daemon polls every second for its tests' sake; a machine's
     # daemon polls less, and the clients are timed, not the daemon's cycles
     d = Daemon(base / "daemon", cpus=2, extra="POLLING_INTERVAL = 5\n"
@@ -126,8 +130,10 @@ def condorpy_times(base: Path, runs: int) -> tuple[Timed, dict[str, Timed], str]
         jobs = sum(counts(d).values())
         bare = Timed([sys.executable, "-c", "pass"], env)
         cmds = {label: Timed(cli + args, env, work) for label, args, _ in COMMANDS}
-        time_all([bare, *cmds.values()], runs)
-        return bare, cmds, f"a daemon with {jobs} jobs queued, running or done"
+        before = {label: Timed(cli + args, {**env, "PYTHONPATH": str(baseline)}, work)
+                  for label, args, _ in COMMANDS} if baseline is not None else {}
+        time_all([bare, *cmds.values(), *before.values()], runs)
+        return bare, cmds, before, f"a daemon with {jobs} jobs queued, running or done"
     finally:
         d.stop()
         d.kill_leftovers()
@@ -166,9 +172,12 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--no-htcondor", action="store_true",
                    help="skip HTCondor's own tools (the reference pool)")
+    p.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                   help="also time the commands of another checkout of condorpy (such as "
+                        "main's, before a change) against the same daemon")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="condorpy-cli-bench-") as tmp:
-        bare, cmds, setting = condorpy_times(Path(tmp), args.runs)
+        bare, cmds, before, setting = condorpy_times(Path(tmp), args.runs, args.baseline)
     ref = "not timed (--no-htcondor)" if args.no_htcondor else htcondor_times(args.runs)
     print(f"Median of {args.runs} fresh runs (wall ms; CPU ms of the process beside it); "
           f"condorpy against {setting}:")
@@ -177,6 +186,10 @@ def main() -> int:
     for (label, _, tool), t in zip(COMMANDS, cmds.values()):
         line = (f"  {'condorpy ' + label:<26} {t.median:7.1f} ms  cpu {t.median_cpu:5.1f}   "
                 f"{t.median / bare.median:3.1f}x")
+        if label in before:
+            b = before[label]
+            line += f"   (before: {b.median:6.1f} ms, cpu {b.median_cpu:5.1f}, " \
+                    f"{b.median / bare.median:3.1f}x)"
         if not isinstance(ref, str):
             h = ref[1][label]
             line += f"   {' '.join(tool):<24} {h.median:6.1f} ms ({t.median / h.median:3.1f}x)"
