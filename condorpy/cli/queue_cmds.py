@@ -14,6 +14,7 @@ from condorpy.config import load_config
 from condorpy.slots.status_format import render_autoformat, render_json, render_long
 from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
+from condorpy.queue.projection import af_projection
 from condorpy.queue.query import Query, parse_query
 from condorpy.queue.formats import (ScheddLabel, render_history, render_queue,
                                           render_who)
@@ -143,7 +144,7 @@ def q_main(argv: list[str]) -> int:
         return 0
     config, rest = _split_config(argv)
     query = parse_query(rest, "q")
-    got = _fetch(config, "q", {})
+    got = _fetch(config, "q", _projection(query))
     every = _ads(got["ads"], "the daemon's queue")
     chosen = query.select(every)
     if query.output in ("analyze", "better-analyze"):
@@ -193,7 +194,14 @@ def _pushed_down(query: Query) -> dict[str, Any]:
         args["constraint"] = " && ".join(f"({p})" for p in parts)
     if query.limit is not None:
         args["limit"] = query.limit
-    return args
+    return {**args, **_projection(query)}
+
+
+def _projection(query: Query) -> dict[str, Any]:
+    """Only what -af prints and the selection reads, where that is all the output
+    needs: the daemon sends those attributes (and what they refer to) alone."""
+    names = af_projection(query)
+    return {"projection": names} if names else {}
 
 
 def who_main(argv: list[str]) -> int:

@@ -94,8 +94,10 @@ class ArgType(Enum):
 _SELECTION = {"ids": ArgType.IDS, "owners": ArgType.STRS, "constraint": ArgType.OPT_STR,
               "reason": ArgType.OPT_STR, "all": ArgType.BOOL}
 ARGS: dict[str, dict[str, ArgType]] = {
-    "q": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT},
-    "history": {"constraint": ArgType.OPT_STR, "limit": ArgType.POSITIVE},
+    "q": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT,
+          "projection": ArgType.NAMES},
+    "history": {"constraint": ArgType.OPT_STR, "limit": ArgType.POSITIVE,
+                "projection": ArgType.NAMES},
     "config_val": {"names": ArgType.NAMES},
     "submit": {"cluster": ArgType.OPT_INT, "ads": ArgType.STRS},
     "rm": _SELECTION, "hold": _SELECTION, "release": _SELECTION,
