@@ -133,10 +133,25 @@ def condorpy_times(base: Path, runs: int, baseline: Path | None
         before = {label: Timed(cli + args, {**env, "PYTHONPATH": str(baseline)}, work)
                   for label, args, _ in COMMANDS} if baseline is not None else {}
         time_all([bare, *cmds.values(), *before.values()], runs)
-        return bare, cmds, before, f"a daemon with {jobs} jobs queued, running or done"
+        return bare, cmds, before, (f"a daemon with {jobs} jobs queued, running or done; "
+                                    f"its own answer takes {_answers(d, runs)}")
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def _answers(d: Daemon, runs: int) -> str:
+    """The daemon's part of each command: one request over the socket, in this process
+    (median ms), which the commands' wall times include."""
+    out = []
+    for command in ("q", "status", "who", "history"):
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            d.call(command)
+            times.append((time.perf_counter() - t0) * 1000)
+        out.append(f"{command} {statistics.median(times):.1f} ms")
+    return ", ".join(out)
 
 
 def htcondor_times(runs: int) -> tuple[Timed, dict[str, Timed], str] | str:

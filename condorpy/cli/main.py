@@ -56,7 +56,9 @@ def _import_quietly(module_name: str) -> object:
     """The command's module, imported without the collector: an import makes tens of
     thousands of objects and no garbage, and collecting while it runs costs a command
     line a tenth of its start-up. What it made is then frozen out of later collections
-    (a long-running daemon's too: its modules live as long as it does)."""
+    (a long-running daemon's too: its modules live as long as it does). Only for the
+    process's own command line: a caller in the same process keeps its collector as
+    it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -82,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         module_name, _, func = COMMANDS[name][0].partition(":")
-        module = _import_quietly(module_name)
+        # as the program (not called by other code): no collections while importing
+        module = _import_quietly(module_name) if argv is None else \
+            importlib.import_module(module_name)
         return int(getattr(module, func or "main")(rest) or 0)
     except CondorpyError as exc:
         print(f"condorpy {name}: error: {exc}", file=sys.stderr)
