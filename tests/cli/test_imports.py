@@ -113,3 +113,28 @@ def test_probed_names_cover_every_fact_the_probe_gives() -> None:
     from condorpy.machine.facts import PROBED_NAMES
     from condorpy.machine.probe import detected_facts
     assert set(detected_facts()) <= PROBED_NAMES
+
+
+def test_the_command_line_imports_its_command_without_the_collector(tmp_path: Path) -> None:
+    # collecting while the modules load cost a command line a tenth of its start-up;
+    # a caller of main() in the same process keeps its collector as it was
+    conf = _config(tmp_path)
+    code = ("import gc, sys\n"
+            "seen = []\n"
+            "class Spy:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'condorpy.cli.config_val':\n"
+            "            seen.append(gc.isenabled())\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Spy())\n"
+            "from condorpy.cli.main import main\n"
+            f"sys.argv = ['condorpy', 'config-val', '-config', {str(conf)!r}, 'MY_START']\n"
+            "assert main() == 0\n"
+            "assert seen == [False] and gc.isenabled(), seen\n"
+            "del sys.modules['condorpy.cli.config_val']\n"
+            f"assert main(['config-val', '-config', {str(conf)!r}, 'MY_START']) == 0\n"
+            "assert seen == [False, True], seen\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "true\ntrue\n"
