@@ -17,10 +17,10 @@ condor_submit, condor_config_val) are timed the same way in the reference pool's
 (tests/pool/refpool.py; ``CONDORPY_REFPOOL_ROOT`` names a built chroot) with a personal
 pool running there, as an ordinary user, and each condorpy figure is also given as a
 ratio to its HTCondor twin; ``chroot ROOT /bin/true`` says what entering the chroot
-adds to theirs.
-``--baseline`` times another checkout's commands (main's, say) in the same rounds.
-Where that pool cannot be brought up (not root, no chroot and no mirror), the reason
-is printed instead of those rows. Nothing is asserted: these are measurements.
+adds to theirs. Where that pool cannot be brought up (not root, no chroot and no
+mirror), the reason is printed instead of those rows. ``--baseline`` times another
+checkout's commands (main's, say) in the same rounds, beside these. Nothing is
+asserted: these are measurements.
 """
 
 from __future__ import annotations
