@@ -194,17 +194,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="condorpy-cli-bench-") as tmp:
         bare, cmds, before, setting = condorpy_times(Path(tmp), args.runs, args.baseline)
     ref = "not timed (--no-htcondor)" if args.no_htcondor else htcondor_times(args.runs)
-    print(f"Median of {args.runs} fresh runs (wall ms; CPU ms of the process beside it); "
-          f"condorpy against {setting}:")
+    print(f"Median of {args.runs} fresh runs (wall ms, then the process's CPU ms; their "
+          f"ratios to the bare interpreter's); condorpy against {setting}:")
     print(f"  {'python -c pass':<26} {bare.median:7.1f} ms  cpu {bare.median_cpu:5.1f}   "
-          f"1.0x   (the bare interpreter, {sys.executable}; goal: 3.0x or less)")
+          f"1.0x  1.0x   (the bare interpreter, {sys.executable}; goal: 3.0x or less)")
     for (label, _, tool), t in zip(COMMANDS, cmds.values()):
         line = (f"  {'condorpy ' + label:<26} {t.median:7.1f} ms  cpu {t.median_cpu:5.1f}   "
-                f"{t.median / bare.median:3.1f}x")
+                f"{t.median / bare.median:3.1f}x  {t.median_cpu / bare.median_cpu:3.1f}x")
         if label in before:
             b = before[label]
             line += f"   (before: {b.median:6.1f} ms, cpu {b.median_cpu:5.1f}, " \
-                    f"{b.median / bare.median:3.1f}x)"
+                    f"{b.median / bare.median:3.1f}x  {b.median_cpu / bare.median_cpu:3.1f}x)"
         if not isinstance(ref, str):
             h = ref[1][label]
             line += f"   {' '.join(tool):<24} {h.median:6.1f} ms ({t.median / h.median:3.1f}x)"
