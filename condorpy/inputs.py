@@ -109,3 +109,8 @@ def _deep_position(text: str) -> int:
         elif ch in "]}":
             depth -= 1
     return 0
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """A user's expression as a message shows it: at most ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit] + "..."

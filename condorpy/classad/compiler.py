@@ -19,7 +19,7 @@ per-evaluation state every closure runs on (evaluation.py).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from condorpy.classad import ops
 from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, Literal,
@@ -53,7 +53,7 @@ MOVING_CALLS = {"countmatches": (2, 2), "evalineachcontext": (2, 2), "unresolved
 
 
 class Compiler:
-    def __init__(self, functions: dict[str, FunctionSpec],
+    def __init__(self, functions: Mapping[str, FunctionSpec],
                  make_record: Callable[[tuple[tuple[str, Node], ...], Any], Any]) -> None:
         self.functions = functions
         self.make_record = make_record

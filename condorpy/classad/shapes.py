@@ -6,7 +6,7 @@ compiled twice.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from condorpy.classad.ast import AttrRef, Binary, Call, Literal, Node, Paren
 from condorpy.classad.evaluation import Fn
@@ -20,7 +20,7 @@ class NodeCompiler(Protocol):
     """What the fused shapes need of the compiler: its function table, and the closure
     and constant value (or NOCONST) of a node."""
 
-    functions: dict[str, FunctionSpec]
+    functions: Mapping[str, FunctionSpec]
 
     def compile(self, node: Node) -> tuple[Fn, Any]: ...
 

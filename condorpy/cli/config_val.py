@@ -13,7 +13,7 @@ from condorpy.cli.parsing import tool_parser
 from condorpy.config import Config, load_config
 from condorpy.config.summary import config_files, render_summary
 from condorpy.errors import ConfigError
-from condorpy.machine.facts import probed_facts
+from condorpy.machine.facts import lazy_probed_facts
 from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
 
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> int:
             raise ConfigError(f"-dump {args.dump!r} is not a valid regular expression: "
                               f"{exc}") from None
     cfg = load_config(args.config, subsystem=args.subsystem, localname=args.localname,
-                      detected=probed_facts())
+                      detected=lazy_probed_facts())
     for warning in cfg.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if list_files:

@@ -15,6 +15,7 @@ from condorpy.config import KnobReader, load_config
 from condorpy.slots.status_format import render_autoformat, render_json, render_long
 from condorpy.startd.client import call
 from condorpy.startd.paths import client_socket
+from condorpy.queue.projection import af_projection
 from condorpy.queue.query import Query, parse_query
 from condorpy.queue.formats import (QueueLayout, ScheddLabel, render_history,
                                     render_queue, render_who)
@@ -170,7 +171,7 @@ def q_main(argv: list[str]) -> int:
     if query.userlog is not None:
         return _q_userlog(query)
     cfg = load_config(config)
-    got = call(client_socket(cfg), "q", {})
+    got = call(client_socket(cfg), "q", _projection(query))
     every = _ads(got["ads"], "the daemon's queue")
     me = only_my_jobs(query, cfg)
     chosen = query.select([ad for ad in every if me is None or _owner(ad) == me])
@@ -225,7 +226,14 @@ def _pushed_down(query: Query) -> dict[str, Any]:
         args["constraint"] = " && ".join(f"({p})" for p in parts)
     if query.limit is not None:
         args["limit"] = query.limit
-    return args
+    return {**args, **_projection(query)}
+
+
+def _projection(query: Query) -> dict[str, Any]:
+    """Only what -af prints and the selection reads, where that is all the output
+    needs: the daemon sends those attributes (and what they refer to) alone."""
+    names = af_projection(query)
+    return {"projection": names} if names else {}
 
 
 def _layout(query: Query) -> QueueLayout:

@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, cast, overload
 
-from condorpy.classad import parse_expr
 from condorpy.config.defaults import CODE_DEFAULTS, PACKAGE_PATHS, PARAM_DEFAULTS
-from condorpy.config.facts import DetectedFacts, computed_defaults, host_facts
+from condorpy.config.facts import DetectedFacts, LazyFacts, fact_defaults, lazy_facts
 from condorpy.config.macros import Expander
 from condorpy.config.reader import Entry, Reader
 from condorpy.config.typed import (address_value, boolean_value, duration_value,
@@ -36,7 +35,7 @@ class _LoadArgs:
     text: str | None
     source: str
     env: Mapping[str, str]
-    facts: DetectedFacts
+    facts: LazyFacts
     subsystem: str
     localname: str | None
     assignments: tuple[tuple[str, str], ...] | None = None
@@ -48,7 +47,7 @@ class Config:
     """An immutable view of one reading of the configuration."""
 
     table: dict[str, Entry]
-    facts: DetectedFacts
+    detected: LazyFacts
     subsystem: str
     localname: str | None
     env: Mapping[str, str]
@@ -61,27 +60,36 @@ class Config:
     _expander: Expander | None = None
     _seed: int = 0
     _cache: dict[str, str | None] = field(default_factory=dict)
+    # the computed knobs of the facts, once a look-up needed one (see LazyFacts)
+    _measured: dict[str, tuple[str, str]] | None = None
+
+    @property
+    def facts(self) -> DetectedFacts:
+        """The machine's facts (measured now if nothing needed them yet)."""
+        return self.detected.get()
 
     # --- construction -------------------------------------------------------------
     @classmethod
     def from_text(cls, text: str, *, source: str = "<string>",
-                  env: Mapping[str, str] | None = None, detected: DetectedFacts | None = None,
+                  env: Mapping[str, str] | None = None,
+                  detected: DetectedFacts | LazyFacts | None = None,
                   subsystem: str = "STARTD", localname: str | None = None,
                   seed: int | None = None) -> Config:
-        args = _LoadArgs(None, text, source, dict(env or {}), detected or host_facts(),
+        args = _LoadArgs(None, text, source, dict(env or {}), lazy_facts(detected),
                          subsystem.upper(), localname)
         return _build(args, seed)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], *, source: str = "<mapping>",
                      env: Mapping[str, str] | None = None,
-                     detected: DetectedFacts | None = None, subsystem: str = "STARTD",
+                     detected: DetectedFacts | LazyFacts | None = None,
+                     subsystem: str = "STARTD",
                      localname: str | None = None, seed: int | None = None) -> Config:
         """A configuration whose knobs are ``values`` (each value as text), for tests and
         stand-ins. Each is assigned as a configuration line would be, the n-th at
         ``source:n``, so built-in defaults, macros and error messages work as usual."""
         pairs = tuple((str(name), str(value)) for name, value in values.items())
-        args = _LoadArgs(None, None, source, dict(env or {}), detected or host_facts(),
+        args = _LoadArgs(None, None, source, dict(env or {}), lazy_facts(detected),
                          subsystem.upper(), localname, pairs)
         return _build(args, seed)
 
@@ -108,14 +116,26 @@ class Config:
         entry = self._entry(name)
         if entry is not None:
             return entry.value
-        default = self._defaults.get(name.upper())
+        default = self._default(name.upper())
         return default[1] if default else None
 
     def default_raw(self, name: str) -> str | None:
         """The built-in default's unexpanded text, whatever the files say (for
         ``config-val -summary``: which settings differ from it)."""
-        default = self._defaults.get(name.upper())
+        default = self._default(name.upper())
         return default[1] if default else None
+
+    def _default(self, key: str) -> tuple[str, str] | None:
+        """The built-in (name, value) of ``key``: a computed fact of the machine (which
+        wins over the table's), else the table's. Only a fact's name measures."""
+        if key in self.detected.names:
+            if self._measured is None:
+                self._measured = {k.upper(): (k, v)
+                                  for k, v in fact_defaults(self.detected.get()).items()}
+            fact = self._measured.get(key)
+            if fact is not None:
+                return fact
+        return self._defaults.get(key)
 
     def where(self, name: str) -> tuple[str, int] | None:
         entry = self._entry(name)
@@ -140,6 +160,10 @@ class Config:
 
     def names(self) -> list[str]:
         seen: dict[str, str] = {k: v[0] for k, v in self._defaults.items()}
+        for key in self.detected.names:
+            fact = self._default(key)
+            if fact is not None:
+                seen[key] = fact[0]
         for key, entry in self.table.items():
             seen[key] = entry.name
         return sorted(seen.values(), key=str.upper)
@@ -183,7 +207,7 @@ class Config:
             return value, None
         if default is not None:
             return None, default
-        builtin = self._defaults.get(name.upper())
+        builtin = self._default(name.upper())
         if builtin and self._expander is not None:
             expanded = self._expander.expand(builtin[1], (name.upper(),))
             if expanded:
@@ -293,6 +317,8 @@ class Config:
         text = value if value is not None else fallback
         if text is None:
             return None
+        from condorpy.classad import parse_expr  # (a command reading no expression
+        # knob, such as `condorpy q` finding its daemon, never loads the ClassAd library)
         try:
             return parse_expr(str(text), source=self._source_of(name), attribute=name)
         except ClassAdError as exc:
@@ -327,9 +353,10 @@ class Config:
 
 def _build(args: _LoadArgs, seed: int | None) -> Config:
     defaults = {k.upper(): (k, v) for k, v in PARAM_DEFAULTS.items()}
-    for k, v in computed_defaults(args.facts, args.subsystem, args.localname).items():
-        defaults[k.upper()] = (k, v)
-    cfg = Config(table={}, facts=args.facts, subsystem=args.subsystem,
+    # the machine's facts are the Config's to compute when a look-up needs one
+    defaults["SUBSYSTEM"] = ("SUBSYSTEM", args.subsystem)
+    defaults["LOCALNAME"] = ("LOCALNAME", args.localname or args.subsystem)
+    cfg = Config(table={}, detected=args.facts, subsystem=args.subsystem,
                  localname=args.localname, env=args.env, _load=args, _defaults=defaults)
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 32)
@@ -415,7 +442,8 @@ def _apply_env(cfg: Config, reader: Reader) -> None:
 
 
 def load_config(path: str | None = None, *, env: Mapping[str, str] | None = None,
-                detected: DetectedFacts | None = None, subsystem: str = "STARTD",
+                detected: DetectedFacts | LazyFacts | None = None,
+                subsystem: str = "STARTD",
                 localname: str | None = None, seed: int | None = None,
                 overrides: Mapping[str, str] | None = None) -> Config:
     """Read the configuration chain: ``path``, else $CONDOR_CONFIG, else the default
@@ -437,6 +465,6 @@ def load_config(path: str | None = None, *, env: Mapping[str, str] | None = None
         if path == DEFAULT_CONFIG_PATH and not os.path.exists(path):
             path, package = NO_CONFIG_SOURCE, tuple(PACKAGE_PATHS.items())
     args = _LoadArgs(None if path in ("ONLY_ENV", NO_CONFIG_SOURCE) else path, None, path,
-                     environ, detected or host_facts(), subsystem.upper(), localname,
+                     environ, lazy_facts(detected), subsystem.upper(), localname,
                      assignments=package, overrides=tuple((overrides or {}).items()))
     return _build(args, seed)

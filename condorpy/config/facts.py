@@ -4,15 +4,17 @@ The config layer sits below machine detection, so it takes the facts through thi
 small record; the daemon fills it from ``condorpy.machine`` and tests pin it. The
 default provider reads the real host cheaply (no /proc walks beyond what
 ``os``/``platform`` offer).
+
+A configuration measures its facts only when a knob it is asked for depends on one
+(:class:`LazyFacts`): printing START or finding the daemon's socket asks the resolver
+nothing and probes nothing.
 """
 
 from __future__ import annotations
 
 import os
-import platform
-import socket
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -71,19 +73,24 @@ def _username() -> str:
 def host_facts() -> DetectedFacts:
     """Facts of the machine this process runs on, read cheaply."""
     cpus = os.cpu_count() or 1
-    machine = platform.machine() or "x86_64"
+    # what platform.machine() and platform.system() return on a POSIX host, without
+    # the platform module's start-up cost (a client reading UID_DOMAIN measures this)
+    uname = os.uname()
+    machine = uname.machine or "x86_64"
+    system = uname.sysname
     arch = {"x86_64": "X86_64", "amd64": "X86_64", "aarch64": "aarch64",
             "ppc64le": "ppc64le"}.get(machine.lower(), machine.upper())
     return DetectedFacts(
         full_hostname=_full_hostname(), cpus=cpus, cores=cpus, physical_cpus=cpus,
-        memory_mb=_memory_mb(), arch=arch, opsys=platform.system().upper() or "LINUX",
-        uname_arch=machine, uname_opsys=platform.system() or "Linux", ip_address=_ip_address(),
+        memory_mb=_memory_mb(), arch=arch, opsys=system.upper() or "LINUX",
+        uname_arch=machine, uname_opsys=system or "Linux", ip_address=_ip_address(),
         ipv6_address=_ipv6_address(),
         username=_username(), pid=os.getpid(), ppid=os.getppid())
 
 
 def _full_hostname() -> str:
     """gethostname(), qualified by the resolver only when it agrees (as HTCondor does)."""
+    import socket
     name = socket.gethostname() or "localhost"
     if "." not in name:
         try:
@@ -97,6 +104,7 @@ def _full_hostname() -> str:
 
 def _ip_address() -> str:
     """The source address of the default route; connecting a UDP socket sends nothing."""
+    import socket
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             sock.connect(("192.0.2.1", 9))
@@ -108,6 +116,7 @@ def _ip_address() -> str:
 def _ipv6_address() -> str:
     """The source address of the default IPv6 route, or "" where there is none; a
     link-local address does not count, as HTCondor does not advertise one."""
+    import socket
     try:
         with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as sock:
             sock.connect(("2001:db8::1", 9))
@@ -117,9 +126,16 @@ def _ipv6_address() -> str:
     return "" if address.lower().startswith("fe80") or address == "::1" else address
 
 
-def computed_defaults(facts: DetectedFacts, subsystem: str, localname: str | None
-                      ) -> dict[str, str]:
-    """The knobs HTCondor computes at start-up rather than reading from a table."""
+# The knobs fact_defaults() defines from DetectedFacts' own fields (not its ``extra``).
+FACT_NAMES = frozenset({
+    "FULL_HOSTNAME", "HOSTNAME", "DETECTED_CPUS", "DETECTED_CORES", "DETECTED_PHYSICAL_CPUS",
+    "DETECTED_CPUS_LIMIT", "DETECTED_MEMORY", "ARCH", "OPSYS", "UNAME_ARCH", "UNAME_OPSYS",
+    "IP_ADDRESS", "IPV4_ADDRESS", "IPV6_ADDRESS", "USERNAME", "PID", "PPID"})
+
+
+def fact_defaults(facts: DetectedFacts) -> dict[str, str]:
+    """The knobs HTCondor computes at start-up from the machine rather than reading from
+    a table (the configuration adds SUBSYSTEM and LOCALNAME)."""
     return {
         **{name.upper(): value for name, value in facts.extra.items()},
         "FULL_HOSTNAME": facts.full_hostname,
@@ -140,6 +156,45 @@ def computed_defaults(facts: DetectedFacts, subsystem: str, localname: str | Non
         "USERNAME": facts.username,
         "PID": str(facts.pid),
         "PPID": str(facts.ppid),
-        "SUBSYSTEM": subsystem,
-        "LOCALNAME": localname or subsystem,
     }
+
+
+class LazyFacts:
+    """A machine's facts, measured the first time a knob needs one.
+
+    ``names`` are every knob the facts may define (``FACT_NAMES`` and the names the
+    measure puts in ``extra``): a look-up of any other name never measures, so that
+    reading a configuration to print one knob costs no probe of the host unless that
+    knob's value depends on it."""
+
+    def __init__(self, measure: Callable[[], DetectedFacts],
+                 extra_names: Iterable[str] = ()) -> None:
+        self._measure = measure
+        self._facts: DetectedFacts | None = None
+        self.names = FACT_NAMES | {n.upper() for n in extra_names}
+
+    @classmethod
+    def of(cls, facts: DetectedFacts) -> LazyFacts:
+        """Facts already known (pinned by a test, or measured by the caller)."""
+        made = cls(lambda: facts, facts.extra.keys())
+        made._facts = facts
+        return made
+
+    @property
+    def measured(self) -> bool:
+        return self._facts is not None
+
+    def get(self) -> DetectedFacts:
+        if self._facts is None:
+            self._facts = self._measure()
+        return self._facts
+
+
+def lazy_facts(detected: DetectedFacts | LazyFacts | None) -> LazyFacts:
+    """What a configuration loader was handed, as LazyFacts: None is this host's cheap
+    facts (:func:`host_facts`), measured when first needed."""
+    if detected is None:
+        return LazyFacts(host_facts)
+    if isinstance(detected, DetectedFacts):
+        return LazyFacts.of(detected)
+    return detected

@@ -28,7 +28,6 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from condorpy.classad import format_value, parse_expr
 from condorpy.errors import ClassAdError, ConfigError
 
 _ID_CHARS = frozenset(string.ascii_letters + string.digits + "_./")
@@ -209,6 +208,7 @@ def _c_int(text: str) -> int | None:
 
 def _classad_value(text: str) -> object:
     """``text`` parsed and evaluated as a ClassAd expression with no ad; None if unparsable."""
+    from condorpy.classad import parse_expr  # (only a macro that evaluates loads it)
     try:
         return parse_expr(text).evaluate()
     except ClassAdError:  # not an expression: the callers treat it as literal text
@@ -301,6 +301,7 @@ def _unparse(value: object) -> str:
         if value in (float("inf"), float("-inf")):
             return 'real("INF")' if value > 0 else 'real("-INF")'
         return "%1.15E" % value
+    from condorpy.classad import format_value
     return format_value(value)
 
 
@@ -455,6 +456,7 @@ class Expander:
         source = body if raw is None else raw
         expanded = "$" in source
         text = self.expand(source, stack) if expanded else source
+        from condorpy.classad import parse_expr
         try:
             value = parse_expr(text).evaluate()
         except ClassAdError:  # not an expression: the expanded text, if there was any

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -86,6 +84,8 @@ class Reader:
             self._open_files.pop()
 
     def read_command(self, command: str, *, source: str, line: int | None) -> str:
+        import shlex  # (here: few configurations run a command, and every client reads one)
+        import subprocess
         try:
             argv = shlex.split(command)
         except ValueError as exc:

@@ -23,27 +23,28 @@ from __future__ import annotations
 import math
 import re
 
-from condorpy.classad import parse_expr
 from condorpy.errors import ClassAdError
 
-_BOOL_LITERAL = re.compile(r"(true|false|1|0)\s*\Z", re.IGNORECASE)
-_INT_LITERAL = re.compile(r"\s*[+-]?\d+\s*\Z")
-_FLOAT_LITERAL = re.compile(
-    r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*\Z", re.IGNORECASE)
-_HEX_LITERAL = re.compile(r"\s*[+-]?0[xX][0-9a-fA-F]+(?:\.[0-9a-fA-F]*)?(?:[pP][+-]?\d+)?\s*\Z")
+# Pattern texts, compiled (and cached) by the re module at their first use: a command
+# that reads no typed knob does not compile them at start-up.
+_BOOL_LITERAL = r"(?i)(true|false|1|0)\s*\Z"
+_INT_LITERAL = r"\s*[+-]?\d+\s*\Z"
+_FLOAT_LITERAL = (
+    r"(?i)\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*\Z")
+_HEX_LITERAL = r"\s*[+-]?0[xX][0-9a-fA-F]+(?:\.[0-9a-fA-F]*)?(?:[pP][+-]?\d+)?\s*\Z"
 # The configuration's expression parser (old ClassAd syntax) has no octal or hex
 # integers: HTCondor refuses ``01`` or ``0x10`` inside an expression, where the
 # ClassAd language proper reads 1 and 0.
-_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
-_OLD_SYNTAX_INT = re.compile(r"(?<![\w.])0[0-9xX][0-9A-Za-z]*(?![.\w])")
+_STRING = r'"(?:\\.|[^"\\])*"'
+_OLD_SYNTAX_INT = r"(?<![\w.])0[0-9xX][0-9A-Za-z]*(?![.\w])"
 _DURATION_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600,
                    "d": 86400, "day": 86400}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*\Z")
+_DURATION = r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*\Z"
 
 
 def boolean_value(text: str) -> bool | None:
     """``text`` as HTCondor's param_boolean reads it; None if it would refuse it."""
-    if _BOOL_LITERAL.match(text.strip()):
+    if re.match(_BOOL_LITERAL, text.strip()):
         return text.strip()[0] in "tT1"
     value = _constant(text)
     if isinstance(value, bool):
@@ -55,7 +56,7 @@ def boolean_value(text: str) -> bool | None:
 
 def integer_value(text: str) -> int | None:
     """``text`` as HTCondor's param_integer reads it; None if it would refuse it."""
-    if _INT_LITERAL.match(text):
+    if re.match(_INT_LITERAL, text):
         return int(text)
     value = _constant(text)
     if isinstance(value, bool):
@@ -69,9 +70,9 @@ def integer_value(text: str) -> int | None:
 
 def number_value(text: str) -> float | None:
     """``text`` as HTCondor's param_double reads it; None if it would refuse it."""
-    if _FLOAT_LITERAL.match(text):
+    if re.match(_FLOAT_LITERAL, text):
         return float(text)
-    if _HEX_LITERAL.match(text):
+    if re.match(_HEX_LITERAL, text):
         return float.fromhex(text.strip())
     value = _constant(text)
     if isinstance(value, (bool, int, float)):
@@ -82,14 +83,14 @@ def number_value(text: str) -> float | None:
 
 def duration_value(text: str) -> float | None:
     """Seconds: a number, or a number with a unit (s, sec, m, min, h, hr, d, day)."""
-    m = _DURATION.match(text)
+    m = re.match(_DURATION, text)
     if m:
         unit = _DURATION_UNITS.get(m.group(2).lower())
         return None if unit is None else float(m.group(1)) * unit
     return number_value(text)
 
 
-_LOG_SIZE = re.compile(r"\s*(\d+)\s*([A-Za-z]*)\s*\Z")
+_LOG_SIZE = r"\s*(\d+)\s*([A-Za-z]*)\s*\Z"
 _LOG_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -99,7 +100,7 @@ def log_size_value(text: str) -> int | None:
     (``10 Mb``, ``500K``), as HTCondor's dprintf reads it. HTCondor also takes a time
     (``1 h``, ``10 min``, or a lone ``m``) there to rotate by age; condorpy rotates by
     size only and refuses it (None), as it refuses anything else."""
-    m = _LOG_SIZE.match(text)
+    m = re.match(_LOG_SIZE, text)
     if m is None:
         return None
     unit = m.group(2)
@@ -110,13 +111,13 @@ def log_size_value(text: str) -> int | None:
     return int(m.group(1)) * _LOG_UNITS[key]
 
 
-_ADDRESS = re.compile(r"\s*(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9_.-]+)):(\d{1,5})\s*\Z")
+_ADDRESS = r"\s*(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9_.-]+)):(\d{1,5})\s*\Z"
 
 
 def address_value(text: str) -> tuple[str, int] | None:
     """A listening address ``host:port`` (``[v6addr]:port`` for IPv6) as (host, port);
     port 0 asks the kernel for a free one. None for anything else."""
-    m = _ADDRESS.match(text)
+    m = re.match(_ADDRESS, text)
     if m is None:
         return None
     port = int(m.group(3))
@@ -128,8 +129,10 @@ def address_value(text: str) -> tuple[str, int] | None:
 def _constant(text: str) -> object:
     """``text`` evaluated as a ClassAd expression in an empty ad (what HTCondor's typed
     look-ups do for values such as ``$(A) && true``); None when it is not one."""
-    if _OLD_SYNTAX_INT.search(_STRING.sub('""', text)):
+    if re.search(_OLD_SYNTAX_INT, re.sub(_STRING, '""', text)):
         return None
+    # (a literal never gets here: reading one does not load the ClassAd library)
+    from condorpy.classad import parse_expr
     try:
         return parse_expr(text).evaluate()
     except ClassAdError:  # not an expression

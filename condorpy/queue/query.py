@@ -16,7 +16,7 @@ from typing import Literal, Sequence
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import CondorpyError
-from condorpy.queue.jobstore import shorten
+from condorpy.inputs import shorten
 from condorpy.queue.printf import FormatItem
 
 Command = Literal["q", "history", "rm", "hold", "release"]

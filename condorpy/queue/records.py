@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import ClassAdError, QueueError
+from condorpy.inputs import shorten
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "FINAL", "JobRow", "shorten",
            "parse_constraint", "record_of", "select", "ad_text", "int_of", "status_of"]
@@ -59,11 +60,6 @@ class JobRecord:
 
 # (cluster, proc, status, entered, ad text): a row of the jobs or the history table
 JobRow = tuple[int, int, int, int, str]
-
-
-def shorten(text: str, limit: int = 200) -> str:
-    """A user's expression as a message shows it: at most ``limit`` characters."""
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def parse_constraint(constraint: str | Expr | None) -> Expr | None:

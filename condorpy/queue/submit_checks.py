@@ -11,7 +11,6 @@ warning, never a refusal. The executable checks raise
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
@@ -137,6 +136,7 @@ def _is_command(lc: str) -> bool:
 
 
 def _suggest(lc: str) -> str | None:
+    import difflib  # (only for a line nothing reads: not in every submit's start-up)
     if lc in _NOT_RESOURCES:
         return _NOT_RESOURCES[lc]
     if lc.startswith("request_") and lc not in _STANDARD_REQUESTS:

@@ -15,7 +15,7 @@ from typing import Any
 
 from condorpy.errors import StartdError
 from condorpy.inputs import loads_json
-from condorpy.startd.control import MAX_REQUEST, encode_request
+from condorpy.startd.wire import MAX_REQUEST, encode_request
 
 MAX_REPLY_LINE = 4 * MAX_REQUEST
 

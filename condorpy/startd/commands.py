@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
-from condorpy.classad import Expr, Undefined
+from condorpy.classad import ClassAd, Expr, Undefined
 from condorpy.classad.formats import parse_old_nonempty
 from condorpy.clock import Clock
 from condorpy.config import Config
@@ -27,6 +27,7 @@ from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import DrainRefused, DrainStarted, Output
 from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.queue.edit import EditRules, check_edit
+from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
 from condorpy.startd.job_log import JobLog
@@ -99,9 +100,11 @@ class Commands:
         return control.Streamed(
             {"schedd": self.d.schedd_name(), "address": str(self.d.socket),
              "now": self.d.clock.time()}, "ads",
-            self._queue_ads(self.d.store.jobs(expr, args.get("limit")), expr))
+            self._queue_ads(self.d.store.jobs(expr, args.get("limit")), expr,
+                            _ad_text(args)))
 
-    def _queue_ads(self, records: list[JobRecord], expr: Expr | None) -> Iterator[str]:
+    def _queue_ads(self, records: list[JobRecord], expr: Expr | None,
+                   text: Callable[[ClassAd], str]) -> Iterator[str]:
         """The queue's ads for a reply that a client may read slowly or never: past the
         first megabyte of text, only the job ids are held, and each ad is read again
         as it is sent, so a stalled reader pins a few bytes a job, not the queue."""
@@ -110,29 +113,29 @@ class Commands:
         for rec in records:
             if size >= _KEPT_TEXT:
                 break
-            kept.append(rec.ad.to_old())
+            kept.append(text(rec.ad))
             size += len(kept[-1])
         later = array("q", itertools.chain.from_iterable(
             (r.job_id.cluster, r.job_id.proc) for r in records[len(kept):]))
         records.clear()
-        return self._reread(kept, later, expr)
+        return self._reread(kept, later, expr, text)
 
-    def _reread(self, kept: list[str], later: "array[int]",
-                expr: Expr | None) -> Iterator[str]:
+    def _reread(self, kept: list[str], later: "array[int]", expr: Expr | None,
+                text: Callable[[ClassAd], str]) -> Iterator[str]:
         yield from kept
         kept.clear()
         for i in range(0, len(later), 2):
             now = self.d.store.job(JobId(later[i], later[i + 1]))
             # gone since, or changed so that it no longer matches: as if asked now
             if now is not None and (expr is None or now.ad.eval_expr(expr) is True):
-                yield now.ad.to_old()
+                yield text(now.ad)
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # newest first, read only as far as the limit needs (history -limit N), each
         # ad turned into text only as the reply is written
         chunks = self.d.store.history.chunks(parse_constraint(args.get("constraint")),
                                              limit=args.get("limit"))
-        return control.Streamed({}, "ads", _paused(chunks))
+        return control.Streamed({}, "ads", _paused(chunks, _ad_text(args)))
 
     def status(self, args: dict[str, Any], peer: control.Peer) -> Any:
         return control.Streamed({"now": self.d.clock.time()}, "ads",
@@ -413,12 +416,22 @@ class Commands:
         return sorted(self.d.reconfig())
 
 
-def _paused(chunks: Iterator[list[JobRecord]]) -> Iterator[Any]:
+def _ad_text(args: dict[str, Any]) -> Callable[[ClassAd], str]:
+    """How a job ad is sent: whole, or cut to the attributes the client reads (its
+    ``projection``, such as condor_q -af's) and those they refer to."""
+    names = args.get("projection")
+    if not names:
+        return lambda ad: ad.to_old()
+    return lambda ad: project(ad, names).to_old()
+
+
+def _paused(chunks: Iterator[list[JobRecord]], text: Callable[[ClassAd], str]
+            ) -> Iterator[Any]:
     """Each chunk's ads as text, then a pause: a long search that finds little gives
     the loop back between chunks."""
     for chunk in chunks:
         for rec in chunk:
-            yield rec.ad.to_old()
+            yield text(rec.ad)
         yield control.PAUSE
 
 

@@ -40,8 +40,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 from condorpy.errors import CondorpyError
 from condorpy.inputs import loads_json
-
-MAX_REQUEST = 16 * 1024 * 1024       # a submission of thousands of jobs fits
+# the client's half of the wire lives apart, for the command lines' start-up
+from condorpy.startd.wire import MAX_REQUEST as MAX_REQUEST
+from condorpy.startd.wire import encode_request as encode_request
 PROTOCOL_VERSION = 1
 # Bytes held across every connection's unfinished requests: two whole submissions at
 # once. Beyond it the user holding the most loses its largest connection.
@@ -93,8 +94,10 @@ class ArgType(Enum):
 _SELECTION = {"ids": ArgType.IDS, "owners": ArgType.STRS, "constraint": ArgType.OPT_STR,
               "reason": ArgType.OPT_STR, "all": ArgType.BOOL}
 ARGS: dict[str, dict[str, ArgType]] = {
-    "q": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT},
-    "history": {"constraint": ArgType.OPT_STR, "limit": ArgType.POSITIVE},
+    "q": {"constraint": ArgType.OPT_STR, "limit": ArgType.COUNT,
+          "projection": ArgType.NAMES},
+    "history": {"constraint": ArgType.OPT_STR, "limit": ArgType.POSITIVE,
+                "projection": ArgType.NAMES},
     "config_val": {"names": ArgType.NAMES},
     "submit": {"cluster": ArgType.OPT_INT, "ads": ArgType.STRS},
     "rm": _SELECTION, "hold": _SELECTION, "release": _SELECTION,
@@ -243,13 +246,6 @@ def parse_request(line: bytes) -> Request | BadRequest:
         if name in args and not _ARG_CHECKS[kind](args[name]):
             return BadRequest(f"{command}: argument {name!r} must be {kind.value}")
     return Request(command, args, obj.get("stream") is True)
-
-
-def encode_request(command: str, args: dict[str, Any], stream: bool = False) -> bytes:
-    body: dict[str, Any] = {"command": command, "args": args}
-    if stream:
-        body["stream"] = True
-    return json.dumps(body).encode() + b"\n"
 
 
 def encode_reply(ok: bool, result: Any = None, error: str | None = None) -> bytes:

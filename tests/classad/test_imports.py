@@ -21,6 +21,12 @@ TRY_IMPORTS_LEFT = {
 }
 
 
+# The one deliberate exception: the built-in function families load at the first look-up
+# of a function name, not with the library (a command line that evaluates no call, such
+# as `condorpy q`, never pays for them); the families are listed there in one import.
+LAZY_IMPORTS = {("classad/functions/__init__.py", "condorpy.classad.functions")}
+
+
 def _own_imports(tree: ast.AST) -> list[tuple[ast.AST, str, list[ast.AST]]]:
     """(import node, module, its ancestors) for every import of a condorpy module."""
     out: list[tuple[ast.AST, str, list[ast.AST]]] = []
@@ -67,7 +73,7 @@ def test_no_function_local_imports_in_classad() -> None:
     # formats.py's readers take the class they build (adtext.py, below ad.py); eval()
     # compiles through the LazyCall's compiler; splitTime is handed a record factory
     local, _ = _scan()
-    assert not local, sorted(local)
+    assert local <= LAZY_IMPORTS, sorted(local - LAZY_IMPORTS)
 
 
 def test_no_try_around_own_imports() -> None:

@@ -20,8 +20,6 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
-import regex as _rx
-
 from condorpy.classad.budget import Budget
 from condorpy.classad.functions.registry import FunctionTable
 from condorpy.classad.values import Error, Undefined, Value
@@ -92,6 +90,9 @@ def _compile(pattern: str, options: str) -> Any:
     # HTCondor runs PCRE2 without UTF mode: patterns and subjects are bytes, "." is one
     # byte, \w and case folding are ASCII. Bytes patterns behave the same. VERSION0 is
     # the module's re-compatible dialect.
+    # the regex module costs a command's start-up about 10 ms: loaded at the first
+    # pattern, not with the function table
+    import regex as _rx
     flags = _rx.VERSION0
     for low in options:
         if low == "i":
