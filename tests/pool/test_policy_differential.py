@@ -711,6 +711,14 @@ def test_claim_lease_while_the_schedd_is_gone(pools: Pools) -> None:
             [(0, schedd(stop=True)), (55, schedd(stop=False))],
             lambda s: "005" in s.events(), job="executable = /bin/sleep\narguments = 25",
             cleanup=(schedd(stop=False),))
-    same_path(r, timed=0)     # each job's exit is its own: the delays are not compared
-    assert [sa for _, sa in r.path["htcondor"]][:2] == ["Preempting/Vacating", "Owner/Idle"]
+    # Once the schedd goes on, the shadow's answer to the exit and the schedd's release
+    # of the claim come in the same instant: which the startd takes first is a race on
+    # either side (a Claimed/Idle between Busy and Preempting, or none; both seen of
+    # HTCondor's). What is compared: the slot stayed Busy until the schedd was back.
+    for side in SIDES:
+        path = [(t, sa) for i, (t, sa) in enumerate(r.path[side])
+                if not (sa == "Claimed/Idle" and r.path[side][i + 1:i + 2]
+                        and r.path[side][i + 1] == (t, "Preempting/Vacating"))]
+        assert [sa for _, sa in path][:2] == ["Preempting/Vacating", "Owner/Idle"], r.path
+        assert path[0][0] >= 55 - TOLERANCE_S, r.path
     assert r.events["condorpy"] == r.events["htcondor"] == ["000", "001", "005"]
