@@ -28,19 +28,14 @@ _POOL_PORT = frozenset({"NETWORK_INTERFACE", "STARTD_PORT"})
 EXIT_RESTART_NEEDED = 3
 
 
-def sizes_machine(knob: str) -> bool:
-    """Whether ``knob`` is read when the machine is measured (start-up only)."""
-    name = knob.upper()
-    return name.startswith("MACHINE_RESOURCE_")
-
-
 def needs_restart(changed: set[str], pool_before: bool, pool_after: bool) -> list[str]:
     """The changed knobs the running daemon cannot apply, sorted. ``pool_before`` and
     ``pool_after``: whether a pool (COLLECTOR_HOST) was configured before and after."""
     out = set()
     for knob in changed:
         name = knob.upper()
-        if name in _AT_START or sizes_machine(name) or _SLOT_EXECUTE.fullmatch(name):
+        if name in _AT_START or name.startswith("MACHINE_RESOURCE_") or \
+                _SLOT_EXECUTE.fullmatch(name):
             out.add(knob)
         elif name in _POOL_PORT and pool_before and pool_after:
             out.add(knob)
