@@ -101,7 +101,8 @@ class Commands:
         return {"pid": os.getpid(), "since": self.d.started_at, "user": peer.user,
                 # which configuration this daemon runs from: a client that names one
                 # makes sure it reached the daemon of that file (paths.client_socket)
-                "config": os.path.realpath(files[0]) if files else None,
+                "config": os.path.realpath(files[0])
+                if files and os.path.isfile(files[0]) else None,
                 "slots": len(self.d.engine.slots), "running": len(self.d.handles),
                 "cycle_seconds": list(self.d.cycle_times()), "metrics": self.d.metrics_bound()}
 
