@@ -302,7 +302,8 @@ def test_condorpy_restart_keeps_the_job_and_the_main_pid(deb: Path) -> None:
     restarts = int(show("NRestarts")["NRestarts"])
     daemon = main_pid()
     out = sh("condorpy", "restart", timeout=300).stdout
-    assert "1 running job(s) kept" in out, out
+    kept = out.split("; ")[-1].split()[0]       # "N running job(s) kept"
+    assert "running job(s) kept" in out and int(kept) >= 1, out
     assert main_pid() == daemon and running_active()
     assert int(show("NRestarts")["NRestarts"]) == restarts
     assert Path(f"/proc/{daemon}/cgroup").read_text().strip().endswith("/daemon.leaf")
