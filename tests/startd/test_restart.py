@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from condorpy.startd.daemon import restart_argv
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 
 # The job writes its pid, then runs until the test creates release.<n>.
 JOB = """#!/bin/sh
@@ -25,13 +25,8 @@ echo done > done.$1
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path)
-    d.start()
-    try:
+    with running(Daemon(tmp_path)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _work(tmp_path: Path) -> Path:
