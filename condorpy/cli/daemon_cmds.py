@@ -1,5 +1,5 @@
 """The commands that talk to a running daemon: `submit`, `rm`, `hold`, `release`,
-`vacate`, `drain`, `off`, `on`, `reconfig`. Each sends one request over the control
+`vacate`, `drain`, `off`, `on`, `reconfig`, `restart`. Each sends one request over the control
 socket (found through the configuration, see :mod:`condorpy.startd.paths`) and prints
 the answer; an unreachable daemon is one clear line."""
 
@@ -10,13 +10,15 @@ import getpass
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from condorpy.cli.parsing import tool_parser
 from condorpy.config import load_config
 from condorpy.errors import CondorpyError
 from condorpy.inputs import read_text
-from condorpy.startd.client import call
+from condorpy.startd.client import DaemonUnreachable, call
+from condorpy.startd.reconfig_report import EXIT_RESTART_NEEDED, ReconfigReport
 from condorpy.startd.paths import client_socket
 from condorpy.queue.submit import LocalFS, parse_submit, read_description
 from condorpy.queue.submit_checks import check_executables, unused_lines
@@ -230,7 +232,6 @@ def on_parser() -> argparse.ArgumentParser:
 
 def on_main(argv: list[str]) -> int:
     args = on_parser().parse_args(argv)
-    from condorpy.startd.client import DaemonUnreachable
     try:
         _call(args.config, "ping", {})
         print("condorpy startd is already running")
@@ -248,15 +249,107 @@ def on_main(argv: list[str]) -> int:
 
 
 def reconfig_parser() -> argparse.ArgumentParser:
-    p = tool_parser("condorpy reconfig", "make the daemon re-read its configuration")
+    p = tool_parser("condorpy reconfig",
+                    "make the daemon re-read its configuration; exit status 3 when "
+                    "knobs changed that take effect only at a restart")
     _config_arg(p)
     return p
 
 
 def reconfig_main(argv: list[str]) -> int:
     args = reconfig_parser().parse_args(argv)
-    changed = _call(args.config, "reconfig", {})
+    report = ReconfigReport.from_reply(_call(args.config, "reconfig", {"report": True}))
     print("Sent \"Reconfig\" command to startd")
-    for name in changed:
+    for name in report.changed:
         print(f"  changed: {name}")
+    if report.layout:
+        print(f"  {report.layout}")
+    said = report.restart_line()
+    if said is not None:
+        print(f"condorpy reconfig: warning: {said}", file=sys.stderr)
+        return EXIT_RESTART_NEEDED
     return 0
+
+
+# How long `condorpy restart` waits for the new daemon to answer: its start re-reads
+# the configuration, measures the machine and re-adopts every running job.
+RESTART_WAIT_S = 120.0
+
+
+def restart_parser() -> argparse.ArgumentParser:
+    p = tool_parser("condorpy restart",
+                    "restart the daemon in place (like condor_restart -startd); "
+                    "running jobs keep running and the new daemon re-adopts them, "
+                    "unless -graceful, -fast or -peaceful says to end them first")
+    _config_arg(p)
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("-graceful", dest="how", action="store_const", const="graceful",
+                     help="first end running jobs as `condorpy off -graceful` does "
+                          "(retirement, then vacate time), then restart")
+    how.add_argument("-fast", dest="how", action="store_const", const="fast",
+                     help="first hard-kill running jobs, then restart")
+    how.add_argument("-peaceful", dest="how", action="store_const", const="peaceful",
+                     help="take no new jobs, and restart once the running ones end")
+    p.add_argument("-nowait", "--nowait", action="store_true",
+                   help="do not wait for the new daemon to answer")
+    return p
+
+
+def restart_main(argv: list[str]) -> int:
+    args = restart_parser().parse_args(argv)
+    how = args.how or "keep"
+    cfg = load_config(args.config)
+    path = client_socket(cfg)
+    old = call(path, "restart", {"how": how})
+    print("Sent \"Restart\" command for \"startd\"")
+    if how != "keep" or args.nowait:
+        return 0        # it restarts when its jobs have ended: maybe much later
+    new = _wait_restarted(path, old, RESTART_WAIT_S)
+    if new is None:
+        print(f"condorpy restart: error: no new daemon answered on {path}; its log "
+              f"(StartLog, or the journal under systemd) says why", file=sys.stderr)
+        return 1
+    print(f"condorpy startd restarted (pid {new['pid']}); {new.get('running', 0)} "
+          f"running job(s) kept")
+    return 0
+
+
+def _wait_restarted(path: Path, old: dict[str, Any], within: float) -> dict[str, Any] | None:
+    """The new daemon's ping, once one that is not ``old`` answers on ``path``; None
+    after ``within`` seconds, or once the old daemon's process has been gone for
+    RESTART_GONE_S with no other answering (its restart failed)."""
+    end = time.monotonic() + within
+    gone_since: float | None = None
+    while (now := time.monotonic()) < end:
+        try:
+            got = call(path, "ping", {}, timeout=max(end - now, 0.1))
+        except DaemonUnreachable:
+            got = None
+        # restarted in place, the pid may be the same: its start time is not
+        if isinstance(got, dict) and got.get("since") != old.get("since"):
+            return got
+        if _exists(old.get("pid")):
+            gone_since = None
+        elif gone_since is None:
+            gone_since = now
+        elif now - gone_since > RESTART_GONE_S:
+            return None
+        time.sleep(0.1)
+    return None
+
+
+# A supervisor (systemd's Restart=, RestartSec=5s) may start another daemon when the
+# restarted one fails: the wait goes on this long after the old process is gone.
+RESTART_GONE_S = 15.0
+
+
+def _exists(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return True         # not known: wait the whole time
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True         # someone else's process, running
+    return True

@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch-q": ("condorpy.cli.watch_q", "follow jobs' progress from their event logs (like "
                 "condor_watch_q)"),
     "tail": ("condorpy.cli.tail_cmd", "show a running job's output (like condor_tail)"),
+    "restart": ("condorpy.cli.daemon_cmds:restart_main", "restart the daemon, keeping "
+                "running jobs (like condor_restart)"),
 }
 
 

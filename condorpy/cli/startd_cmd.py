@@ -17,7 +17,7 @@ import sys
 
 from condorpy.cli.parsing import tool_parser
 from condorpy.startd.core import load_core
-from condorpy.startd.daemon import Startd, daemonize
+from condorpy.startd.daemon import Startd, daemonize, restart_in_place
 from condorpy.queue.jobstore import DB_NAME, HistoryLimits, StoreUnusable
 from condorpy.startd.metrics import metrics_address
 from condorpy.startd.paths import daemon_paths
@@ -61,7 +61,10 @@ def main(argv: list[str]) -> int:
     except StoreUnusable as exc:
         return _refused(exc)
     daemon.start()
-    return daemon.run()
+    rc = daemon.run()
+    if daemon.restart_requested:      # condorpy restart: this process, anew
+        restart_in_place(sys.orig_argv, sys.executable)
+    return rc
 
 
 def _refused(exc: StoreUnusable) -> int:

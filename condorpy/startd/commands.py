@@ -31,10 +31,15 @@ from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
 from condorpy.startd.job_log import JobLog
+from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import StarterHandle
 from condorpy.starter import reserved
 
 log = logging.getLogger("condorpy.startd")
+
+# How `condorpy restart` treats running jobs: keep them running (the new daemon
+# re-adopts them), or end them first as `condorpy off -graceful/-fast/-peaceful` does.
+RESTART_HOW = ("keep", "graceful", "fast", "peaceful")
 
 # Characters of ad text a queue reply keeps while it is written; past them, only ids.
 _KEPT_TEXT = 1 << 20
@@ -62,13 +67,16 @@ class CommandPorts:
     job_log: JobLog
     config: Callable[[], Config]                 # the daemon's configuration now
     apply: Callable[[list[Output]], None]        # carry out the engine's outputs
-    reconfig: Callable[[], set[str]]
+    reconfig: Callable[[], ReconfigReport]
     cycle_times: Callable[[], list[float]]
     metrics_bound: Callable[[], tuple[str, int] | None]
     socket: Path
     log_dir: Path
     uid: int
     started_at: float
+    # ``condorpy restart``: check that a new daemon would start, then restart in place
+    # once the jobs are settled as ``how`` says (see Startd.restart); None: not offered
+    restart: Callable[[str], None] | None = None
 
     def schedd_name(self) -> str:
         return f"condorpy@{self.engine.hostname}"
@@ -89,7 +97,12 @@ class Commands:
 
     # Read-only commands ------------------------------------------------------
     def ping(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        files = self.d.config().files
         return {"pid": os.getpid(), "since": self.d.started_at, "user": peer.user,
+                # which configuration this daemon runs from: a client that names one
+                # makes sure it reached the daemon of that file (paths.client_socket)
+                "config": os.path.realpath(files[0])
+                if files and os.path.isfile(files[0]) else None,
                 "slots": len(self.d.engine.slots), "running": len(self.d.handles),
                 "cycle_seconds": list(self.d.cycle_times()), "metrics": self.d.metrics_bound()}
 
@@ -413,7 +426,21 @@ class Commands:
         return "already running"
 
     def reconfig(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        return sorted(self.d.reconfig())
+        report = self.d.reconfig()
+        if args.get("report"):
+            return report.to_reply()
+        return list(report.changed)     # what clients before reports read
+
+    def restart(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        how = str(args.get("how") or "keep")
+        if how not in RESTART_HOW:
+            raise RequestError(f"how must be one of {', '.join(RESTART_HOW)}, not {how!r}")
+        if self.d.restart is None:
+            raise RequestError("this daemon cannot restart itself")
+        log.info("condorpy restart (%s) by %s", how, peer.user)
+        self.d.restart(how)          # refuses (raises) when a new daemon would not start
+        return {"pid": os.getpid(), "since": self.d.started_at, "how": how,
+                "running": len(self.d.handles)}
 
 
 def _ad_text(args: dict[str, Any]) -> Callable[[ClassAd], str]:

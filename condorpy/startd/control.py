@@ -10,7 +10,7 @@ credentials (``SO_PEERCRED``), never by anything the request says about its send
   ``release``, ``qedit``); ``tail`` reads a running job's output for its owner or
   root only;
 - root, the daemon's own user, and members of ``CONDORPY_ADMIN_GROUP`` may also manage
-  every job and vacate, drain, turn off and on, and reconfigure.
+  every job and vacate, drain, turn off and on, reconfigure and restart.
 
 The wire, version 1:
 
@@ -73,6 +73,7 @@ COMMANDS: dict[str, Access] = {
     "off": Access.ADMIN, "on": Access.ADMIN, "reconfig": Access.ADMIN,
     # the caller's own jobs (queue superusers': any job); tail: its owner or root only
     "qedit": Access.USER, "tail": Access.USER,
+    "restart": Access.ADMIN,
 }
 
 
@@ -110,6 +111,8 @@ ARGS: dict[str, dict[str, ArgType]] = {
               "attrs": ArgType.STRS, "values": ArgType.STRS, "dry_run": ArgType.BOOL},
     "tail": {"id": ArgType.ID, "stderr": ArgType.BOOL, "offset": ArgType.OPT_INT,
              "maxbytes": ArgType.POSITIVE},
+    "reconfig": {"report": ArgType.BOOL},
+    "restart": {"how": ArgType.STR},
 }
 _INT_RANGE = range(-(1 << 63), 1 << 63)      # what SQLite and the ClassAd engine hold
 

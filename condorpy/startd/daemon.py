@@ -28,7 +28,7 @@ from typing import Any
 
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
-from condorpy.errors import CondorpyError, QueueError
+from condorpy.errors import CondorpyError, QueueError, RequestError, StartdError
 from condorpy.machine.probe import measure_activity
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
@@ -47,11 +47,12 @@ from condorpy.startd.forkserver import ForkServer
 from condorpy.startd.hooks import HookPorts, JobHooks
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.loop import EventLoop, guard
-from condorpy.startd.metrics import Metrics
+from condorpy.startd.metrics import Metrics, metrics_address
 from condorpy.startd.notify import Notifier, status_line
 from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, make_dirs
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.policy_timers import PolicyTimers
+from condorpy.startd.reconfig_report import ReconfigReport, needs_restart
 from condorpy.startd.poolside import PoolLink, pool_settings, previous_port, remember_port
 from condorpy.startd.poolside.adoption import WithoutPool
 from condorpy.startd.ports import ForkLauncher
@@ -122,6 +123,7 @@ class Startd:
         self.uid = os.geteuid()
         self.started_at = self.clock.time()
         self.stopping: str | None = None       # why the loop ends
+        self.restart_requested = False         # condorpy restart: start anew once stopped
         self.exit_code = 0
         self.loop = EventLoop(self.clock)
         sel = self.loop.selector
@@ -168,7 +170,8 @@ class Startd:
             apply=self.rm.apply, reconfig=self.reconfig,
             cycle_times=lambda: self.timers.cycle_times,
             metrics_bound=lambda: self.metrics.bound, socket=self.paths.socket,
-            log_dir=self.paths.log, uid=self.uid, started_at=self.started_at))
+            log_dir=self.paths.log, uid=self.uid, started_at=self.started_at,
+            restart=self.restart))
         self.control: ControlSocket | None = None
         self.signals = Signals(sel, {signal.SIGTERM: self._stop_signal,
                                      signal.SIGINT: self._stop_signal,
@@ -304,6 +307,38 @@ class Startd:
     def _exit(self, reason: str) -> None:
         self.stopping = "exit"
 
+    def restart(self, how: str) -> None:
+        """`condorpy restart`: stop as SIGTERM does (``keep``: running jobs keep running
+        and the next daemon re-adopts them) or once ``condorpy off -<how>`` has ended
+        them, then start anew in this process (:func:`restart_in_place`, called by
+        the command that runs the daemon). A configuration that would not start a
+        daemon refuses the restart: this one keeps running rather than leave none."""
+        try:
+            self._check_startable()
+        except CondorpyError as exc:
+            raise RequestError(f"refused, the daemon keeps running: a new one would not "
+                               f"start: {exc}") from None
+        self.restart_requested = True
+        if how == "keep":
+            self.stopping = "restart"
+        else:
+            self.rm.apply(self.engine.off(self.clock.time(), how))
+
+    def _check_startable(self) -> None:
+        """Read and check the configuration as a new daemon would at its start (the
+        machine measured, the engine built, every policy expression compiled, the
+        pool, history, metrics and starter knobs read); raise what would stop it."""
+        core = load_core(self.config_path, env=self.env)
+        core.engine(self.clock)
+        pool_settings(core.config)
+        HistoryLimits.from_config(core.config)
+        metrics_address(core.config)
+        self._max_starter_failures(core.config)
+        starter_logs(core.config, self.paths.log)
+        starter_cfg = load_config(self.config_path, env=self.env, subsystem="STARTER")
+        starter_knobs(starter_cfg)
+        job_updates(starter_cfg)
+
     # ------------------------------------------------------------------ the loop
     def run(self) -> int:
         try:
@@ -317,7 +352,7 @@ class Startd:
         """One pass of the loop: wait for I/O up to ``timeout``, then run what is due."""
         self.loop.step(timeout)
 
-    def reconfig(self) -> set[str]:
+    def reconfig(self) -> ReconfigReport:
         """Re-read the configuration and apply what changed without touching jobs. The
         whole new configuration is read and checked first (every policy expression
         parses, the slot types, pool, history and starter knobs read): one that does
@@ -357,16 +392,21 @@ class Startd:
         self.store.history.set_limits(history)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)
-        _log_reconfig(self.engine, changed, change)
+        restart = needs_restart(changed, self.pool is not None, new_pool is not None)
+        said = _log_reconfig(self.engine, changed, change, restart)
         self.schedd.wake()
         self.timers.wake()
         self.metrics.stats.reconfigured(True, self.clock.time())
         self.notify.ready(self._status_line())
-        return changed
+        return ReconfigReport(tuple(sorted(changed)), tuple(restart), said)
 
     # ------------------------------------------------------------------ stop
     def _shutdown(self) -> None:
-        self.notify.stopping(f"stopping; {len(self.rm)} job(s) left running")
+        if self.restart_requested:
+            # the same process carries on (restart_in_place): to systemd a reload
+            self.notify.reloading(self.clock.monotonic())
+        else:
+            self.notify.stopping(f"stopping; {len(self.rm)} job(s) left running")
         if self.pool is not None:
             guard("pool", self.pool.stop)
         self.rm.close()
@@ -379,8 +419,8 @@ class Startd:
         # The fork server goes; the starters it launched run on.
         self.server.close()
         self.store.close()
-        log.info("condorpy startd stopped (%s); %d job(s) left running", self.stopping,
-                 len(self.rm))
+        log.info("condorpy startd stopped (%s); %d job(s) left running%s", self.stopping,
+                 len(self.rm), "; restarting" if self.restart_requested else "")
 
 
 class _Execute:
@@ -409,34 +449,27 @@ class _Execute:
         return self.rm.stop_running(job_id, status, reason, code, subcode, grace_s)
 
 
-_MACHINE_SIZE_KNOBS = frozenset({"NUM_CPUS", "MAX_NUM_CPUS", "MEMORY", "RESERVED_MEMORY",
-                                  "RESERVED_DISK", "RESERVED_SWAP", "COUNT_HYPERTHREAD_CPUS",
-                                  "DISK", "EXECUTE"})
-
-
-def _sizes_machine(knob: str) -> bool:
-    name = knob.upper()
-    return name in _MACHINE_SIZE_KNOBS or name.startswith("MACHINE_RESOURCE_")
-
-
-def _log_reconfig(engine: PolicyEngine, changed: set[str], change: Any) -> None:
+def _log_reconfig(engine: PolicyEngine, changed: set[str], change: Any,
+                  restart_needed: list[str]) -> str | None:
+    """Log what a reconfig changed; the slot layout's change, as its reply says it."""
     for name in sorted(changed):
         log.info("reconfig: %s changed", name)
-    sized = sorted(n for n in changed if _sizes_machine(n))
-    if sized:
-        log.warning("reconfig: %s size the machine, which is measured at start: "
-                    "restart the daemon to apply them", ", ".join(sized))
+    if restart_needed:
+        log.warning("reconfig: %s are read only at start: restart the daemon to apply "
+                    "them", ", ".join(restart_needed))
     pending = engine.layout_pending
     if change.empty:
         log.info("reconfig: %d knob(s) changed; the slot layout is unchanged", len(changed))
-    elif pending is None:
-        log.info("reconfig: %d knob(s) changed; new slot layout in place (%s left, %s "
-                 "came)", len(changed), ", ".join(change.going) or "none",
-                 ", ".join(f"slot{p.slot_id}" for p in change.coming) or "none")
+        return None
+    if pending is None:
+        said = (f"new slot layout in place ({', '.join(change.going) or 'none'} left, "
+                f"{', '.join(f'slot{p.slot_id}' for p in change.coming) or 'none'} came)")
     else:
-        log.info("reconfig: %d knob(s) changed; new slot layout: %s leave as they "
-                 "become free, then %s come", len(changed), ", ".join(pending.going),
-                 ", ".join(f"slot{p.slot_id}" for p in pending.coming) or "no slot")
+        said = (f"new slot layout: {', '.join(pending.going)} leave as they become free, "
+                f"then {', '.join(f'slot{p.slot_id}' for p in pending.coming) or 'no slot'}"
+                f" come")
+    log.info("reconfig: %d knob(s) changed; %s", len(changed), said)
+    return said
 
 
 def _launching(spool: Path, execute: Path, config_path: str | None,
@@ -459,6 +492,35 @@ def _setup_logging(paths: StatePaths, foreground: bool, env: dict[str, str]) -> 
     for h in handlers:
         logger.addHandler(h)
     logger.propagate = False
+
+
+def restart_argv(orig_argv: list[str], executable: str) -> list[str]:
+    """The command line that started this daemon, to run again in its place, without
+    -fresh-queue (said once, for the start it was given to)."""
+    out = [executable, *orig_argv[1:]]
+    return [a for a in out if a not in ("-fresh-queue", "--fresh-queue")]
+
+
+def restart_in_place(orig_argv: list[str], executable: str) -> None:
+    """Run the daemon's own command line again in this process (execv).
+
+    Why in place rather than exiting for systemd (Restart=) or another supervisor to
+    start a new one: the process id stays, so systemd's MainPID, the watchdog's
+    WATCHDOG_PID, the NOTIFY_SOCKET and the service's cgroup (the daemon's leaf) all
+    stay right with nothing to tell systemd but RELOADING=1, then READY=1 from the
+    new image once it has re-adopted the jobs; an exit would be recorded as a failure
+    (Restart=on-failure) or end the service (a clean exit), and a daemon started as a
+    detached child would be a process systemd does not track. The jobs are in their
+    own scope and their starters outlive any daemon, so they run on as across a stop
+    and start. Every descriptor is close-on-exec; the old daemon closed its store,
+    sockets and fork server before this."""
+    argv = restart_argv(orig_argv, executable)
+    log.info("restarting: %s", " ".join(argv))
+    logging.shutdown()
+    try:
+        os.execv(executable, argv)
+    except OSError as exc:
+        raise StartdError(f"cannot restart ({executable}): {exc.strerror}") from None
 
 
 def daemonize() -> None:

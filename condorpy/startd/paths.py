@@ -6,8 +6,8 @@ user running the daemon (a personal execution point, the README's first command)
 usually cannot write the system directories the shipped configuration names; then
 every directory that is not writable is taken under ``$XDG_STATE_HOME/condorpy``
 (``~/.local/state/condorpy``) instead, and the daemon logs the substitution. Clients
-look for the configured socket first and for the personal one second, so ``condorpy q``
-finds a system daemon and a personal one alike.
+find a system daemon and a personal one alike, and a command that names its file
+reaches that file's daemon (:func:`client_socket`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import os
 import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
-from condorpy.config import KnobReader
+from condorpy.config import DEFAULT_CONFIG_PATH, Config, KnobReader
 from condorpy.errors import ConfigError, StartdError
+from condorpy.startd.client import DaemonUnreachable, call
 
 SOCKET_NAME = "condorpy_startd.sock"
 
@@ -98,14 +99,54 @@ def daemon_paths(cfg: KnobReader, env: Mapping[str, str] | None = None
     return out, notes
 
 
-def client_socket(cfg: KnobReader, env: Mapping[str, str] | None = None) -> Path:
-    """The control socket a command should talk to: the configured one when a daemon
-    listens there, else a personal daemon's."""
+def client_socket(cfg: Config, env: Mapping[str, str] | None = None,
+                  ask: Callable[[Path], Any] | None = None) -> Path:
+    """The control socket a command should talk to.
+
+    Two daemons may share a host: root's, and an ordinary user's personal one that
+    keeps its state under ``$XDG_STATE_HOME/condorpy`` because it cannot write the
+    directories its file names. Where this user's daemon from ``cfg`` would listen is
+    then not where the file says, and either socket may belong to the other daemon.
+    With the default file, the configured socket is taken first and the personal
+    one second (a system daemon and a personal one are both found). With a file of
+    its own (``-config FILE``, $CONDOR_CONFIG), the daemon that answers there must
+    run from that file (its ``ping`` says which), the configured socket first: never
+    silently another; none running is an error naming each socket tried. ``ask``
+    pings a socket (a test's fake)."""
     configured = configured_paths(cfg).socket
-    if configured.exists():
+    own = daemon_paths(cfg, env)[0].socket
+    if own == configured:
         return configured
-    personal = personal_root(env) / "lock" / SOCKET_NAME
-    return personal if personal.exists() else configured
+    file = _config_file(cfg)
+    if file is None or file == os.path.realpath(DEFAULT_CONFIG_PATH):
+        for candidate in (configured, own):
+            if candidate.exists():
+                return candidate
+        return configured
+    ping = ask or (lambda path: call(path, "ping", {}, timeout=10))
+    tried = []
+    for candidate in (configured, own):
+        if not candidate.exists():
+            tried.append(f"no control socket at {candidate}")
+            continue
+        try:
+            info = ping(candidate)
+        except DaemonUnreachable as exc:
+            tried.append(str(exc))
+            continue
+        theirs = info.get("config") if isinstance(info, dict) else None
+        if theirs is None or theirs == file:    # a daemon that does not say: as before
+            return candidate
+        tried.append(f"{candidate} belongs to the daemon of {theirs}")
+    raise DaemonUnreachable(f"no condorpy startd of {file} is running: "
+                            f"{'; '.join(tried)}")
+
+
+def _config_file(cfg: Config) -> str | None:
+    """The file the configuration was read from, resolved; None when none was."""
+    if not cfg.files or not os.path.isfile(cfg.files[0]):
+        return None
+    return os.path.realpath(cfg.files[0])
 
 
 def make_dirs(paths: StatePaths) -> None:

@@ -20,6 +20,7 @@ from condorpy.startd.forkserver import LaunchRequest, Launched
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.metrics import MetricsStats
 from condorpy.startd.resources import Launching, ResourceManager
+from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import LocalJob, Origin, StarterHandle
 from tests.policy.engines import core_from_text
 
@@ -118,7 +119,7 @@ class Rig:
         self.commands = Commands(CommandPorts(
             engine=self.engine, store=self.store, schedd=self.schedd, handles=self.rm,
             clock=self.clock, job_log=self.job_log, config=lambda: self.cfg,
-            apply=self.rm.apply, reconfig=lambda: set(), cycle_times=lambda: [],
+            apply=self.rm.apply, reconfig=lambda: ReconfigReport(()), cycle_times=lambda: [],
             metrics_bound=lambda: None, socket=base / "socket", log_dir=base / "log",
             uid=os.geteuid(), started_at=self.clock.time()))
 

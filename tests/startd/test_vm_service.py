@@ -6,7 +6,8 @@ One installation, in order: ``dpkg -i``, the service reaching active through
 READY=1 with its STATUS line, a 60-second job of an ordinary user in its own cgroup
 below ``condorpy-jobs.scope`` with its memory limit, ``systemctl reload`` applying a
 changed knob while it runs, ``systemctl restart`` leaving it running and recording
-its end once, ``kill -STOP`` on the daemon answered by the watchdog with another
+its end once, ``condorpy restart`` keeping a job and the unit's MainPID (a reload to
+systemd, the watchdog still fed), ``kill -STOP`` on the daemon answered by the watchdog with another
 job surviving it, the journal's structured fields, and ``dpkg --purge`` leaving
 nothing behind. Then the package again, twice, each time with a job that ignores
 SIGTERM and writes files into its sandbox as fast as it can: ``dpkg --purge`` with it
@@ -290,6 +291,34 @@ def test_restart_leaves_the_job_running_and_records_its_end_once(deb: Path) -> N
     assert mine == [[str(cluster), "4", "0"]], hist
     events = (home() / "a.log").read_text()
     assert events.count("005 (") == 1, events
+
+
+def test_condorpy_restart_keeps_the_job_and_the_main_pid(deb: Path) -> None:
+    # `condorpy restart` re-executes the daemon in its own process: systemd sees a
+    # reload (RELOADING=1, then READY=1 from the new image), not a restart.
+    cluster = submit("r", "wait")
+    pid = job_pid("r")
+    wait_for("job r running", lambda: queue_status(cluster) == 2, 60)
+    restarts = int(show("NRestarts")["NRestarts"])
+    daemon = main_pid()
+    out = sh("condorpy", "restart", timeout=300).stdout
+    kept = out.split("; ")[-1].split()[0]       # "N running job(s) kept"
+    assert "running job(s) kept" in out and int(kept) >= 1, out
+    assert main_pid() == daemon and running_active()
+    assert int(show("NRestarts")["NRestarts"]) == restarts
+    assert Path(f"/proc/{daemon}/cgroup").read_text().strip().endswith("/daemon.leaf")
+    assert alive(pid) and queue_status(cluster) == 2
+    log = sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout
+    assert log.count("restarting: ") >= 1, log[-3000:]
+    # the new image feeds the watchdog: past WatchdogSec, the same daemon serves
+    time.sleep(WATCHDOG_S + 5)
+    assert main_pid() == daemon and running_active()
+    assert int(show("NRestarts")["NRestarts"]) == restarts
+    (home() / "release.r").touch()
+    wait_for("job r to complete", lambda: queue_status(cluster) is None, 150)
+    hist = sh("condorpy", "history", "-af", "ClusterId", "JobStatus").stdout
+    assert [line.split() for line in hist.splitlines()
+            if line.split()[0] == str(cluster)] == [[str(cluster), "4"]], hist
 
 
 def test_watchdog_restarts_a_stopped_daemon_and_the_job_survives(deb: Path) -> None:
