@@ -18,9 +18,13 @@ charged call gives ``error``, so the evaluation unwinds at once. A caller that m
 "false" from "too costly" (a user's constraint) reads ``exceeded`` afterwards, since an
 ``error`` can be swallowed on the way up (``isError(...)``).
 
-An evaluation given no budget (``CallContext.budget`` unset) gets a fresh default one of
-its own, so nothing, trusted or not, evaluates without bound; a request's evaluations
-share the one the caller made, so a constraint over many ads is bounded as a whole.
+An evaluation given no budget (``CallContext.budget`` unset) gets a fresh one of its own,
+made by the context's :class:`Allowance` when it has one (the daemon's, sized by
+``CONDORPY_EVAL_STEP_LIMIT``), else with the defaults below, so nothing, trusted or not,
+evaluates without bound; a request's evaluations share the one the caller made, so a
+constraint over many ads is bounded as a whole. An allowance counts the evaluations
+that ran out, so a caller that only sees ``error`` (a claim's START or Requirements, a
+job's periodic expression) can tell "too costly" from "error" and say so.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import time as _time
 from typing import Callable
 
-__all__ = ["Budget", "DEFAULT_SECONDS", "DEFAULT_STEPS", "USER_SECONDS", "USER_STEPS",
+__all__ = ["Allowance", "Budget", "DEFAULT_SECONDS", "DEFAULT_STEPS", "USER_SECONDS", "USER_STEPS",
            "USER_SECONDS_EACH", "CHARS_PER_STEP_SHIFT"]
 
 # A single evaluation with no budget of its own. Generous: no policy or job expression
@@ -52,13 +56,15 @@ class Budget:
     evaluation runs on one thread)."""
 
     __slots__ = ("ticks", "steps", "seconds", "each", "clock", "spent", "exceeded", "_used",
-                 "_chunk", "_since", "_spent_here")
+                 "_chunk", "_since", "_spent_here", "allowance")
 
     def __init__(self, steps: int = DEFAULT_STEPS, seconds: float = DEFAULT_SECONDS,
                  clock: Callable[[], float] = _time.monotonic, *,
-                 each: float | None = None) -> None:
+                 each: float | None = None, allowance: Allowance | None = None) -> None:
         """``steps`` and ``seconds`` for all the evaluations together; ``each``: seconds
-        for any one of them (default: ``seconds``)."""
+        for any one of them (default: ``seconds``); ``allowance``: the one that made it,
+        told when it runs out."""
+        self.allowance = allowance
         self.steps = steps
         self.seconds = seconds
         self.each = seconds if each is None else min(each, seconds)
@@ -144,6 +150,8 @@ class Budget:
             self._used += self._chunk - self.ticks
             self._chunk = 0
             self.exceeded = True
+            if self.allowance is not None:
+                self.allowance.exceeded += 1
         self.ticks = 0
         return True
 
@@ -151,3 +159,33 @@ class Budget:
         state = "exceeded" if self.exceeded else "ok"
         return (f"Budget({self.used}/{self.steps} steps, {self.spent:.3f}/{self.seconds}s "
                 f"({self.each}s each), {state})")
+
+
+class Allowance:
+    """What each evaluation made with a context may spend on its own (a budget per
+    evaluation, not shared), and how many of them ran out: a caller compares
+    ``exceeded`` before and after an evaluation to tell "too costly" from a plain
+    ``error``. Mutable so that a reconfiguration can change ``steps`` in place."""
+
+    __slots__ = ("steps", "seconds", "clock", "exceeded")
+
+    def __init__(self, steps: int = DEFAULT_STEPS, seconds: float = DEFAULT_SECONDS,
+                 clock: Callable[[], float] = _time.monotonic) -> None:
+        if steps < 1 or seconds <= 0:
+            raise ValueError(f"an evaluation budget needs steps >= 1 and seconds > 0, "
+                             f"not {steps} and {seconds}")
+        self.steps = steps
+        self.seconds = seconds
+        self.clock = clock
+        self.exceeded = 0
+
+    def budget(self) -> Budget:
+        """A fresh budget for one evaluation."""
+        return Budget(self.steps, self.seconds, self.clock, allowance=self)
+
+    def describe(self) -> str:
+        """The limits, for a reason: "250000 steps, 0.1 s"."""
+        return f"{self.steps} steps, {self.seconds:g} s"
+
+    def __repr__(self) -> str:
+        return f"Allowance({self.steps} steps, {self.seconds}s, {self.exceeded} exceeded)"

@@ -1,5 +1,6 @@
 """condor_submit's checks before anything is queued: lines nothing reads (a typo'd
-command) and an executable that cannot run.
+command), an executable that cannot run, and (in the daemon) job ads whose expressions
+cost more than an evaluation budget.
 
 Pure: the description comes in as read by :func:`condorpy.queue.submit.read_description`
 and the file system through a small port. A line is unused, as in condor_submit 23.9,
@@ -13,16 +14,16 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from condorpy.classad import ClassAd
+from condorpy.classad import Budget, CallContext, ClassAd
 from condorpy.errors import SubmitError
 from condorpy.queue.submit import SubmitDescription, statement_parts
 
 __all__ = ["SubmitWarning", "ProgramFS", "unused_lines", "check_executables",
-           "KNOWN_COMMANDS"]
+           "costly_expression", "KNOWN_COMMANDS"]
 
 # The commands condorpy's submit reads (and the job attribute names it, like
 # condor_submit, takes for some of them).
@@ -227,3 +228,41 @@ def check_executables(desc: SubmitDescription, ads: Sequence[ClassAd],
             shown = cmd if posixpath.isabs(cmd) else repr(cmd)
             raise SubmitError(f"executable {shown} {why}; nothing was submitted",
                               file=desc.source, line=_line_of(desc, "executable"))
+
+
+# --- what the job's expressions cost ------------------------------------------------
+
+def costly_expression(ads: Sequence[ClassAd], slot: ClassAd | None, steps: int,
+                      clock: Callable[[], float]) -> str | None:
+    """Why the submission is refused when one of its job ads cannot be evaluated within
+    one evaluation's budget (``steps``, and the library's seconds on ``clock``): every
+    attribute of the ad, against ``slot`` (one of this machine's slot ads, as the
+    matchmaker will), under one budget for the whole ad; None when all fit.
+
+    Refusing here means an ad whose Requirements, Rank, JobPrio or periodic expressions
+    double through their references, or backtrack in a regular expression, never
+    enters the queue, where each match cycle and policy interval would pay for it
+    again. The procs of a submission that share their expressions (the usual case:
+    one submit file) are checked once; what depends on a proc's own constants or on
+    another slot is still bounded, and held, when it is evaluated there.
+    """
+    checked: set[tuple[tuple[str, int], ...]] = set()
+    for i, ad in enumerate(ads):
+        shape = tuple((name, id(e)) for name, e in ad.items() if not e.is_constant)
+        if shape in checked:
+            continue
+        checked.add(shape)
+        budget = Budget(steps, clock=clock)
+        ctx = CallContext(budget=budget)
+        for name, expr in ad.items():
+            if expr.is_constant:
+                continue
+            ad.evaluate(name, slot, ctx)
+            if budget.exceeded:
+                text = str(expr)
+                if len(text) > 200:
+                    text = text[:197] + "..."
+                return (f"job ad {i}: its expressions exceed the evaluation budget "
+                        f"({steps} steps, {budget.seconds:g} s: CONDORPY_EVAL_STEP_LIMIT) "
+                        f"against this machine's slot; it ran out in {name} = {text}")
+    return None
