@@ -32,7 +32,7 @@ from __future__ import annotations
 import time as _time
 from typing import Callable
 
-__all__ = ["Allowance", "Budget", "DEFAULT_SECONDS", "DEFAULT_STEPS", "USER_SECONDS", "USER_STEPS",
+__all__ = ["Allowance", "AllowedBudget", "Budget", "DEFAULT_SECONDS", "DEFAULT_STEPS", "USER_SECONDS", "USER_STEPS",
            "USER_SECONDS_EACH", "CHARS_PER_STEP_SHIFT"]
 
 # A single evaluation with no budget of its own. Generous: no policy or job expression
@@ -56,15 +56,13 @@ class Budget:
     evaluation runs on one thread)."""
 
     __slots__ = ("ticks", "steps", "seconds", "each", "clock", "spent", "exceeded", "_used",
-                 "_chunk", "_since", "_spent_here", "allowance")
+                 "_chunk", "_since", "_spent_here")
 
     def __init__(self, steps: int = DEFAULT_STEPS, seconds: float = DEFAULT_SECONDS,
                  clock: Callable[[], float] = _time.monotonic, *,
-                 each: float | None = None, allowance: Allowance | None = None) -> None:
+                 each: float | None = None) -> None:
         """``steps`` and ``seconds`` for all the evaluations together; ``each``: seconds
-        for any one of them (default: ``seconds``); ``allowance``: the one that made it,
-        told when it runs out."""
-        self.allowance = allowance
+        for any one of them (default: ``seconds``)."""
         self.steps = steps
         self.seconds = seconds
         self.each = seconds if each is None else min(each, seconds)
@@ -150,10 +148,12 @@ class Budget:
             self._used += self._chunk - self.ticks
             self._chunk = 0
             self.exceeded = True
-            if self.allowance is not None:
-                self.allowance.exceeded += 1
+            self.ran_out()
         self.ticks = 0
         return True
+
+    def ran_out(self) -> None:
+        """Told once, when the budget is first spent (an allowance's budget counts it)."""
 
     def __repr__(self) -> str:
         state = "exceeded" if self.exceeded else "ok"
@@ -165,23 +165,30 @@ class Allowance:
     """What each evaluation made with a context may spend on its own (a budget per
     evaluation, not shared), and how many of them ran out: a caller compares
     ``exceeded`` before and after an evaluation to tell "too costly" from a plain
-    ``error``. Mutable so that a reconfiguration can change ``steps`` in place."""
+    ``error``. A reconfiguration changes ``steps`` in place (:meth:`resize`)."""
 
-    __slots__ = ("steps", "seconds", "clock", "exceeded")
+    __slots__ = ("steps", "seconds", "clock", "exceeded", "ticks")
 
     def __init__(self, steps: int = DEFAULT_STEPS, seconds: float = DEFAULT_SECONDS,
                  clock: Callable[[], float] = _time.monotonic) -> None:
         if steps < 1 or seconds <= 0:
             raise ValueError(f"an evaluation budget needs steps >= 1 and seconds > 0, "
                              f"not {steps} and {seconds}")
-        self.steps = steps
         self.seconds = seconds
         self.clock = clock
         self.exceeded = 0
+        self.resize(steps)
+
+    def resize(self, steps: int) -> None:
+        """Each later evaluation may take ``steps`` (a reconfiguration)."""
+        if steps < 1:
+            raise ValueError(f"an evaluation budget needs steps >= 1, not {steps}")
+        self.steps = steps
+        self.ticks = min(_TICK, steps)      # what a budget starts with before its first tick
 
     def budget(self) -> Budget:
         """A fresh budget for one evaluation."""
-        return Budget(self.steps, self.seconds, self.clock, allowance=self)
+        return AllowedBudget(self)
 
     def describe(self) -> str:
         """The limits, for a reason: "250000 steps, 0.1 s"."""
@@ -189,3 +196,26 @@ class Allowance:
 
     def __repr__(self) -> str:
         return f"Allowance({self.steps} steps, {self.seconds}s, {self.exceeded} exceeded)"
+
+
+class AllowedBudget(Budget):
+    """One evaluation's budget made from an :class:`Allowance`, counted there when it
+    runs out. One is made for every evaluation the daemon's policy runs, so it copies
+    the allowance's prepared fields rather than going through Budget's arguments
+    (a third of the cost: measured on the policy benchmark)."""
+
+    __slots__ = ("allowance",)
+
+    def __init__(self, allowance: Allowance) -> None:
+        self.allowance = allowance
+        self.steps = allowance.steps
+        self.seconds = self.each = allowance.seconds
+        self.clock = allowance.clock
+        self.spent = self._spent_here = 0.0
+        self._since = None
+        self.exceeded = False
+        self._used = 0
+        self._chunk = self.ticks = allowance.ticks
+
+    def ran_out(self) -> None:
+        self.allowance.exceeded += 1

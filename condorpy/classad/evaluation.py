@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeAlias
 
-from condorpy.classad.budget import Budget
+from condorpy.classad.budget import AllowedBudget, Budget
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, RelTime, Undefined
@@ -70,7 +70,7 @@ def open_budget(st: EvalState) -> Budget:
         b = ctx.budget
         if b is None:
             a = ctx.allowance
-            b = Budget() if a is None else a.budget()
+            b = Budget() if a is None else AllowedBudget(a)
         else:
             b.begin()
     st[2] = b

@@ -91,7 +91,13 @@ class ClaimHandling:
         if not ok:
             st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=why))
             return st.take_output()
+        allowance = st.ctx.allowance
+        spent = 0 if allowance is None else allowance.exceeded
         rank = number(st.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
+        over = self._over_budget(spent, "RANK")
+        if over:
+            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=over))
+            return st.take_output()
         claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad), client=client)
         if slot.kind == "partitionable":
             self._carve(slot, claim, job_ad)

@@ -294,7 +294,7 @@ class PolicyEngine:
             st.backend.compile(text)
         st.settings = settings
         if self.ctx.allowance is not None:
-            self.ctx.allowance.steps = settings.eval_step_limit
+            self.ctx.allowance.resize(settings.eval_step_limit)
         self._eval.reconfigure(settings)
         for slot in st.live():
             self._roster.put_policy(slot, settings)

@@ -71,6 +71,13 @@ def test_a_start_that_reads_a_costly_job_attribute_is_refused_saying_so() -> Non
     assert refused and refused[0].reason.startswith("START exceeded the evaluation budget")
 
 
+def test_a_rank_that_reads_a_costly_job_attribute_refuses_the_claim() -> None:
+    out = _claim("CONDORPY_EVAL_STEP_LIMIT = 1000\nRANK = TARGET.A22\n", _job(""))
+    refused = [o for o in out if isinstance(o, ClaimRefused)]
+    assert refused and refused[0].reason.startswith("RANK exceeded the evaluation budget")
+    assert not [o for o in out if isinstance(o, ClaimAccepted)]
+
+
 def test_a_cheap_job_is_claimed_and_the_limit_follows_a_reconfiguration() -> None:
     moderate = ClassAd.parse_old('JobUniverse = 5\nOwner = "alice"\n' + _doubling(12) +
                                  "Requirements = A12 > 0\n")     # 4094 steps
