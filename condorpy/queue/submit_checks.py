@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from condorpy.classad import Budget, CallContext, ClassAd
+from condorpy.classad.budget import DEFAULT_SECONDS
 from condorpy.errors import SubmitError
 from condorpy.queue.submit import SubmitDescription, statement_parts
 
@@ -232,12 +233,22 @@ def check_executables(desc: SubmitDescription, ads: Sequence[ClassAd],
 
 # --- what the job's expressions cost ------------------------------------------------
 
+# What checking one more job ad of a submission may cost beyond one evaluation's budget:
+# about ten times what an ordinary job ad costs (a hundred-odd steps, a few hundred
+# microseconds), so that the check stays proportional to the request's size while a
+# submission of many ads, each of its own shape and each just under the budget, is
+# refused before it has cost their sum.
+PER_JOB_STEPS = 2000
+PER_JOB_SECONDS = 0.002
+
+
 def costly_expression(ads: Sequence[ClassAd], slot: ClassAd | None, steps: int,
                       clock: Callable[[], float]) -> str | None:
-    """Why the submission is refused when one of its job ads cannot be evaluated within
-    one evaluation's budget (``steps``, and the library's seconds on ``clock``): every
-    attribute of the ad, against ``slot`` (one of this machine's slot ads, as the
-    matchmaker will), under one budget for the whole ad; None when all fit.
+    """Why the submission is refused when its job ads cannot be evaluated within their
+    budget, on ``clock``: every attribute of each ad, against ``slot`` (one of this
+    machine's slot ads, as the matchmaker will), ``steps`` (and the library's seconds)
+    for any one ad, and for all of them together one budget plus
+    :data:`PER_JOB_STEPS` and :data:`PER_JOB_SECONDS` per ad; None when they fit.
 
     Refusing here means an ad whose Requirements, Rank, JobPrio or periodic expressions
     double through their references, or backtrack in a regular expression, never
@@ -246,23 +257,29 @@ def costly_expression(ads: Sequence[ClassAd], slot: ClassAd | None, steps: int,
     one submit file) are checked once; what depends on a proc's own constants or on
     another slot is still bounded, and held, when it is evaluated there.
     """
+    n = len(ads)
+    budget = Budget(steps + PER_JOB_STEPS * n, DEFAULT_SECONDS + PER_JOB_SECONDS * n,
+                    clock, each=DEFAULT_SECONDS)
+    ctx = CallContext(budget=budget)
     checked: set[tuple[tuple[str, int], ...]] = set()
     for i, ad in enumerate(ads):
         shape = tuple((name, id(e)) for name, e in ad.items() if not e.is_constant)
         if shape in checked:
             continue
         checked.add(shape)
-        budget = Budget(steps, clock=clock)
-        ctx = CallContext(budget=budget)
+        before = budget.used
         for name, expr in ad.items():
             if expr.is_constant:
                 continue
             ad.evaluate(name, slot, ctx)
-            if budget.exceeded:
+            if budget.exceeded or budget.used - before > steps:
                 text = str(expr)
                 if len(text) > 200:
                     text = text[:197] + "..."
-                return (f"job ad {i}: its expressions exceed the evaluation budget "
-                        f"({steps} steps, {budget.seconds:g} s: CONDORPY_EVAL_STEP_LIMIT) "
-                        f"against this machine's slot; it ran out in {name} = {text}")
+                whose = "its expressions" if budget.used - before > steps or \
+                    len(checked) == 1 else "the expressions of the submission's job ads"
+                return (f"job ad {i}: {whose} exceed the evaluation budget ({steps} "
+                        f"steps, {DEFAULT_SECONDS:g} s per job ad: "
+                        f"CONDORPY_EVAL_STEP_LIMIT) against this machine's slot; it ran "
+                        f"out in {name} = {text}")
     return None

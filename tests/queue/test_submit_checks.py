@@ -205,8 +205,8 @@ def test_a_job_whose_expressions_double_through_references_is_refused_naming_the
     why = costly_expression(ads, _slot(), 1000, _still)
     assert why is not None
     assert why.startswith("job ad 0: its expressions exceed the evaluation budget (1000 "
-                          "steps, 0.1 s: CONDORPY_EVAL_STEP_LIMIT) against this machine's "
-                          "slot; it ran out in A")
+                          "steps, 0.1 s per job ad: CONDORPY_EVAL_STEP_LIMIT) against this "
+                          "machine's slot; it ran out in A")
     # the same job with fewer levels fits, its Requirements included
     small = submit("executable = /bin/true\n+A0 = 1\n+A1 = A0 + A0\n+A2 = A1 + A1\n"
                    "requirements = A2 > 0 && TARGET.Memory > 100\nqueue 3\n")
@@ -231,3 +231,21 @@ def test_only_the_proc_that_differs_is_refused_and_ordinary_jobs_pass() -> None:
                                                  for i in range(1, 23)))
     why = costly_expression([*ok[:3], bad], _slot(), 1000, _still)
     assert why is not None and why.startswith("job ad 3: ")
+
+
+def test_many_job_ads_each_of_its_own_shape_and_each_just_under_the_budget_are_refused(
+        ) -> None:
+    # each ad costs about 12300 steps (every attribute is evaluated: under 20000), each
+    # its own expressions: together past the submission's budget (20000 + 2000 a job),
+    # refused before all are checked
+    from condorpy.classad import ClassAd
+    from condorpy.queue.submit_checks import costly_expression
+
+    def ad(i: int) -> ClassAd:
+        return ClassAd.parse_old(f"A0 = 1\nA1 = A0 + A0 + {i} - {i}\n" + "".join(
+            f"A{k} = A{k - 1} + A{k - 1}\n" for k in range(2, 13)) + f"Tag = {i} + A12")
+
+    assert costly_expression([ad(0)], _slot(), 20_000, _still) is None
+    why = costly_expression([ad(i) for i in range(50)], _slot(), 20_000, _still)
+    assert why is not None and "the expressions of the submission's job ads exceed" in why
+    assert not why.startswith("job ad 49:")
