@@ -8,11 +8,12 @@
 from __future__ import annotations
 
 from condorpy.classad.ad import ClassAd, match, rank
-from condorpy.classad.budget import Budget
+from condorpy.classad.budget import Allowance, Budget
 from condorpy.classad.expr import Expr, LazyCall, parse_expr
 from condorpy.classad.formats import format_shown, format_value
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
 
 __all__ = ["ClassAd", "Expr", "LazyCall", "parse_expr", "Undefined", "Error", "AbsTime",
-           "RelTime", "format_shown", "format_value", "match", "rank", "CallContext", "Budget"]
+           "RelTime", "format_shown", "format_value", "match", "rank", "CallContext", "Budget",
+           "Allowance"]

@@ -26,7 +26,7 @@ from condorpy.classad.ast import (AttrRef, Binary, Call, Cond, Elvis, ListExpr, 
                                   Node, Paren, RecordExpr, Select, Subscript, Unary)
 from condorpy.classad.calls import LazyCall, call_closure
 from condorpy.classad.evaluation import (MAX_ATTR_DEPTH, MISS, NOCONST, EvalState, Fn,
-                                         budget_exceeded, literal_value, lookup_my,
+                                         budget_exceeded, charge_one, literal_value, lookup_my,
                                          lookup_target, lookup_unscoped, new_state,
                                          open_budget, select, subscript)
 from condorpy.classad.fastpaths import CMP_OPS, SCALARS, make_and, make_and_leaf, make_and_n, \
@@ -218,12 +218,19 @@ class Compiler:
         make = self.make_record
         proto = make(node.items, None)  # compiles the attribute expressions once
 
+        # Making a record costs tens of microseconds, a hundred times a step: each is
+        # charged a step, so that a list of thousands of records evaluated again and
+        # again (countMatches over it, level after level) reaches the clock check.
         if self._lexical:
             def lexical_record(s: Any, tg: Any, st: EvalState) -> Any:
+                if charge_one(st):
+                    return Error
                 return proto.with_parent(home(st, s, tg)[0])
             return lexical_record, False
 
         def record(s: Any, tg: Any, st: EvalState) -> Any:
+            if charge_one(st):
+                return Error
             return proto.with_parent(s)
         return record, False
 

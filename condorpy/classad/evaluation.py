@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeAlias
 
-from condorpy.classad.budget import Budget
+from condorpy.classad.budget import AllowedBudget, Budget
 from condorpy.classad.functions.registry import CallContext
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Error, RelTime, Undefined
@@ -62,13 +62,17 @@ def state_ctx(st: "EvalState") -> CallContext:
 
 def open_budget(st: EvalState) -> Budget:
     """The budget the evaluation ``st`` spends: its context's (shared by a request's
-    evaluations), else a default one of its own."""
+    evaluations), else one of its own from the context's allowance or the defaults."""
     ctx = st[0]
-    b = None if ctx is None else ctx.budget
-    if b is None:
+    if ctx is None:
         b = Budget()
     else:
-        b.begin()
+        b = ctx.budget
+        if b is None:
+            a = ctx.allowance
+            b = Budget() if a is None else AllowedBudget(a)
+        else:
+            b.begin()
     st[2] = b
     return b
 
@@ -80,6 +84,16 @@ def charge_size(st: EvalState, size: int) -> bool:
     if b is None:
         b = open_budget(st)
     return b.charge_size(size)  # type: ignore[no-any-return]
+
+
+def charge_one(st: EvalState) -> bool:
+    """Charge one step to the evaluation; True when its budget is spent."""
+    b = st[2]
+    if b is None:
+        b = open_budget(st)
+    t = b.ticks - 1
+    b.ticks = t
+    return t <= 0 and b.tick()  # type: ignore[no-any-return]
 
 
 def budget_exceeded(st: EvalState) -> bool:

@@ -207,6 +207,11 @@ CODE_DEFAULTS: dict[str, str] = {
     # STARTER_UPDATE_INTERVAL, 300 s, is the cadence of updates sent on, e.g. to an
     # update hook: policy and metrics here read usage far fresher than that)
     "CONDORPY_USAGE_INTERVAL": "5",
+    # steps one evaluation of a job's, a hook's or a pool's expression may take before
+    # it is error (and the job held or its claim refused): far above any real policy.
+    # The ClassAd library's own DEFAULT_STEPS (not imported: configuration loads
+    # without the ClassAd package; a test keeps the two equal)
+    "CONDORPY_EVAL_STEP_LIMIT": "250000",
     # the schedd's history file: files of at most 20 MB, two old ones kept
     "MAX_HISTORY_LOG": "20971520",
     "MAX_HISTORY_ROTATIONS": "2",

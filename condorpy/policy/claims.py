@@ -91,7 +91,13 @@ class ClaimHandling:
         if not ok:
             st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=why))
             return st.take_output()
+        allowance = st.ctx.allowance
+        spent = 0 if allowance is None else allowance.exceeded
         rank = number(st.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
+        over = self._over_budget(spent, "RANK")
+        if over:
+            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=over))
+            return st.take_output()
         claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad), client=client)
         if slot.kind == "partitionable":
             self._carve(slot, claim, job_ad)
@@ -142,20 +148,37 @@ class ClaimHandling:
         if slot.leaving:
             return False, "the slot leaves the layout (reconfig)"
         b = self._st.backend
+        # The job's ad is the claimant's (a pool's schedd, a hook, a user): an expression
+        # of it too costly to evaluate refuses the claim and says so, rather than
+        # reading as a plain "not True".
+        allowance = self._st.ctx.allowance
+        spent = 0 if allowance is None else allowance.exceeded
         if machine.draining:
             start = machine.drain_start
             if start is None or not is_true(b.eval_compiled(b.compile(start), slot.ad, job_ad)):
-                return False, "machine is draining"
+                return False, self._over_budget(spent, "the drain's START") or \
+                    "machine is draining"
         else:
             start_v = b.evaluate(slot.ad, "START", job_ad)
             if start_v is Error:
                 self._ev.error("START")
             if not is_true(start_v):
-                return False, "START is not True for this job"
+                return False, self._over_budget(spent, "START") or \
+                    "START is not True for this job"
         req = b.evaluate(job_ad, "Requirements", slot.ad)
         if req is not Undefined and not is_true(req):
-            return False, "the job's Requirements are not True for this slot"
+            return False, self._over_budget(spent, "the job's Requirements") or \
+                "the job's Requirements are not True for this slot"
         return True, ""
+
+    def _over_budget(self, before: int, what: str) -> str:
+        """The refusal's reason when an evaluation since ``before`` ran out of its
+        budget, else ""."""
+        allowance = self._st.ctx.allowance
+        if allowance is None or allowance.exceeded == before:
+            return ""
+        return (f"{what} exceeded the evaluation budget ({allowance.describe()}) "
+                "against this job")
 
     def _lease(self, job_ad: Any) -> float:
         d = number(self._ev.job_attr(job_ad, "JobLeaseDuration"))

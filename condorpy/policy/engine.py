@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from condorpy.classad import CallContext, ClassAd
+from condorpy.classad import Allowance, CallContext, ClassAd
 from condorpy.policy.claims import ClaimHandling
 from condorpy.policy.cycle import Cycle
 from condorpy.policy.engine_state import EngineState
@@ -60,7 +60,10 @@ class PolicyEngine:
         self.hostname = layout.settings.hostname
         offset = utc_offset or (lambda _t: 0)
         # Every evaluation reads the engine's clock and zone, nested eval() included.
-        self.ctx = CallContext(now=lambda: self._st.now, tz_offset=offset)
+        # Each evaluation gets its own budget of CONDORPY_EVAL_STEP_LIMIT steps; the
+        # allowance counts those that ran out (a claim refused, a job held, say why).
+        self.ctx = CallContext(now=lambda: self._st.now, tz_offset=offset,
+                               allowance=Allowance(settings.eval_step_limit))
         st = self._st = EngineState(settings, layout, backend or default_backend(self.ctx),
                                     self.ctx, now)
         self._readings = Readings(st, measurements or Measurements(), offset)
@@ -290,6 +293,8 @@ class PolicyEngine:
                      *(t for table in settings.slot_exprs.values() for t in table.values())):
             st.backend.compile(text)
         st.settings = settings
+        if self.ctx.allowance is not None:
+            self.ctx.allowance.resize(settings.eval_step_limit)
         self._eval.reconfigure(settings)
         for slot in st.live():
             self._roster.put_policy(slot, settings)

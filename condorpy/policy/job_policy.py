@@ -8,8 +8,11 @@ job), PeriodicRemove, then at exit OnExitHold and OnExitRemove. A job's own expr
 is consulted before the system one of the same kind. A job expression that is present
 but does not evaluate to a boolean holds a running job (code 5, "evaluated to
 UNDEFINED"), as the shadow does, and changes nothing for a job waiting in the queue, as
-the schedd does; a system expression that does not is ignored. Pure: ads, knob texts
-and the clock come in, a decision goes out.
+the schedd does; a system expression that does not is ignored. An expression that runs
+out of its evaluation budget (the context's :class:`~condorpy.classad.Allowance`)
+holds the job whatever its state, saying so (code 5 for the job's own expression, 27
+for a system one), so that it does not cost the schedd as much again at every
+interval. Pure: ads, knob texts and the clock come in, a decision goes out.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class JobDecision:
     code: int = 0           # HoldReasonCode, for a hold
     subcode: int = 0
     fired: str = ""         # the attribute or knob that decided
+    over_budget: bool = False   # held because the expression ran out of its budget
 
 
 @dataclass(frozen=True)
@@ -70,15 +74,42 @@ def periodic(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
     """What the periodic expressions decide for a job in ``status`` now, if anything;
     ``running``: the job has a starter (an undefined expression then holds it)."""
     got = _periodic(ad, status, system, ctx, now)
-    if got is not None and got.code == HOLD_JOB_POLICY_UNDEFINED and not running:
+    if got is not None and got.code == HOLD_JOB_POLICY_UNDEFINED and not running \
+            and not got.over_budget:
         return None
     return got
 
 
+def _spent(ctx: CallContext) -> int:
+    """How many evaluations with ``ctx`` have run out of their budget so far."""
+    return 0 if ctx.allowance is None else ctx.allowance.exceeded
+
+
+def _over_budget(ad: ClassAd, attr: str, ctx: CallContext, before: int, *,
+                 knob: str = "") -> JobDecision | None:
+    """The hold for an expression that ran out of its budget since ``before``."""
+    allowance = ctx.allowance
+    if allowance is None or allowance.exceeded == before:
+        return None
+    if knob:
+        return JobDecision(JobAction.HOLD,
+                           f"The system macro {knob} expression '{attr}' exceeded its "
+                           f"evaluation budget ({allowance.describe()})",
+                           HOLD_SYSTEM_POLICY_UNDEFINED, fired=knob, over_budget=True)
+    return JobDecision(JobAction.HOLD,
+                       f"The job attribute {attr} expression '{ad.lookup(attr)}' exceeded "
+                       f"its evaluation budget ({allowance.describe()})",
+                       HOLD_JOB_POLICY_UNDEFINED, fired=attr, over_budget=True)
+
+
 def _periodic(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
               now: float) -> JobDecision | None:
+    before = _spent(ctx)
     timer = ad.evaluate("TimerRemove", None, ctx)
     if ad.lookup("TimerRemove") is not None:
+        over = _over_budget(ad, "TimerRemove", ctx, before)
+        if over is not None:
+            return over
         if not isinstance(timer, (int, float)) or isinstance(timer, bool):
             return _undefined(ad, "TimerRemove", JobAction.HOLD)
         if 0 <= timer < now:
@@ -107,7 +138,11 @@ def at_exit(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
     for attr, action in (("OnExitHold", JobAction.HOLD), ("OnExitRemove", JobAction.REQUEUE)):
         if ad.lookup(attr) is None:
             continue
+        before = _spent(ctx)
         value = ad.evaluate(attr, None, ctx)
+        over = _over_budget(ad, attr, ctx, before)
+        if over is not None:
+            return over
         if not isinstance(value, bool):
             return _undefined(ad, attr, JobAction.HOLD)
         if attr == "OnExitHold" and value:
@@ -123,7 +158,11 @@ def at_exit(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
 def _single(ad: ClassAd, attr: str, knob: str, action: JobAction, system: SystemPolicy,
             ctx: CallContext) -> JobDecision | None:
     if ad.lookup(attr) is not None:
+        before = _spent(ctx)
         value = ad.evaluate(attr, None, ctx)
+        over = _over_budget(ad, attr, ctx, before)
+        if over is not None:
+            return over
         if not isinstance(value, bool):
             return _undefined(ad, attr, JobAction.HOLD)
         if value:
@@ -133,7 +172,12 @@ def _single(ad: ClassAd, attr: str, knob: str, action: JobAction, system: System
     text = system.knobs.get(knob)
     if not text:
         return None
-    if _knob_value(ad, text, ctx) is not True:
+    before = _spent(ctx)
+    fired = _knob_value(ad, text, ctx)
+    over = _over_budget(ad, text, ctx, before, knob=knob)
+    if over is not None:
+        return over
+    if fired is not True:
         return None
     reason = _knob_value(ad, system.knobs.get(f"{knob}_REASON", ""), ctx)
     sub = _knob_value(ad, system.knobs.get(f"{knob}_SUBCODE", ""), ctx)

@@ -70,6 +70,9 @@ class PolicySettings:
     max_claim_alives_missed: int  # MAX_CLAIM_ALIVES_MISSED
     hibernate_check_interval: int  # HIBERNATE_CHECK_INTERVAL, seconds (0: never)
     enable_backfill: bool         # ENABLE_BACKFILL
+    # CONDORPY_EVAL_STEP_LIMIT: steps any one evaluation of an expression that a job,
+    # a hook or a pool brought may take (classad/budget.py)
+    eval_step_limit: int
 
     def expr_for(self, name: str, slot_id: int) -> str | None:
         per_slot = self.slot_exprs.get(slot_id, {})
@@ -163,4 +166,12 @@ def settings_from_config(cfg: Config, slot_types: Mapping[int, int] | None = Non
         max_claim_alives_missed=_int(cfg, "MAX_CLAIM_ALIVES_MISSED"),
         hibernate_check_interval=_int(cfg, "HIBERNATE_CHECK_INTERVAL"),
         enable_backfill=bool(cfg.get_bool("ENABLE_BACKFILL")),
+        eval_step_limit=_step_limit(cfg),
     )
+
+
+def _step_limit(cfg: Config) -> int:
+    steps = _int(cfg, "CONDORPY_EVAL_STEP_LIMIT")
+    if steps < 1:
+        raise cfg.invalid("CONDORPY_EVAL_STEP_LIMIT", "a positive integer")
+    return steps

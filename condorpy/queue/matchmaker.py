@@ -13,7 +13,7 @@ import logging
 import secrets
 from typing import Any, Callable, Protocol
 
-from condorpy.classad import Budget, CallContext, ClassAd
+from condorpy.classad import Allowance, Budget, CallContext, ClassAd
 from condorpy.clock import Clock
 from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
@@ -171,7 +171,8 @@ class LocalSchedd:
         # The job's Requirements and Rank are the user's: against every free slot
         # together they get one evaluation's default budget, not one per slot.
         ctx = self.job_ctx()
-        ctx.budget = budget = Budget(clock=self.clock.monotonic)
+        ctx.budget = budget = Budget(self.engine.settings.eval_step_limit,
+                                     clock=self.clock.monotonic)
         for name in self.free_slots():
             slot = self.engine.slots[name]
             req = rec.ad.evaluate("Requirements", slot.ad, ctx)
@@ -216,7 +217,11 @@ class LocalSchedd:
         return job_policy.SystemPolicy.from_config(self.knob)
 
     def job_ctx(self) -> CallContext:
-        return CallContext(now=self.clock.time, tz_offset=self.clock.utc_offset)
+        # each evaluation of a job's expression under CONDORPY_EVAL_STEP_LIMIT, counted
+        # so that job_policy can hold a job whose expression ran out
+        return CallContext(now=self.clock.time, tz_offset=self.clock.utc_offset,
+                           allowance=Allowance(self.engine.settings.eval_step_limit,
+                                               clock=self.clock.monotonic))
 
     def at_exit(self, ad: ClassAd) -> Outcome | None:
         """The job's on_exit_hold / on_exit_remove (and the system's) once it ended."""

@@ -1,5 +1,6 @@
 """condor_submit's checks before anything is queued: lines nothing reads (a typo'd
-command) and an executable that cannot run.
+command), an executable that cannot run, and (in the daemon) job ads whose expressions
+cost more than an evaluation budget.
 
 Pure: the description comes in as read by :func:`condorpy.queue.submit.read_description`
 and the file system through a small port. A line is unused, as in condor_submit 23.9,
@@ -13,16 +14,17 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from condorpy.classad import ClassAd
+from condorpy.classad import Budget, CallContext, ClassAd
+from condorpy.classad.budget import DEFAULT_SECONDS
 from condorpy.errors import SubmitError
 from condorpy.queue.submit import SubmitDescription, statement_parts
 
 __all__ = ["SubmitWarning", "ProgramFS", "unused_lines", "check_executables",
-           "KNOWN_COMMANDS"]
+           "costly_expression", "KNOWN_COMMANDS"]
 
 # The commands condorpy's submit reads (and the job attribute names it, like
 # condor_submit, takes for some of them).
@@ -227,3 +229,60 @@ def check_executables(desc: SubmitDescription, ads: Sequence[ClassAd],
             shown = cmd if posixpath.isabs(cmd) else repr(cmd)
             raise SubmitError(f"executable {shown} {why}; nothing was submitted",
                               file=desc.source, line=_line_of(desc, "executable"))
+
+
+# --- what the job's expressions cost ------------------------------------------------
+
+# What checking one more job ad of a submission may cost beyond one evaluation's budget:
+# about ten times what an ordinary job ad costs (a hundred-odd steps, a few hundred
+# microseconds), so that the check stays proportional to the request's size while a
+# submission of many ads, each of its own shape and each just under the budget, is
+# refused before it has cost their sum.
+PER_JOB_STEPS = 2000
+PER_JOB_SECONDS = 0.002
+
+
+def costly_expression(ads: Sequence[ClassAd], slot: ClassAd | None, steps: int,
+                      clock: Callable[[], float]) -> str | None:
+    """Why the submission is refused when its job ads cannot be evaluated within their
+    budget, on ``clock``: every attribute of each ad, against ``slot`` (one of this
+    machine's slot ads, as the matchmaker will), ``steps`` (and the library's seconds)
+    for any one ad, and for all of them together one budget plus
+    :data:`PER_JOB_STEPS` and :data:`PER_JOB_SECONDS` per ad; None when they fit.
+
+    Refusing here means an ad whose Requirements, Rank, JobPrio or periodic expressions
+    double through their references, or backtrack in a regular expression, never
+    enters the queue, where each match cycle and policy interval would pay for it
+    again. The procs of a submission that share their expressions (the usual case:
+    one submit file) are checked once; what depends on a proc's own constants or on
+    another slot is still bounded, and held, when it is evaluated there.
+    """
+    n = len(ads)
+    budget = Budget(steps + PER_JOB_STEPS * n, DEFAULT_SECONDS + PER_JOB_SECONDS * n,
+                    clock, each=DEFAULT_SECONDS)
+    ctx = CallContext(budget=budget)
+    checked: set[tuple[tuple[str, int], ...]] = set()
+    for i, ad in enumerate(ads):
+        # (the names and expression objects of its attributes that are not constants:
+        # read from the ad's tables, a few microseconds an ad, since a submission may
+        # hold 100,000)
+        exprs, consts = ad.exprs, ad.consts
+        shape = tuple((lc, id(exprs[lc])) for lc in exprs if lc not in consts)
+        if shape in checked:
+            continue
+        checked.add(shape)
+        before = budget.used
+        for lc, _ in shape:
+            ad.evaluate(lc, slot, ctx)
+            if budget.exceeded or budget.used - before > steps:
+                name = ad.name_of(lc) or lc
+                text = str(exprs[lc])
+                if len(text) > 200:
+                    text = text[:197] + "..."
+                whose = "its expressions" if budget.used - before > steps or \
+                    len(checked) == 1 else "the expressions of the submission's job ads"
+                return (f"job ad {i}: {whose} exceed the evaluation budget ({steps} "
+                        f"steps, {DEFAULT_SECONDS:g} s per job ad: "
+                        f"CONDORPY_EVAL_STEP_LIMIT) against this machine's slot; it ran "
+                        f"out in {name} = {text}")
+    return None

@@ -27,6 +27,7 @@ from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import DrainRefused, DrainStarted, Output
 from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.queue.edit import EditRules, check_edit
+from condorpy.queue.submit_checks import costly_expression
 from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
@@ -230,6 +231,13 @@ class Commands:
             ads.append(reserved.admit_submitted(ad, owner=user, user=full_user, now=now))
         for ad in ads:
             ad["TotalSubmitProcs"] = len(ads)
+        costly = costly_expression(ads, next((s.ad for s in self.d.engine.slots.values()),
+                                             None),
+                                   self.d.engine.settings.eval_step_limit,
+                                   self.d.clock.monotonic)
+        if costly is not None:
+            log.warning("submission by %s (uid %d) refused: %s", user, peer.uid, costly)
+            raise RequestError(f"{costly}; nothing was submitted")
         try:
             cluster_id = self.d.store.submit(ads, cluster, owner_uid=peer.uid)
         except QueueError as exc:

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from condorpy.classad import Budget, CallContext, ClassAd, Error, parse_expr
+from condorpy.classad import Budget, CallContext, ClassAd, Error, Undefined, parse_expr
 from condorpy.classad.budget import DEFAULT_STEPS
 
 
@@ -215,3 +215,64 @@ def test_time_in_a_regexp_is_spent_even_when_the_scan_stops_early(call: str) -> 
         expr = parse_expr(f"({call} =!= error) && {n} >= 0")     # fresh: no cache
         assert ClassAd().eval_expr(expr, None, ctx) is True
     assert budget.spent > 0.0
+
+
+def test_an_allowance_gives_each_evaluation_a_budget_of_its_own_and_counts_overruns() -> None:
+    from condorpy.classad import Allowance
+    ad = chain(40, "1", "{p} + {p}")
+    allowance = Allowance(5_000, 3600.0, _still)
+    ctx = CallContext(allowance=allowance)
+    assert ad.evaluate("A11", None, ctx) == 2048     # 2046 steps, under 5000 each time
+    assert ad.evaluate("A11", None, ctx) == 2048     # (a shared budget would run out)
+    assert allowance.exceeded == 0
+    assert ad.evaluate("A40", None, ctx) is Error
+    assert ad.evaluate("A30", None, ctx) is Error
+    assert allowance.exceeded == 2
+    assert ad.evaluate("A3", None, ctx) == 8          # the next one starts afresh
+    with pytest.raises(ValueError):
+        Allowance(0)
+
+
+def test_records_made_are_charged_so_nested_count_matches_stops() -> None:
+    # countMatches over a list of 2000 records, nested 30 levels through attributes:
+    # each level makes the 2000 records again (tens of microseconds each)
+    records = ", ".join(f"[a = {i}]" for i in range(2000))
+    lines = [f"L = {{{records}}}", "C0 = countMatches(a >= 0, L)"]
+    lines += [f"C{i} = countMatches(C{i - 1} >= 0, L)" for i in range(1, 30)]
+    ad = ClassAd.parse_old("\n".join(lines))
+    budget = Budget(20_000, 3600.0, _still)
+    assert ad.evaluate("C29", None, CallContext(budget=budget)) is Error
+    assert budget.exceeded and budget.used < 20_000 + 64   # (one sized charge over)
+    assert ad.evaluate("C0", None, CallContext(budget=Budget(50_000, 3600.0, _still))) == 2000
+    made = Budget(1_000_000, 3600.0, _still)
+    assert len(ad.evaluate("L", None, CallContext(budget=made))) == 2000
+    assert made.used >= 2000     # a step per record
+
+
+@pytest.mark.parametrize("top, lines", [
+    # a reference chain far deeper than Python's stack would take
+    ("A0", [f"A{i} = A{i + 1} + 1" for i in range(5000)] + ["A5000 = 1"]),
+    # strings and lists grown by doubling through string and list functions
+    ("A40", ['A0 = "xxxxxxxxxxxxxxxx"'] + [f"A{i} = toUpper(strcat(A{i - 1}, A{i - 1}))"
+                                           for i in range(1, 41)]),
+    ("A40", ['A0 = "a,b,c,d"'] + [f'A{i} = split(join(",", split(A{i - 1})) + "," + A{i - 1})'
+                                  for i in range(1, 41)]),
+    ("A40", ['A0 = "%s%s"'] + [f'A{i} = sprintf(A{i - 1} + A{i - 1}, "a", "b")'
+                               for i in range(1, 41)]),
+    # a backtracking regexp over a long subject made by doubling
+    ("A24", ['A0 = "aaaaaaaaaaaaaaaa"'] + [f"A{i} = strcat(A{i - 1}, A{i - 1})"
+                                           for i in range(1, 24)]
+     + ['A24 = regexp("(a|aa)+$", strcat(A23, "!"))']),
+])
+def test_worst_cases_of_the_language_are_error_never_an_exception(
+        top: str, lines: list[str]) -> None:
+    ad = ClassAd.parse_old("\n".join(lines))
+    assert ad.evaluate(top, None, CallContext(budget=Budget(50_000, 3600.0, _still))) is Error
+
+
+@pytest.mark.parametrize("lines", [['A0 = eval("A0")'],
+                                   ['A0 = eval(B)', 'B = "eval(C)"', 'C = "A0 + 1"']])
+def test_eval_of_itself_is_a_circular_reference_not_a_recursion(lines: list[str]) -> None:
+    ad = ClassAd.parse_old("\n".join(lines))
+    got = ad.evaluate("A0", None, CallContext(budget=Budget(50_000, 3600.0, _still)))
+    assert got is Undefined or got is Error

@@ -184,3 +184,68 @@ def test_every_command_submit_reads_is_known() -> None:
 
 def warnings_free(key: str) -> bool:
     return warnings(f"executable = /bin/true\n{key} = 1\nqueue\n") == []
+
+
+# --- what a job's expressions cost (issue 25) -----------------------------------------
+
+def _slot() -> "ClassAd":
+    from condorpy.classad import ClassAd
+    return ClassAd.parse_old('Memory = 4096\nCpus = 4\nArch = "X86_64"\nName = "slot1@h"')
+
+
+def _still() -> float:
+    return 0.0
+
+
+def test_a_job_whose_expressions_double_through_references_is_refused_naming_them() -> None:
+    from condorpy.queue.submit_checks import costly_expression
+    chain = "".join(f"+A{i} = A{i - 1} + A{i - 1}\n" for i in range(1, 23))
+    ads = submit("executable = /bin/true\n+A0 = 1\n" + chain +
+                 "requirements = A22 > 0\nqueue 3\n")
+    why = costly_expression(ads, _slot(), 1000, _still)
+    assert why is not None
+    assert why.startswith("job ad 0: its expressions exceed the evaluation budget (1000 "
+                          "steps, 0.1 s per job ad: CONDORPY_EVAL_STEP_LIMIT) against this "
+                          "machine's slot; it ran out in A")
+    # the same job with fewer levels fits, its Requirements included
+    small = submit("executable = /bin/true\n+A0 = 1\n+A1 = A0 + A0\n+A2 = A1 + A1\n"
+                   "requirements = A2 > 0 && TARGET.Memory > 100\nqueue 3\n")
+    assert costly_expression(small, _slot(), 1000, _still) is None
+
+
+def test_a_catastrophic_regexp_in_the_requirements_is_refused() -> None:
+    from condorpy.queue.submit_checks import costly_expression
+    ads = submit('executable = /bin/true\nrequirements = regexp("(a|aa)+$", '
+                 'strcat("' + "a" * 40 + '", TARGET.Name, "!"))\nqueue\n')
+    why = costly_expression(ads, _slot(), 250_000, __import__("time").monotonic)
+    assert why is not None and "it ran out in Requirements = (regexp(\"(a|aa)+$\"" in why
+
+
+def test_only_the_proc_that_differs_is_refused_and_ordinary_jobs_pass() -> None:
+    from condorpy.queue.submit_checks import costly_expression
+    ok = submit("executable = /bin/true\nrequest_memory = 100\nrank = TARGET.Memory\n"
+                "periodic_hold = time() - QDate > 3600\nqueue 500\n")
+    assert costly_expression(ok, _slot(), 1000, _still) is None
+    from condorpy.classad import ClassAd
+    bad = ClassAd.parse_old("A0 = 1\n" + "".join(f"A{i} = A{i - 1} + A{i - 1}\n"
+                                                 for i in range(1, 23)))
+    why = costly_expression([*ok[:3], bad], _slot(), 1000, _still)
+    assert why is not None and why.startswith("job ad 3: ")
+
+
+def test_many_job_ads_each_of_its_own_shape_and_each_just_under_the_budget_are_refused(
+        ) -> None:
+    # each ad costs about 12300 steps (every attribute is evaluated: under 20000), each
+    # its own expressions: together past the submission's budget (20000 + 2000 a job),
+    # refused before all are checked
+    from condorpy.classad import ClassAd
+    from condorpy.queue.submit_checks import costly_expression
+
+    def ad(i: int) -> ClassAd:
+        return ClassAd.parse_old(f"A0 = 1\nA1 = A0 + A0 + {i} - {i}\n" + "".join(
+            f"A{k} = A{k - 1} + A{k - 1}\n" for k in range(2, 13)) + f"Tag = {i} + A12")
+
+    assert costly_expression([ad(0)], _slot(), 20_000, _still) is None
+    why = costly_expression([ad(i) for i in range(50)], _slot(), 20_000, _still)
+    assert why is not None and "the expressions of the submission's job ads exceed" in why
+    assert not why.startswith("job ad 49:")

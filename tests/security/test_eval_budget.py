@@ -134,7 +134,20 @@ def test_a_job_whose_requirements_never_end_is_held_and_others_run(
         attacker.write(attacker.home / "slow.sub",
                        "executable = /bin/true\n+A0 = 1\n" + chain +
                        f"requirements = {_catastrophic(0)} || A40 > 0\nqueue\n")
-        assert attacker.cli(["submit", "slow.sub"], env=d.env()).rc == 0
+        res = attacker.cli(["submit", "slow.sub"], env=d.env())
+        assert res.rc != 0 and "exceed the evaluation budget" in res.stderr, res
+        # refused at submit; the same Requirements edited into a queued job of the
+        # attacker's is met when matched, and held there
+        attacker.write(attacker.home / "edited.sub",
+                       "executable = /bin/true\nhold = true\nqueue\n")
+        assert attacker.cli(["submit", "edited.sub"], env=d.env()).rc == 0
+        mine = f'Owner == "{attacker.name}"'
+        sock = d.socket
+        edited = attacker.call(lambda: (
+            call(sock, "qedit", {"constraint": mine, "attrs": ["Requirements"],
+                                 "values": [_catastrophic(0)]}, timeout=60),
+            call(sock, "release", {"constraint": mine}, timeout=60)))
+        assert edited.kind == "ok", edited
         victim.write(victim.home / "ok.sub", "executable = /usr/bin/id\narguments = -un\n"
                      "output = out\nqueue\n")
         assert victim.cli(["submit", "ok.sub"], env=d.env()).rc == 0
@@ -142,8 +155,8 @@ def test_a_job_whose_requirements_never_end_is_held_and_others_run(
         wait_for(lambda: out.exists() and out.stat().st_size > 0, 60, d.output)
         assert out.read_text().strip() == victim.name
         assert fingerprint(out)[2] == victim.uid
-        wait_for(lambda: d.statuses().get("1.0") == 5, 30, d.output)
-        held = d.call("q", constraint="ClusterId == 1")["ads"][0]
+        wait_for(lambda: 5 in d.statuses().values(), 30, d.output)
+        held = d.call("q", constraint=mine)["ads"][0]
         assert "exceeded their evaluation budget" in held, held
         assert d.call("status")["ads"]
     finally:

@@ -262,8 +262,11 @@ def _each(call: Any) -> Any:
     # each record is evaluated as an evaluation of its own (the library gives each a
     # fresh state): whatever moves there stays there
     saved = place.moved(st)
+    budget = call.budget
     try:
         for v in elems:
+            if budget.exceeded:
+                return Error    # the rest would each give error: stop at once
             if len(st) > 3:
                 st[3] = None
             if isinstance(v, Scope):

@@ -31,7 +31,7 @@ import time as _time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from condorpy.classad.budget import Budget
+from condorpy.classad.budget import Allowance, Budget
 from condorpy.classad.values import Value
 
 
@@ -52,6 +52,9 @@ class CallContext:
     # What the evaluations made with this context may spend together (a user's
     # request); None: each evaluation gets a default budget of its own.
     budget: Budget | None = None
+    # What each evaluation made with this context spends when it has no shared budget,
+    # and how many ran out; None: the library's defaults, uncounted.
+    allowance: Allowance | None = None
 
 
 @dataclass(frozen=True)
