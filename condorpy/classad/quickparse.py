@@ -29,9 +29,9 @@ from typing import Any
 
 from condorpy.classad.ast import (AttrRef, Binary, Call, Literal, Node, Paren, new_attr,
                                   new_binary, new_call, new_cond, new_node, new_unary)
-from condorpy.classad.functions.timefuncs import parse_abstime_text, parse_reltime_text
 from condorpy.classad.lexer import (NUMBER_RE, STRING_MARK, number_value, quick_split,
                                     split_piece)
+from condorpy.classad.timetext import parse_abstime_text, parse_reltime_text
 from condorpy.classad.values import Error, Undefined
 
 # More nesting entries on the stack than this (parentheses, calls, prefix operators,
