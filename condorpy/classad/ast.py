@@ -12,10 +12,22 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from condorpy.classad.values import AbsTime, Error, RelTime, Undefined
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from typing_extensions import dataclass_transform
+
+    _N = TypeVar("_N")
+
+    @dataclass_transform(frozen_default=True)
+    def node_record(cls: type[_N]) -> type[_N]: ...
+else:
+    def node_record(cls: type) -> type:
+        return cls
 
 
 class Node:
@@ -28,62 +40,176 @@ class Node:
         return unparse(self)
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Literal(Node):
+    __slots__ = ("value",)
     value: Any  # int | float | str | bool | Undefined | Error | AbsTime | RelTime
 
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, value: Any) -> None:
+            self.value = value
 
-@dataclass(frozen=True, slots=True)
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.value,) == (other.value,)
+
+        def __hash__(self) -> int:
+            return hash((self.value,))
+
+        def __repr__(self) -> str:
+            return f"Literal(value={self.value!r})"
+
+
+@node_record
 class AttrRef(Node):
+    __slots__ = ("name", "scope")
     name: str
-    scope: str = ""  # "" unscoped, else "MY" or "TARGET" as spelled in the source
+    if TYPE_CHECKING:
+        scope: str = ""  # "" unscoped, else "MY" or "TARGET" as spelled in the source
+    else:
+        scope: str
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, name: str, scope: str = "") -> None:
+            self.name = name
+            self.scope = scope
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.scope) == (other.name, other.scope)
+
+        def __hash__(self) -> int:
+            return hash((self.name, self.scope))
+
+        def __repr__(self) -> str:
+            return f"AttrRef(name={self.name!r}, scope={self.scope!r})"
 
     @property
     def scope_kind(self) -> str:
         return self.scope.lower()
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Select(Node):
+    __slots__ = ("base", "name")
     base: Node
     name: str
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, base: Node, name: str) -> None:
+            self.base = base
+            self.name = name
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.base, self.name) == (other.base, other.name)
+
+        def __hash__(self) -> int:
+            return hash((self.base, self.name))
+
+        def __repr__(self) -> str:
+            return f"Select(base={self.base!r}, name={self.name!r})"
 
     def children(self) -> tuple[Node, ...]:
         return (self.base,)
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Subscript(Node):
+    __slots__ = ("base", "index")
     base: Node
     index: Node
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, base: Node, index: Node) -> None:
+            self.base = base
+            self.index = index
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.base, self.index) == (other.base, other.index)
+
+        def __hash__(self) -> int:
+            return hash((self.base, self.index))
+
+        def __repr__(self) -> str:
+            return f"Subscript(base={self.base!r}, index={self.index!r})"
 
     def children(self) -> tuple[Node, ...]:
         return (self.base, self.index)
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Call(Node):
+    __slots__ = ("name", "args")
     name: str
     args: tuple[Node, ...]
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, name: str, args: tuple[Node, ...]) -> None:
+            self.name = name
+            self.args = args
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.args) == (other.name, other.args)
+
+        def __hash__(self) -> int:
+            return hash((self.name, self.args))
+
+        def __repr__(self) -> str:
+            return f"Call(name={self.name!r}, args={self.args!r})"
 
     def children(self) -> tuple[Node, ...]:
         return self.args
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Unary(Node):
+    __slots__ = ("op", "operand")
     op: str
     operand: Node
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, op: str, operand: Node) -> None:
+            self.op = op
+            self.operand = operand
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.op, self.operand) == (other.op, other.operand)
+
+        def __hash__(self) -> int:
+            return hash((self.op, self.operand))
+
+        def __repr__(self) -> str:
+            return f"Unary(op={self.op!r}, operand={self.operand!r})"
 
     def children(self) -> tuple[Node, ...]:
         return (self.operand,)
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Binary(Node):
+    __slots__ = ("op", "left", "right")
     op: str  # canonical: "is"/"isnt" stand for =?= / =!=
     left: Node
     right: Node
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, op: str, left: Node, right: Node) -> None:
+            self.op = op
+            self.left = left
+            self.right = right
+
+        def __repr__(self) -> str:
+            return f"Binary(op={self.op!r}, left={self.left!r}, right={self.right!r})"
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -115,44 +241,127 @@ class Binary(Node):
         return h
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Cond(Node):
+    __slots__ = ("cond", "then", "else_")
     cond: Node
     then: Node
     else_: Node
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, cond: Node, then: Node, else_: Node) -> None:
+            self.cond = cond
+            self.then = then
+            self.else_ = else_
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.cond, self.then, self.else_) == (other.cond, other.then, other.else_)
+
+        def __hash__(self) -> int:
+            return hash((self.cond, self.then, self.else_))
+
+        def __repr__(self) -> str:
+            return f"Cond(cond={self.cond!r}, then={self.then!r}, else_={self.else_!r})"
 
     def children(self) -> tuple[Node, ...]:
         return (self.cond, self.then, self.else_)
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Elvis(Node):
+    __slots__ = ("left", "right")
     left: Node
     right: Node
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, left: Node, right: Node) -> None:
+            self.left = left
+            self.right = right
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.left, self.right) == (other.left, other.right)
+
+        def __hash__(self) -> int:
+            return hash((self.left, self.right))
+
+        def __repr__(self) -> str:
+            return f"Elvis(left={self.left!r}, right={self.right!r})"
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class Paren(Node):
+    __slots__ = ("inner",)
     inner: Node
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, inner: Node) -> None:
+            self.inner = inner
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.inner,) == (other.inner,)
+
+        def __hash__(self) -> int:
+            return hash((self.inner,))
+
+        def __repr__(self) -> str:
+            return f"Paren(inner={self.inner!r})"
 
     def children(self) -> tuple[Node, ...]:
         return (self.inner,)
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class ListExpr(Node):
+    __slots__ = ("items",)
     items: tuple[Node, ...]
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, items: tuple[Node, ...]) -> None:
+            self.items = items
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.items,) == (other.items,)
+
+        def __hash__(self) -> int:
+            return hash((self.items,))
+
+        def __repr__(self) -> str:
+            return f"ListExpr(items={self.items!r})"
 
     def children(self) -> tuple[Node, ...]:
         return self.items
 
 
-@dataclass(frozen=True, slots=True)
+@node_record
 class RecordExpr(Node):
+    __slots__ = ("items",)
     items: tuple[tuple[str, Node], ...]
+
+    if not TYPE_CHECKING:       # (the type checker sees a frozen dataclass)
+        def __init__(self, items: tuple[tuple[str, Node], ...]) -> None:
+            self.items = items
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.items,) == (other.items,)
+
+        def __hash__(self) -> int:
+            return hash((self.items,))
+
+        def __repr__(self) -> str:
+            return f"RecordExpr(items={self.items!r})"
 
     def children(self) -> tuple[Node, ...]:
         return tuple(n for _, n in self.items)
@@ -437,17 +646,13 @@ def _unparse(node: Node, parts: list[str]) -> None:
 
 
 # --- fast construction for the parsers ----------------------------------------------
-# Nodes are frozen to the type checker, but at run time their fields are plain slots: a
-# frozen dataclass sends every field store (its __init__'s too) through
-# object.__setattr__, and building the tree was the larger part of parsing. The parsers
+# Nodes are frozen dataclasses to the type checker, but at run time plain classes with
+# slots whose methods are written out above (equality and hashing as a frozen
+# dataclass's): making twelve dataclasses cost every command line that parses a ClassAd
+# about 6 ms at import, and a frozen dataclass would send every field store through
+# object.__setattr__, when building the tree was the larger part of parsing. The parsers
 # make a bare node and store its fields, each a plain slot store; nothing else writes a
-# field, and mypy holds all other code to reading them. Equality and hashing are the
-# frozen dataclass's.
-
-for _cls in (Literal, AttrRef, Select, Subscript, Call, Unary, Binary, Cond, Elvis, Paren,
-             ListExpr, RecordExpr):
-    del _cls.__setattr__, _cls.__delattr__
-del _cls
+# field, and mypy holds all other code to reading them.
 
 # object.__new__, typed so that the parsers may fill in what it makes
 new_node: Callable[[type[Node]], Any] = object.__new__
