@@ -29,8 +29,10 @@ __all__ = ["StoreUnusable", "inspect_files", "set_aside", "FRESH_HINT"]
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_MAGIC = (0x377F0682, 0x377F0683)
 _WAL_HEADER = 32
-FRESH_HINT = ("restore it from a backup, or start the daemon once with "
-              "`condorpy startd -fresh-queue` to move it aside and begin a new, empty queue")
+FRESH_HINT = ("restore it from a backup, or copy the jobs that still read into a new "
+              "store with `condorpy store salvage` (see its -h), or start the daemon once "
+              "with `condorpy startd -fresh-queue` to move it aside and begin a new, "
+              "empty queue")
 
 
 class StoreUnusable(QueueError):

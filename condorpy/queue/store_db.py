@@ -6,9 +6,17 @@ of the store (:mod:`.jobstore` the queue, :mod:`.history_store`, :mod:`.starter_
 change that spans parts (a job's end drops its starter and frees its claim) is one
 transaction, and after a crash the database holds all of it or none of it.
 
-Only one process writes: opening for writing takes an exclusive lock on a file beside
+Only one process opens it: opening for writing takes an exclusive lock on a file beside
 the database, and a second writer gets a QueueError instead of interleaving with the
-first. Readers (``readonly=True``) take no lock and see committed states only (WAL).
+first. The writer (the daemon) also holds SQLite's own lock for as long as it is open
+(``locking_mode=EXCLUSIVE``), so SQLite keeps the write-ahead log's index in the
+daemon's memory instead of a shared ``-shm`` file mapped into it: a ``-shm`` file
+another process truncates or makes unwritable can no longer kill the daemon with
+SIGBUS. Readers (``readonly=True``, for tools and tests while no daemon runs) are
+refused while it does; everyone else asks the daemon over its control socket.
+
+SQLite's errors leave the store as :mod:`.store_errors` says: a QueueError naming the
+file and the cause (full, unwritable, damaged), never ``sqlite3.Error``.
 
 A store is created only where none existed; a file that is there but empty, unreadable,
 damaged or not condorpy's raises :class:`StoreUnusable` (``fresh=True``, the
@@ -26,6 +34,8 @@ from contextlib import contextmanager
 from condorpy.errors import QueueError
 from condorpy.queue import history_rotation
 from condorpy.queue.store_check import StoreUnusable, inspect_files, set_aside
+from condorpy.queue.store_errors import (StoreBusy, StoreConnection, StoreDamaged,
+                                         os_store_error, store_error)
 
 __all__ = ["StoreDb", "SCHEMA_VERSION", "DB_NAME"]
 
@@ -84,9 +94,16 @@ class StoreDb:
             if readonly:
                 if not os.path.exists(self.path):
                     raise QueueError("no job store here", path=self.path)
-                self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                           isolation_level=None)
-                self._setup(existed=True)
+                # not mode=ro: SQLite cannot read a database in WAL mode whose -wal
+                # file is absent without creating it; query_only keeps it unwritten
+                self._db = self._connect(self.path)
+                self._db.execute("PRAGMA query_only=ON")
+                try:
+                    self._setup(existed=True)
+                except StoreBusy:
+                    raise QueueError("the job store is in use by the daemon: ask it "
+                                     "(condorpy q, condorpy history)",
+                                     path=self.path) from None
                 return
             os.makedirs(self.spool, exist_ok=True)
             self._lock()
@@ -101,11 +118,10 @@ class StoreDb:
                 self._open_checked()
         except OSError as exc:
             self.close()
-            raise QueueError(f"cannot open the job store: {exc.strerror or exc}",
-                             path=self.path) from None
+            raise os_store_error(exc, self.path) from None
         except sqlite3.Error as exc:
             self.close()
-            raise QueueError(f"cannot open the job store: {exc}", path=self.path) from None
+            raise store_error(exc, self.path) from None
         except QueueError:
             self.close()
             raise
@@ -116,7 +132,7 @@ class StoreDb:
         existed, problem = inspect_files(self.path)
         if problem is not None:
             raise problem
-        self._db = db = sqlite3.connect(self.path, isolation_level=None)
+        self._db = db = self._connect(self.path)
         try:
             if existed:
                 # quick_check reads every page once (20,000 jobs: see
@@ -128,23 +144,36 @@ class StoreDb:
                     raise StoreUnusable(f"is damaged (quick_check: "
                                         f"{said[0] if said else first})", path=self.path)
             self._setup(existed=existed)
-        except sqlite3.OperationalError:
-            raise        # locked, no permission, out of space: not the file's fault
-        except sqlite3.DatabaseError as exc:
-            raise StoreUnusable(f"is corrupt or not a database ({exc})",
+        except StoreDamaged as exc:
+            # locked, no permission, out of space are not the file's fault: they pass
+            raise StoreUnusable(f"is corrupt or not a database ({exc.cause})",
                                 path=self.path) from None
+
+    def _connect(self, target: str) -> StoreConnection:
+        db = sqlite3.connect(target, isolation_level=None, factory=StoreConnection)
+        db.path = self.path
+        # before the first read: SQLite then never maps a -shm file (see the module's
+        # docstring); it also makes this connection the store's only one
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        return db
 
     # --- opening ------------------------------------------------------------------
 
     def _lock(self) -> None:
-        fd = os.open(os.path.join(self.spool, _LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+        self._lock_fd = self.hold_lock(self.spool)
+
+    @staticmethod
+    def hold_lock(spool: str) -> int:
+        """Take the writer's lock of the store in ``spool`` (a descriptor: closing it
+        lets go); a QueueError while another process holds it."""
+        fd = os.open(os.path.join(spool, _LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise QueueError("the job store is in use by another process",
-                             path=self.path) from None
-        self._lock_fd = fd
+            raise QueueError("the job store is in use by another process (a running "
+                             "daemon?)", path=os.path.join(spool, DB_NAME)) from None
+        return fd
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
@@ -246,15 +275,20 @@ class StoreDb:
         db.execute("BEGIN IMMEDIATE")
         try:
             yield db
+            db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            self._roll_back(db)
             raise
-        else:
+
+    def _roll_back(self, db: sqlite3.Connection) -> None:
+        """Undo what is left of a failed transaction. SQLite has already undone it
+        where the failure was a full disk or an I/O error (a ROLLBACK then fails for
+        want of a transaction), and the first error is the one worth reporting."""
+        if db.in_transaction:
             try:
-                db.execute("COMMIT")
-            except sqlite3.Error as exc:
                 db.execute("ROLLBACK")
-                raise QueueError(f"could not commit: {exc}", path=self.path) from None
+            except QueueError:
+                pass
 
     def conn(self) -> sqlite3.Connection:
         """The connection, for reading (committed states only)."""

@@ -139,48 +139,64 @@ def test_constraints_and_errors(tmp_path: Path) -> None:
         assert len(st.jobs()) == 3
 
 
-def test_second_writer_refused_readers_allowed(tmp_path: Path) -> None:
+def test_second_writer_refused_readers_only_while_no_writer(tmp_path: Path) -> None:
+    """The writer (the daemon) holds the store alone (locking_mode=EXCLUSIVE, so no
+    -shm file is mapped): another writer, and a reader too, are refused while it is
+    open, with the file named; a reader is served once it has gone."""
     with JobStore(tmp_path) as st:
         st.submit(ads(2))
         with pytest.raises(QueueError, match="in use by another process") as info:
             JobStore(tmp_path)
         assert str(tmp_path / DB_NAME) in str(info.value)
-        ro = JobStore(tmp_path, readonly=True)
+        with pytest.raises(QueueError, match="in use by the daemon") as info:
+            JobStore(tmp_path, readonly=True)
+        assert str(tmp_path / DB_NAME) in str(info.value)
+        assert not (tmp_path / (DB_NAME + "-shm")).exists()
+    with JobStore(tmp_path, readonly=True) as ro:
         assert len(ro.jobs()) == 2
         with pytest.raises(QueueError, match="read-only"):
             ro.submit(ads(1))
-        ro.close()
     JobStore(tmp_path).close()      # the lock went with the first store
 
 
-def test_reader_sees_only_committed_states_while_one_writer_runs(tmp_path: Path) -> None:
+def test_reader_never_sees_a_partial_state_while_one_writer_runs(tmp_path: Path) -> None:
+    """A reader while a writer submits is refused (never served a half-written
+    cluster); afterwards it sees whole clusters only."""
     JobStore(tmp_path).close()
     stop = threading.Event()
     errors: list[str] = []
+    started = threading.Event()
 
     def writer() -> None:
         with JobStore(tmp_path) as st:
             while not stop.is_set():
                 st.submit(ads(20))
+                started.set()
 
     t = threading.Thread(target=writer)
     t.start()
+    refused = 0
     try:
-        with JobStore(tmp_path, readonly=True) as ro:
-            deadline = time.monotonic() + 1.0
-            reads = 0
-            while time.monotonic() < deadline:
-                by_cluster: dict[int, int] = {}
-                for r in ro.jobs():
-                    by_cluster[r.job_id.cluster] = by_cluster.get(r.job_id.cluster, 0) + 1
-                if any(n != 20 for n in by_cluster.values()):
-                    errors.append(f"partial cluster seen: {by_cluster}")
-                reads += 1
+        started.wait(30)
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                with JobStore(tmp_path, readonly=True) as ro:
+                    errors.append(f"a reader was served while the writer ran: "
+                                  f"{len(ro.jobs())} jobs")
+            except QueueError as exc:
+                assert "in use by the daemon" in str(exc)
+                refused += 1
     finally:
         stop.set()
         t.join()
     assert not errors
-    assert reads > 0
+    assert refused > 0
+    with JobStore(tmp_path, readonly=True) as ro:
+        by_cluster: dict[int, int] = {}
+        for r in ro.jobs():
+            by_cluster[r.job_id.cluster] = by_cluster.get(r.job_id.cluster, 0) + 1
+    assert by_cluster and all(n == 20 for n in by_cluster.values()), by_cluster
 
 
 def test_newer_schema_and_corrupt_files_are_refused(tmp_path: Path) -> None:

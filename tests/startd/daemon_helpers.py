@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -123,8 +124,11 @@ class Daemon:
         return "".join(out)
 
     def db(self) -> sqlite3.Connection:
-        return sqlite3.connect(f"file:{self.state / 'spool' / 'condorpy_queue.sqlite3'}"
-                               f"?mode=ro", uri=True)
+        """The job store as it stands, to read. A running daemon holds it alone
+        (locking_mode=EXCLUSIVE), so this reads a copy of its files taken between two
+        of its writes."""
+        return snapshot(self.state / "spool" / "condorpy_queue.sqlite3",
+                        self.base / "store-snapshot")
 
     def statuses(self) -> dict[str, int]:
         with self.db() as db:
@@ -161,6 +165,47 @@ def running(d: Daemon) -> Iterator[Daemon]:
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def _stamp(files: list[Path]) -> list[tuple[int, int] | None]:
+    out: list[tuple[int, int] | None] = []
+    for f in files:
+        try:
+            st = f.stat()
+            out.append((st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            out.append(None)
+    return out
+
+
+def snapshot(db: Path, into: Path) -> sqlite3.Connection:
+    """A consistent copy of the store ``db`` and its write-ahead log in ``into``
+    (retried while a write fell between the copies or SQLite finds the copy damaged;
+    a store damaged on disk is handed over as it is)."""
+    files = [db, db.with_name(db.name + "-wal")]
+    damaged = 0
+    for _ in range(200):
+        shutil.rmtree(into, ignore_errors=True)
+        into.mkdir(parents=True)
+        before = _stamp(files)
+        for f in files:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.copyfile(f, into / f.name)
+        if _stamp(files) != before:
+            time.sleep(0.01)
+            continue
+        conn = sqlite3.connect(into / db.name)
+        try:
+            if conn.execute("PRAGMA quick_check").fetchone()[0] == "ok":
+                return conn
+        except sqlite3.DatabaseError:
+            pass
+        damaged += 1
+        if damaged >= 5:
+            return conn
+        conn.close()
+        time.sleep(0.01)
+    raise AssertionError(f"no consistent copy of {db} could be taken")
 
 
 def wait_for(cond: Callable[[], bool], timeout: float,

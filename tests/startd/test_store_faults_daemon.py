@@ -1,0 +1,125 @@
+"""Storage faults under a running daemon (issue #25): a full SPOOL, an unwritable
+write-ahead log, a broken -shm file. Each submission is refused at once with one line
+naming the store and the cause; the job already running keeps running; the daemon
+serves throughout and takes the next submission once the fault is gone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from condorpy.queue.jobstore import DB_NAME
+from tests.queue.test_store_faults import _chattr, _fill, small_tmpfs
+from tests.startd.daemon_helpers import Daemon, counts, wait_for
+
+SLEEP = "executable = /bin/sleep\narguments = 300\nqueue\n"
+TRUE = "executable = /bin/true\narguments = " + "y" * 3000 + "\nqueue 5\n"
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = Daemon(tmp_path / "d")
+    with small_tmpfs(d.state / "spool", "2m"):
+        d.start()
+        try:
+            yield d
+        finally:
+            d.stop()
+            d.kill_leftovers()
+
+
+@pytest.fixture
+def plain_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """On the test's own file system (ext4 refuses writes to an immutable file through
+    a descriptor opened before; tmpfs does not)."""
+    d = Daemon(tmp_path / "d")
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def _submit(d: Daemon, text: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    (cwd / "job.sub").write_text(text)
+    return d.cli("submit", "job.sub", cwd=cwd, check=False)
+
+
+def _running_job(d: Daemon, cwd: Path) -> None:
+    assert _submit(d, SLEEP, cwd).returncode == 0
+    wait_for(lambda: counts(d).get(2) == 1, 60, d.output)
+
+
+def _refused(res: subprocess.CompletedProcess[str], db: Path, word: str) -> None:
+    assert res.returncode != 0, res
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(db) in lines[0] and word in lines[0], res.stderr
+    assert "internal error" not in lines[0] and "failed to answer" not in lines[0]
+
+
+def _serving(d: Daemon) -> None:
+    assert d.proc is not None and d.proc.poll() is None, d.output()
+    assert d.call("ping") is not None
+    assert d.cli("q", "-allusers", cwd=d.base).returncode == 0
+
+
+def test_a_full_spool_refuses_submissions_at_once_and_recovers_by_itself(
+        daemon: Daemon, tmp_path: Path) -> None:
+    d = daemon
+    spool = d.state / "spool"
+    _running_job(d, tmp_path)
+    filler = spool / "filler"
+    _fill(filler)
+    for _ in range(3):
+        _refused(_submit(d, TRUE, tmp_path), spool / DB_NAME, "full")
+    _serving(d)
+    assert counts(d).get(2) == 1          # the running job runs on
+    filler.unlink()
+    res = _submit(d, TRUE, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert counts(d).get(2) == 1
+    assert "internal error" not in d.whole_log()
+
+
+def test_an_unwritable_log_refuses_submissions_and_a_broken_shm_is_harmless(
+        plain_daemon: Daemon, tmp_path: Path) -> None:
+    d = plain_daemon
+    spool = d.state / "spool"
+    _running_job(d, tmp_path)
+    # no -shm file is mapped into the daemon: one put there cannot hurt it
+    shm = spool / (DB_NAME + "-shm")
+    assert not shm.exists()
+    shm.write_bytes(b"")
+    _chattr("+i", shm)
+    try:
+        assert _submit(d, TRUE, tmp_path).returncode == 0
+        _serving(d)
+    finally:
+        _chattr("-i", shm)
+    shm.unlink()
+    wal = spool / (DB_NAME + "-wal")
+    assert wal.exists()
+    _chattr("+i", wal)
+    try:
+        _refused(_submit(d, TRUE, tmp_path), spool / DB_NAME, "not writable")
+        _serving(d)
+        assert counts(d).get(2) == 1
+    finally:
+        _chattr("-i", wal)
+    assert _submit(d, TRUE, tmp_path).returncode == 0
+    assert "internal error" not in d.whole_log()
+
+
+def test_the_spool_is_not_left_mounted(tmp_path: Path) -> None:
+    """The fixture's tmpfs goes with its test (a guard for the ones above)."""
+    where = tmp_path / "m"
+    with small_tmpfs(where, "64k"):
+        assert os.path.ismount(where)
+    assert not os.path.ismount(where)
+    shutil.rmtree(where)
