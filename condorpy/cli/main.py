@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tail": ("condorpy.cli.tail_cmd", "show a running job's output (like condor_tail)"),
     "restart": ("condorpy.cli.daemon_cmds:restart_main", "restart the daemon, keeping "
                 "running jobs (like condor_restart)"),
+    "store": ("condorpy.cli.store_cmd", "recover a damaged job store (store salvage)"),
 }
 
 
