@@ -22,6 +22,7 @@ from condorpy.queue.jobstore import DB_NAME, HistoryLimits, StoreUnusable
 from condorpy.startd.metrics import metrics_address
 from condorpy.startd.paths import daemon_paths
 from condorpy.queue.store_check import inspect_files
+from condorpy.queue.store_errors import StoreDamaged
 
 # sysexits.h's EX_CONFIG; systemd/condorpy.service names it in RestartPreventExitStatus=
 EXIT_STORE_REFUSED = 78
@@ -58,15 +59,15 @@ def main(argv: list[str]) -> int:
     try:
         daemon = Startd(args.config, foreground=args.foreground,
                         fresh_queue=args.fresh_queue)
-    except StoreUnusable as exc:
+        daemon.start()
+    except (StoreUnusable, StoreDamaged) as exc:   # a row that does not read, too
         return _refused(exc)
-    daemon.start()
     rc = daemon.run()
     if daemon.restart_requested:      # condorpy restart: this process, anew
         restart_in_place(sys.orig_argv, sys.executable)
     return rc
 
 
-def _refused(exc: StoreUnusable) -> int:
+def _refused(exc: StoreUnusable | StoreDamaged) -> int:
     print(f"condorpy startd: error: {exc}", file=sys.stderr)
     return EXIT_STORE_REFUSED

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import ClassAdError, QueueError
 from condorpy.inputs import shorten
+from condorpy.queue.store_errors import SALVAGE_HINT, StoreDamaged
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "FINAL", "JobRow", "shorten",
            "parse_constraint", "record_of", "select", "ad_text", "int_of", "status_of"]
@@ -77,8 +78,11 @@ def record_of(row: JobRow, path: str) -> JobRecord:
     try:
         ad = ClassAd.parse_new(text, source=f"{path} job {cluster}.{proc}")
     except ClassAdError as exc:
-        raise QueueError(f"job {cluster}.{proc} has an unreadable ad: {exc}",
-                         path=path) from None
+        # only this store wrote the row: a row it cannot read back is damage
+        said = exc.message.splitlines()[0]
+        raise StoreDamaged(f"job {cluster}.{proc} has an unreadable ad ({said}); the "
+                           f"store is damaged: {SALVAGE_HINT}", path=path,
+                           cause=said) from None
     return JobRecord(JobId(cluster, proc), JobStatus(status), entered, ad)
 
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from condorpy.queue.jobstore import DB_NAME
+from condorpy.classad import ClassAd
+from condorpy.queue.jobstore import DB_NAME, JobStore
 from tests.queue.test_store_faults import _chattr, _fill, small_tmpfs
 from tests.startd.daemon_helpers import Daemon, counts, wait_for
 
@@ -123,3 +126,39 @@ def test_the_spool_is_not_left_mounted(tmp_path: Path) -> None:
         assert os.path.ismount(where)
     assert not os.path.ismount(where)
     shutil.rmtree(where)
+
+
+def test_a_row_that_does_not_read_stops_the_start_until_salvaged(tmp_path: Path) -> None:
+    """Damage that PRAGMA quick_check cannot see (a row's bytes, not the b-tree's) is
+    met when the daemon first reads the queue: it refuses to start with the file named
+    and the way out (78, which systemd does not restart on); the salvage keeps the
+    other jobs and names the lost one; the daemon then starts on the result."""
+    d = Daemon(tmp_path / "d", extra="START = False\n")
+    spool = d.state / "spool"
+    with JobStore(spool) as st:
+        st.submit([ClassAd({"Cmd": "/bin/true", "ProcId": i, "Owner": "root"})
+                   for i in range(3)])
+    raw = sqlite3.connect(spool / DB_NAME)
+    raw.execute("UPDATE jobs SET ad='[ Cmd = ' WHERE proc=1")
+    raw.commit()
+    raw.close()
+    try:
+        res = subprocess.run([sys.executable, "-m", "condorpy", "startd", "-f"],
+                             env=d.env(), capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+        assert res.returncode == 78, res
+        last = res.stderr.strip().splitlines()[-1]      # -f: the log goes there too
+        assert last.startswith("condorpy startd: error: ") and str(spool / DB_NAME) in last \
+            and "condorpy store salvage" in last, res.stderr
+        assert "internal error" not in res.stderr
+        out = d.cli("store", "salvage", check=False)
+        assert out.returncode == 3, out
+        assert "kept 2 queued job(s)" in out.stdout and "lost 1 job(s): 1.1" in out.stdout
+        d.start()
+        got = d.cli("q", "-allusers", "-af", "ClusterId", "ProcId").stdout.split("\n")
+        assert [ln for ln in got if ln.strip()] == ["1 0", "1 2"]
+        (tmp_path / "job.sub").write_text("executable = /bin/true\nqueue\n")
+        assert "cluster 2." in d.cli("submit", "job.sub", cwd=tmp_path).stdout
+    finally:
+        d.stop()
+        d.kill_leftovers()
