@@ -76,6 +76,7 @@ class JobStore:
         """Reserve a cluster id (persisted: never handed out twice, even after a
         crash). A reserved id that is never submitted is simply skipped. With
         ``owner_uid`` only that uid may submit into it (:meth:`submit`)."""
+        self.db.admit()
         with self.db.transaction() as db:
             cid = self._take_cluster(db)
             if owner_uid is not None:
@@ -111,6 +112,7 @@ class JobStore:
         ``owner_uid`` the id must have been reserved by that uid."""
         if not ads:
             raise QueueError("nothing to submit: no job ads", path=self.path)
+        self.db.admit()
         now = self.db.now()
         with self.db.transaction() as db:
             if cluster_id is None:

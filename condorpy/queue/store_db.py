@@ -18,6 +18,11 @@ refused while it does; everyone else asks the daemon over its control socket.
 SQLite's errors leave the store as :mod:`.store_errors` says: a QueueError naming the
 file and the cause (full, unwritable, damaged), never ``sqlite3.Error``.
 
+A full file system must not cost what already runs: the end of a running job is
+recorded even then. So the writer keeps a reserve file of RESERVE_BYTES beside the
+store; a transaction that finds less than that free gives it up first, and a new
+submission (:meth:`StoreDb.admit`) is refused until the reserve can be made again.
+
 A store is created only where none existed; a file that is there but empty, unreadable,
 damaged or not condorpy's raises :class:`StoreUnusable` (``fresh=True``, the
 administrator's ``-fresh-queue``, moves it aside first: :mod:`.store_check`).
@@ -35,13 +40,15 @@ from condorpy.errors import QueueError
 from condorpy.queue import history_rotation
 from condorpy.queue.store_check import StoreUnusable, inspect_files, set_aside
 from condorpy.queue.store_errors import (StoreBusy, StoreConnection, StoreDamaged,
-                                         os_store_error, store_error)
+                                         StoreFull, os_store_error, store_error)
 
 __all__ = ["StoreDb", "SCHEMA_VERSION", "DB_NAME"]
 
 SCHEMA_VERSION = 1
 DB_NAME = "condorpy_queue.sqlite3"
 _LOCK_NAME = DB_NAME + ".lock"
+RESERVE_NAME = "condorpy_store.reserve"
+RESERVE_BYTES = 256 * 1024     # a few dozen job ends' worth of write-ahead log frames
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -116,6 +123,7 @@ class StoreDb:
                 self.damage = exc
                 self.set_aside = set_aside(self.path, self.clock())
                 self._open_checked()
+            self._make_reserve()
         except OSError as exc:
             self.close()
             raise os_store_error(exc, self.path) from None
@@ -270,6 +278,7 @@ class StoreDb:
         if self.readonly:
             raise QueueError("the job store was opened read-only", path=self.path)
         db = self._db
+        self._spend_reserve_if_short()
         # IMMEDIATE: take the write lock at the start, so a transaction never fails
         # half-way for want of it.
         db.execute("BEGIN IMMEDIATE")
@@ -289,6 +298,63 @@ class StoreDb:
                 db.execute("ROLLBACK")
             except QueueError:
                 pass
+
+    # --- the reserve ----------------------------------------------------------------
+
+    def _reserve_path(self) -> str:
+        return os.path.join(self.spool, RESERVE_NAME)
+
+    def _make_reserve(self) -> bool:
+        """Make the reserve file where it is missing; whether it is there now."""
+        path = self._reserve_path()
+        if os.path.exists(path):
+            return True
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            return True
+        try:
+            try:
+                block = b"\0" * 65536          # written, not sparse: the space is taken
+                for _ in range(RESERVE_BYTES // len(block)):
+                    os.write(fd, block)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            os.unlink(path)
+            return False
+        return True
+
+    def _free(self) -> int | None:
+        try:
+            st = os.statvfs(self.spool)
+        except OSError:
+            return None
+        return st.f_bavail * st.f_frsize
+
+    def _spend_reserve_if_short(self) -> None:
+        free = self._free()
+        if free is not None and free < RESERVE_BYTES:
+            try:
+                os.unlink(self._reserve_path())
+            except OSError:
+                pass      # spent already: the write meets what it meets
+
+    def admit(self) -> None:
+        """Before new work is stored: a StoreFull unless the reserve is there and as
+        much again is free (so the jobs already queued can still be started and ended,
+        and a submission never spends the reserve)."""
+        if self.readonly:
+            return
+        made = self._make_reserve()
+        free = self._free()
+        if not made or (free is not None and free < RESERVE_BYTES):
+            raise StoreFull(f"the job store's file system is full: less than "
+                            f"{RESERVE_BYTES // 1024} KiB free beyond the reserve kept "
+                            f"for recording the jobs already queued ({RESERVE_NAME}); new "
+                            "work is refused until there is room", path=self.path,
+                            cause="reserve")
 
     def conn(self) -> sqlite3.Connection:
         """The connection, for reading (committed states only)."""

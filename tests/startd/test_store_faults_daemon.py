@@ -54,8 +54,8 @@ def _submit(d: Daemon, text: str, cwd: Path) -> subprocess.CompletedProcess[str]
     return d.cli("submit", "job.sub", cwd=cwd, check=False)
 
 
-def _running_job(d: Daemon, cwd: Path) -> None:
-    assert _submit(d, SLEEP, cwd).returncode == 0
+def _running_job(d: Daemon, cwd: Path, text: str = SLEEP) -> None:
+    assert _submit(d, text, cwd).returncode == 0
     wait_for(lambda: counts(d).get(2) == 1, 60, d.output)
 
 
@@ -82,12 +82,32 @@ def test_a_full_spool_refuses_submissions_at_once_and_recovers_by_itself(
     for _ in range(3):
         _refused(_submit(d, TRUE, tmp_path), spool / DB_NAME, "full")
     _serving(d)
-    assert counts(d).get(2) == 1          # the running job runs on
+    assert d.statuses()["1.0"] == 2       # the running job runs on
     filler.unlink()
     res = _submit(d, TRUE, tmp_path)
     assert res.returncode == 0, res.stderr
-    assert counts(d).get(2) == 1
+    assert d.statuses()["1.0"] == 2
     assert "internal error" not in d.whole_log()
+
+
+def test_a_job_that_ends_while_the_spool_is_full_has_its_end_recorded(
+        daemon: Daemon, tmp_path: Path) -> None:
+    """The store keeps a reserve for what already runs: with the SPOOL full, new work
+    is refused, but a running job's end is still recorded and its slot freed."""
+    d = daemon
+    spool = d.state / "spool"
+    flag = tmp_path / "go"
+    waiter = (f"executable = /bin/sh\narguments = \"-c 'while [ ! -e {flag} ]; "
+              "do sleep 0.2; done'\"\nqueue\n")
+    _running_job(d, tmp_path, waiter)
+    _fill(spool / "filler")
+    _refused(_submit(d, TRUE, tmp_path), spool / DB_NAME, "full")
+    flag.touch()
+    wait_for(lambda: d.statuses().get("1.0") == 4, 60, d.output)
+    _serving(d)
+    assert "job 1.0" in d.whole_log() and "internal error" not in d.whole_log()
+    (spool / "filler").unlink()
+    assert _submit(d, TRUE, tmp_path).returncode == 0
 
 
 def test_an_unwritable_log_refuses_submissions_and_a_broken_shm_is_harmless(
@@ -112,7 +132,7 @@ def test_an_unwritable_log_refuses_submissions_and_a_broken_shm_is_harmless(
     try:
         _refused(_submit(d, TRUE, tmp_path), spool / DB_NAME, "not writable")
         _serving(d)
-        assert counts(d).get(2) == 1
+        assert d.statuses()["1.0"] == 2
     finally:
         _chattr("-i", wal)
     assert _submit(d, TRUE, tmp_path).returncode == 0
