@@ -9,6 +9,7 @@ deterministically through its hook.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -565,7 +566,9 @@ def test_a_scratch_directory_left_in_an_old_queue_is_not_obeyed(
                      "queue\n")
         wait_for(lambda: _status(d, c1) == 5, 30, d.output)
         d.stop()
-        with sqlite3.connect(d.state / "spool" / "condorpy_queue.sqlite3") as db:
+        # closed before the daemon starts: it holds the store alone (locking_mode)
+        with contextlib.closing(sqlite3.connect(d.state / "spool" /
+                                                "condorpy_queue.sqlite3")) as db, db:
             (ad,) = db.execute("SELECT ad FROM jobs WHERE cluster=?", (c1,)).fetchone()
             assert ad.lstrip().startswith("[")
             ad = ad.replace("[", '[ CondorpyPreparedScratch = "/etc"; ', 1)
