@@ -250,8 +250,41 @@ class JobStore:
 
     def cluster(self, cluster_id: int) -> Iterator[JobRecord]:
         """The jobs of one cluster, in proc order, read a chunk at a time."""
-        for chunk in self.chunks(cluster=cluster_id):
-            yield from chunk
+        for row in self.cluster_rows(cluster_id):
+            yield record_of(row, self.path)
+
+    def rows_with_status(self, *statuses: JobStatus) -> Iterator[JobRow]:
+        """The rows of the jobs in one of ``statuses``, in id order, unparsed, read a
+        chunk at a time (no statement open between chunks)."""
+        marks = ", ".join("?" * len(statuses))
+        last = (0, -1)
+        while True:
+            rows = self.db.conn().execute(
+                "SELECT cluster, proc, status, entered, ad FROM jobs WHERE status IN "
+                f"({marks}) AND (cluster, proc) > (?, ?) ORDER BY cluster, proc "
+                f"LIMIT {_CHUNK}", (*(int(s) for s in statuses), *last)).fetchall()
+            yield from rows
+            if len(rows) < _CHUNK:
+                return
+            last = (rows[-1][0], rows[-1][1])
+
+    def jobs_with_status(self, *statuses: JobStatus) -> Iterator[JobRecord]:
+        """:meth:`rows_with_status`, read into records."""
+        for row in self.rows_with_status(*statuses):
+            yield record_of(row, self.path)
+
+    def cluster_rows(self, cluster_id: int) -> Iterator[JobRow]:
+        """:meth:`cluster`'s rows as stored, unparsed (for a caller that reads an ad
+        only when its text says it must)."""
+        last = -1
+        while True:
+            rows = self.db.conn().execute(
+                "SELECT cluster, proc, status, entered, ad FROM jobs WHERE cluster=? "
+                f"AND proc > ? ORDER BY proc LIMIT {_CHUNK}", (cluster_id, last)).fetchall()
+            yield from rows
+            if len(rows) < _CHUNK:
+                return
+            last = rows[-1][1]
 
     def counts(self) -> dict[JobStatus, int]:
         return {JobStatus(s): n for s, n in self.db.conn().execute(

@@ -81,10 +81,13 @@ class StagedJobs:
 
     def owner_count(self, owner: str) -> int:
         """Jobs in the queue whose Owner is ``owner``: found in the stored text (an
-        attribute's name is case-blind, a string's quote is escaped inside another
-        string), so the queue's ads are not parsed to count them."""
+        attribute's name is case-blind, a string's quote and newline are escaped
+        inside another string), so the queue's ads are not parsed to count them."""
         needle = f'owner = "{owner}"'.lower()
+        # a line of the old format (the store's), or an item of the new format (rows
+        # written before it)
         (n,) = self.db.conn().execute(
-            "SELECT count(*) FROM jobs WHERE instr(lower(ad), ?) OR instr(lower(ad), ?)",
-            ("; " + needle, "[ " + needle)).fetchone()
+            "SELECT count(*) FROM jobs WHERE instr(lower(char(10) || ad), ?) "
+            "OR instr(lower(ad), ?) OR instr(lower(ad), ?)",
+            ("\n" + needle + "\n", "; " + needle, "[ " + needle)).fetchone()
         return int(n)

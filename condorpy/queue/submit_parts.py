@@ -18,7 +18,7 @@ from condorpy.classad import ClassAd
 __all__ = ["PART_BYTES", "PART_JOBS", "parts"]
 
 PART_BYTES = 2 << 20      # of job text per request, well under the wire's 16 MB
-PART_JOBS = 5000
+PART_JOBS = 1000          # the daemon's loop spends well under a second on one
 
 
 def _lines(ad: ClassAd) -> dict[str, str]:

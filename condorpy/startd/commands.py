@@ -30,6 +30,7 @@ from condorpy.queue.limits import QueueLimits
 from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
+from condorpy.queue.records import record_of
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import StarterHandle
@@ -315,9 +316,16 @@ class Commands:
 
     def _queued(self, cluster_id: int, count: int, peer: control.Peer) -> Any:
         log.info("%d job(s) submitted to cluster %d by %s", count, cluster_id, peer.user)
-        for rec in self.d.store.cluster(cluster_id):
-            self.d.job_log.submitted(rec.ad, self.d.schedd_name())
-            self.d.schedd.submitted((rec,))
+        for row in self.d.store.cluster_rows(cluster_id):
+            # an ad is read only when it has a user log to write or a priority: the
+            # rest of a large cluster goes to the matchmaker by id alone
+            lower = row[4].lower()
+            if "userlog" in lower or "jobprio" in lower or row[2] != JobStatus.IDLE:
+                rec = record_of(row, self.d.store.path)
+                self.d.job_log.submitted(rec.ad, self.d.schedd_name())
+                self.d.schedd.submitted((rec,))
+            else:
+                self.d.schedd.queued(JobId(row[0], row[1]), 0.0)
         return {"cluster": cluster_id, "count": count}
 
     def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from condorpy.classad.formats import parse_new
+from condorpy.queue.records import ad_of_text
 from condorpy.startd.client import RequestRefused
 from tests.startd.daemon_helpers import Daemon
 
@@ -57,7 +57,7 @@ def test_limits_refuse_in_condor_submits_words_and_queue_nothing(
     assert rc != 0 and "MAX_JOBS_SUBMITTED exceeded. Current=8, Limit=8" in err, err
     assert queued(daemon) == 8
     with daemon.db() as db:
-        ads = [parse_new(t) for (t,) in db.execute(
+        ads = [ad_of_text(t) for (t,) in db.execute(
             "SELECT ad FROM jobs ORDER BY cluster, proc")]
     assert [a.evaluate("Args") for a in ads[:5]] == [f"job {i}" for i in range(5)]
     assert {a.evaluate("TotalSubmitProcs") for a in ads[:5]} == {5}
