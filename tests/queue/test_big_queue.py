@@ -5,10 +5,11 @@ nothing, and the queue read a chunk at a time."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from condorpy.classad import ClassAd
+from condorpy.classad import ClassAd, parse_expr
 from condorpy.classad.formats import parse_old
 from condorpy.config import load_config
 from condorpy.errors import QueueError
@@ -166,3 +167,60 @@ def test_rows_of_either_format_are_read_and_new_ones_are_old_format(tmp_path: Pa
         got = {str(r.job_id): r.ad.get("Args") for r in st.jobs()}
         assert got == {f"{cid}.0": "a b", f"{cid}.1": "a\nb; c", f"{cid + 1}.0": None}
         assert st.queued_by("alice") == 3
+
+
+class _NoRuns:
+    """The running side, for a queue none of whose jobs runs."""
+
+    def apply(self, outputs: object) -> None: ...
+
+    def activate(self, job_id: object, claim_id: str, slot: str) -> bool:
+        return False
+
+    def slot_of(self, claim_id: str) -> str:
+        return ""
+
+    def is_running(self, job_id: object) -> bool:
+        return False
+
+    def leaving(self, job_id: object) -> bool:
+        return False
+
+    def stop_running(self, *args: object) -> bool:
+        return False
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.stopped_jobs: list[object] = []
+
+    def stopped(self, ad: ClassAd, *args: object) -> None:
+        self.stopped_jobs.append((ad["ClusterId"], ad["ProcId"]))
+
+    def released(self, ad: ClassAd, reason: str) -> None: ...
+
+
+def test_the_periodic_policy_walks_a_long_queue_a_chunk_per_turn(tmp_path: Path) -> None:
+    from condorpy.clock import ManualClock
+    from condorpy.queue.matchmaker import LocalSchedd
+    clock = ManualClock(1000.0)
+    events = _Events()
+    with JobStore(tmp_path, clock=clock.time) as st:
+        st.submit([ClassAd({"Owner": "a", "PeriodicHold": parse_expr("ProcId % 2 == 0")})
+                   for _ in range(1200)])
+        engine = SimpleNamespace(settings=SimpleNamespace(eval_step_limit=250_000))
+        schedd = LocalSchedd(engine, st, clock, _NoRuns(), events,  # type: ignore[arg-type]
+                             started_at=0.0, knob=lambda name: None,
+                             periodic_interval=lambda: 60)
+        turns = 0
+        while True:
+            schedd.periodic()
+            turns += 1
+            if schedd.next_periodic > clock.monotonic():
+                break
+            # due again at once: the loop serves others, then comes back for more
+            assert schedd.next_periodic == clock.monotonic() and turns < 10
+        assert turns >= 3                   # 1,200 jobs, at most 500 a turn
+        assert schedd.next_periodic == clock.monotonic() + 60
+        assert len(events.stopped_jobs) == 600
+        assert st.counts() == {JobStatus.IDLE: 600, JobStatus.HELD: 600}
