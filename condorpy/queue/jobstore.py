@@ -23,7 +23,8 @@ from condorpy.errors import ClassAdError, QueueError
 from condorpy.queue.claim_rows import ClaimRecord, LocalClaimRows, PoolClaimRows
 from condorpy.queue.history_rotation import HistoryLimits
 from condorpy.queue.history_store import HistoryStore
-from condorpy.queue.records import (FINAL, JobId, JobRecord, JobRow, JobStatus, ad_text,
+from condorpy.queue.records import (FINAL, Differ, JobId, JobRecord, JobRow, JobStatus,
+                                    ad_text,
                                     int_of,
                                     parse_constraint, record_of, select, shorten,
                                     status_of)
@@ -42,6 +43,7 @@ _OFF_SLOT = (JobStatus.IDLE, JobStatus.HELD, JobStatus.REMOVED, JobStatus.COMPLE
 _RESERVED_BY = "reserved_by."
 _RESERVATIONS_KEPT = 10000
 _CHUNK = 500       # rows read at a time by chunks()
+_CHUNK_BYTES = 256 * 1024     # ...or fewer, when their ads hold this much text
 
 
 class JobStore:
@@ -160,9 +162,9 @@ class JobStore:
                                  f"not for uid {owner_uid}", path=self.path)
 
     @staticmethod
-    def row_of(src: ClassAd, cluster_id: int, index: int, now: int) -> JobRow:
-        """The jobs row of a submitted ad: its ProcId (else ``index``), JobStatus (else
-        idle) and EnteredCurrentStatus (else ``now``) set in a copy."""
+    def prepared(src: ClassAd, cluster_id: int, index: int, now: int) -> ClassAd:
+        """A submitted ad as its row holds it: ClusterId, its ProcId (else ``index``),
+        JobStatus (else idle) and EnteredCurrentStatus (else ``now``) set in a copy."""
         ad = src.copy()
         proc = ad.get("ProcId")
         if not isinstance(proc, int) or isinstance(proc, bool):
@@ -173,9 +175,27 @@ class JobStore:
         ad["JobStatus"] = int(status)
         entered = ad.get("EnteredCurrentStatus")
         if not isinstance(entered, int) or isinstance(entered, bool):
-            entered = now
             ad["EnteredCurrentStatus"] = now
-        return (cluster_id, proc, int(status), entered, ad_text(ad))
+        return ad
+
+    @classmethod
+    def row_of(cls, src: ClassAd, cluster_id: int, index: int, now: int,
+               like: tuple[Differ, str] | None = None) -> JobRow:
+        """The jobs row of a submitted ad (:meth:`prepared`). ``like``: a prepared ad
+        of the same submission (as a Differ) and its stored text; the row is then that
+        text followed by the lines that differ (a later line wins), as HTCondor keeps
+        a proc's ad as its differences from the cluster's, rather than every
+        attribute written out again."""
+        ad = cls.prepared(src, cluster_id, index, now)
+        text = None
+        if like is not None:
+            diff = like[0].of(ad)
+            if diff is not None:
+                extra = diff.to_old()
+                if "\\" not in extra:
+                    text = like[1] + extra
+        return (cluster_id, int(ad.get("ProcId")), int(ad.get("JobStatus")),
+                int(ad.get("EnteredCurrentStatus")), text or ad_text(ad))
 
     def stage(self, cluster_id: int, rows: Iterable[JobRow], *,
               owner_uid: int | None = None) -> int:
@@ -233,13 +253,23 @@ class JobStore:
         where = "" if cluster is None else f"cluster = {int(cluster)} AND "
         while True:
             chunk = _CHUNK if expr is not None or left is None else min(_CHUNK, left)
-            rows = self.db.conn().execute(
+            cur = self.db.conn().execute(
                 "SELECT cluster, proc, status, entered, ad FROM jobs "
                 f"WHERE {where}(cluster, proc) > (?, ?) ORDER BY cluster, proc "
-                f"LIMIT {chunk}", last).fetchall()
+                f"LIMIT {chunk}", last)
+            # bounded in bytes too: a reply to a reader that stalls holds one chunk
+            rows, size = [], 0
+            for row in cur:
+                rows.append(row)
+                size += len(row[4])
+                if size >= _CHUNK_BYTES:
+                    break
+            cur.close()
             if not rows:
                 return
             last = (rows[-1][0], rows[-1][1])
+            if size >= _CHUNK_BYTES and len(rows) < chunk:
+                chunk = len(rows)       # cut short by size, not the end of the queue
             found = select(rows, expr, path=self.path, clock=self.db.clock, limit=left,
                            budget=budget)
             if left is not None:

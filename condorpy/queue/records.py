@@ -14,7 +14,7 @@ from condorpy.inputs import shorten
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "FINAL", "JobRow", "shorten",
            "parse_constraint", "record_of", "select", "ad_text", "ad_of_text", "int_of",
-           "status_of"]
+           "status_of", "Differ"]
 
 
 class JobStatus(enum.IntEnum):
@@ -119,6 +119,41 @@ def ad_text(ad: ClassAd) -> str:
     way it reads back exactly as it was."""
     text = ad.to_old()
     return ad.to_new() if "\\" in text else text
+
+
+class Differ:
+    """The attributes in which ads differ from one reference ad (a cluster's first
+    job): an attribute is the same when it is the same expression object, an equal
+    constant of the same type, or an expression of the same text."""
+
+    def __init__(self, ref: ClassAd) -> None:
+        self.ref = ref
+        self._texts: dict[str, str] = {}
+
+    def _same(self, name: str, expr: Expr) -> bool:
+        was = self.ref.lookup(name)
+        if was is None:
+            return False
+        if was is expr:
+            return True
+        if expr.is_constant or was.is_constant:
+            return expr.is_constant and was.is_constant and \
+                type(expr.const) is type(was.const) and expr.const == was.const
+        lc = name.lower()
+        if lc not in self._texts:
+            self._texts[lc] = str(was)
+        return self._texts[lc] == str(expr)
+
+    def of(self, ad: ClassAd) -> ClassAd | None:
+        """``ad``'s differences from the reference, as an ad; None when ``ad`` lacks
+        one of the reference's attributes (differences cannot say so)."""
+        if any(name not in ad for name in self.ref):
+            return None
+        out = ClassAd()
+        for name, expr in ad.items():
+            if not self._same(name, expr):
+                out[name] = expr
+        return out
 
 
 def ad_of_text(text: str, source: str | None = None) -> ClassAd:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from condorpy.classad import ClassAd
+from condorpy.queue.records import Differ
 
 __all__ = ["PART_BYTES", "PART_JOBS", "parts"]
 
@@ -37,6 +38,7 @@ def parts(cluster: int, total: int, ads: Iterable[ClassAd], *,
     """The ``submit`` requests' arguments for ``total`` jobs ``ads`` of ``cluster``;
     only the last says ``more: false``. Holds one part at a time."""
     common: dict[str, str] | None = None
+    differ: Differ | None = None
     common_text = ""
     procs: list[str] = []
     unset: dict[str, list[str]] = {}
@@ -51,13 +53,20 @@ def parts(cluster: int, total: int, ads: Iterable[ClassAd], *,
         return out
 
     for ad in ads:
-        lines = _lines(ad)
-        if common is None:
-            common = lines
-            common_text = "\n".join(lines.values()) + "\n"
-        diff = [line for name, line in lines.items() if common.get(name) != line]
-        gone = [ad_name for ad_name in common if ad_name not in lines]
-        text = "\n".join(diff)
+        if common is None or differ is None:
+            common = _lines(ad)
+            differ = Differ(ad)
+            common_text = "\n".join(common.values()) + "\n"
+        # only the attributes that differ are written out (writing every attribute of
+        # every job was most of the client's time)
+        diff = differ.of(ad)
+        if diff is not None:
+            text, gone = diff.to_old().rstrip("\n"), []
+        else:
+            lines = _lines(ad)
+            text = "\n".join(line for name, line in lines.items()
+                             if common.get(name) != line)
+            gone = [ad_name for ad_name in common if ad_name not in lines]
         if procs and (size + len(text) > part_bytes or len(procs) >= part_jobs):
             yield part(True)
             first += len(procs)

@@ -30,7 +30,7 @@ from condorpy.queue.limits import QueueLimits
 from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
-from condorpy.queue.records import record_of
+from condorpy.queue.records import Differ, ad_text, record_of
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import StarterHandle
@@ -234,6 +234,7 @@ class Commands:
             now = int(self.d.clock.time())
             rows = []
             admitted: list[ClassAd] = []
+            like: tuple[Differ, str] | None = None
             for k, text in enumerate(procs):
                 i = first + k
                 ad = base.copy()
@@ -244,7 +245,13 @@ class Commands:
                 ad = self._admitted(ad, i, peer, now)
                 ad["TotalSubmitProcs"] = total
                 admitted.append(ad)
-                rows.append(store.row_of(ad, cluster, i, now))
+                if like is None:
+                    # the part's first job, as stored, is what the others' rows repeat
+                    first_ad = store.prepared(ad, cluster, i, now)
+                    first_text = ad_text(first_ad)
+                    if "\\" not in first_text:
+                        like = (Differ(first_ad), first_text)
+                rows.append(store.row_of(ad, cluster, i, now, like))
             self._not_costly(admitted, peer)
             staged = store.stage(cluster, rows, owner_uid=peer.uid)
             if more:

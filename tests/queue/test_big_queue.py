@@ -224,3 +224,26 @@ def test_the_periodic_policy_walks_a_long_queue_a_chunk_per_turn(tmp_path: Path)
         assert schedd.next_periodic == clock.monotonic() + 60
         assert len(events.stopped_jobs) == 600
         assert st.counts() == {JobStatus.IDLE: 600, JobStatus.HELD: 600}
+
+
+def test_a_staged_row_is_its_first_jobs_text_and_its_differences(tmp_path: Path) -> None:
+    from condorpy.queue.records import Differ, ad_text, record_of
+    ads = parse_submit(SUB, "s", cluster_id=3, owner="alice", submit_dir="/tmp", qdate=5)
+    first = JobStore.prepared(ads[0], 3, 0, 5)
+    like = (Differ(first), ad_text(first))
+    for i, ad in enumerate(ads):
+        row = JobStore.row_of(ad, 3, i, 5, like)
+        assert row[4].startswith(like[1])
+        extra = row[4][len(like[1]):]
+        assert "Cmd" not in extra and (i == 0 or f"ProcId = {i}" in extra)
+        whole = JobStore.row_of(ad, 3, i, 5)
+        assert record_of(row, "s").ad == record_of(whole, "s").ad
+        assert row[:4] == whole[:4]
+
+
+def test_chunks_are_bounded_in_bytes_as_well(tmp_path: Path) -> None:
+    with JobStore(tmp_path) as st:
+        st.submit([ClassAd({"Owner": "a", "Pad": "y" * 100_000}) for _ in range(10)])
+        chunks = list(st.chunks())
+        assert max(len(c) for c in chunks) <= 3
+        assert [r.job_id.proc for c in chunks for r in c] == list(range(10))
