@@ -10,17 +10,21 @@ import getpass
 import os
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from condorpy.cli.parsing import tool_parser
 from condorpy.config import load_config
-from condorpy.errors import CondorpyError
+from condorpy.classad import ClassAd
+from condorpy.errors import CondorpyError, SubmitError
 from condorpy.inputs import read_text
 from condorpy.startd.client import DaemonUnreachable, call
 from condorpy.startd.reconfig_report import EXIT_RESTART_NEEDED, ReconfigReport
 from condorpy.startd.paths import client_socket
-from condorpy.queue.submit import LocalFS, parse_submit, read_description
+from condorpy.queue.submit import (LocalFS, SubmitDescription, count_jobs, read_description,
+                                   submit_ads)
+from condorpy.queue.submit_parts import parts
 from condorpy.queue.submit_checks import check_executables, unused_lines
 
 
@@ -58,16 +62,38 @@ def submit_main(argv: list[str]) -> int:
         print(f"condorpy submit: {warning}", file=sys.stderr)
     cfg = load_config(args.config)
     path = client_socket(cfg)
-    cluster = call(path, "new_cluster", {})
-    ads = parse_submit(text, source, cluster_id=int(cluster), owner=getpass.getuser(),
-                       submit_dir=os.getcwd(), qdate=int(time.time()), env=dict(os.environ),
-                       uid_domain=cfg.get("UID_DOMAIN") or "localhost",
-                       filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None)
-    check_executables(desc, ads, LocalFS())
-    got = call(path, "submit", {"cluster": int(cluster), "ads": [ad.to_old() for ad in ads]})
-    print("Submitting job(s)" + "." * len(ads))
+    cluster = int(call(path, "new_cluster", {}))
+    env = dict(os.environ)
+    # made and sent a part at a time (condorpy.queue.submit_parts): neither end holds a
+    # large submission whole, and the daemon queues it all or nothing
+    total = count_jobs(text, source, cluster_id=cluster, submit_dir=os.getcwd(), env=env)
+    ads = submit_ads(text, source, cluster_id=cluster, owner=getpass.getuser(),
+                     submit_dir=os.getcwd(), qdate=int(time.time()), env=env,
+                     uid_domain=cfg.get("UID_DOMAIN") or "localhost",
+                     filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None)
+    got: Any = None
+    try:
+        for part in parts(cluster, total, _checked(desc, ads)):
+            got = call(path, "submit", part)
+    except (SubmitError, KeyboardInterrupt):
+        # what the daemon holds of this submission goes; nothing was queued
+        call(path, "submit", {"cluster": cluster, "abort": True})
+        raise
+    print("Submitting job(s)" + "." * int(got["count"]))
     print(f"{got['count']} job(s) submitted to cluster {got['cluster']}.")
     return 0
+
+
+def _checked(desc: SubmitDescription, ads: Iterable[ClassAd]) -> Iterator[ClassAd]:
+    """``ads``, each executable checked as condor_submit does before it is sent."""
+    seen: set[str] = set()
+    for ad in ads:
+        cmd = ad.evaluate("Cmd")
+        if not (isinstance(cmd, str) and cmd in seen):
+            check_executables(desc, [ad], LocalFS())
+            if isinstance(cmd, str):
+                seen.add(cmd)
+        yield ad
 
 
 def _job_selection(p: argparse.ArgumentParser) -> None:

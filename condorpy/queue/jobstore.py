@@ -15,17 +15,20 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from condorpy.classad import CallContext, ClassAd, Expr
+from condorpy.classad import Budget, CallContext, ClassAd, Expr
 from condorpy.errors import ClassAdError, QueueError
 from condorpy.queue.claim_rows import ClaimRecord, LocalClaimRows, PoolClaimRows
 from condorpy.queue.history_rotation import HistoryLimits
 from condorpy.queue.history_store import HistoryStore
-from condorpy.queue.records import (FINAL, JobId, JobRecord, JobStatus, ad_text, int_of,
+from condorpy.queue.records import (FINAL, Differ, JobId, JobRecord, JobRow, JobStatus,
+                                    ad_text,
+                                    int_of,
                                     parse_constraint, record_of, select, shorten,
                                     status_of)
+from condorpy.queue.staging import StagedJobs
 from condorpy.queue.starter_rows import StarterRecord, StarterRows
 from condorpy.queue.store_check import StoreUnusable
 from condorpy.queue.store_db import DB_NAME, SCHEMA_VERSION, StoreDb
@@ -39,6 +42,8 @@ __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "J
 _OFF_SLOT = (JobStatus.IDLE, JobStatus.HELD, JobStatus.REMOVED, JobStatus.COMPLETED)
 _RESERVED_BY = "reserved_by."
 _RESERVATIONS_KEPT = 10000
+_CHUNK = 500       # rows read at a time by chunks()
+_CHUNK_BYTES = 256 * 1024     # ...or fewer, when their ads hold this much text
 
 
 class JobStore:
@@ -60,6 +65,7 @@ class JobStore:
         self.starters = StarterRows(self.db)
         self.claims = LocalClaimRows(self.db)
         self.pool = PoolClaimRows(self.db)
+        self.staged = StagedJobs(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -118,44 +124,102 @@ class JobStore:
             if cluster_id is None:
                 cluster_id = self._take_cluster(db)
             else:
-                if cluster_id >= self.next_cluster_id() or cluster_id < 1:
-                    raise QueueError(f"cluster {cluster_id} was not reserved",
-                                     path=self.path)
-                used = db.execute("SELECT 1 FROM jobs WHERE cluster=? UNION ALL "
-                                  "SELECT 1 FROM history WHERE cluster=? LIMIT 1",
-                                  (cluster_id, cluster_id)).fetchone()
-                if used:
-                    raise QueueError(f"cluster {cluster_id} already has jobs",
-                                     path=self.path)
-                if owner_uid is not None:
-                    row = db.execute("SELECT value FROM meta WHERE key=?",
-                                     (f"{_RESERVED_BY}{cluster_id}",)).fetchone()
-                    if row is None or int(row[0]) != owner_uid:
-                        whose = "no one" if row is None else "another user"
-                        raise QueueError(f"cluster {cluster_id} is reserved for {whose}, "
-                                         f"not for uid {owner_uid}", path=self.path)
-                db.execute("DELETE FROM meta WHERE key=?", (f"{_RESERVED_BY}{cluster_id}",))
+                self._claim_reserved(db, cluster_id, owner_uid)
             rows = []
             seen: set[int] = set()
             for index, src in enumerate(ads):
-                ad = src.copy()
-                proc = ad.get("ProcId")
-                if not isinstance(proc, int) or isinstance(proc, bool):
-                    proc = index
-                if proc in seen:
-                    raise QueueError(f"job {cluster_id}.{proc} given twice", path=self.path)
-                seen.add(proc)
-                ad["ClusterId"] = cluster_id
-                ad["ProcId"] = proc
-                status = status_of(ad.get("JobStatus"), JobStatus.IDLE)
-                ad["JobStatus"] = int(status)
-                entered = ad.get("EnteredCurrentStatus")
-                if not isinstance(entered, int) or isinstance(entered, bool):
-                    entered = now
-                    ad["EnteredCurrentStatus"] = now
-                rows.append((cluster_id, proc, int(status), entered, ad_text(ad)))
+                row = self.row_of(src, cluster_id, index, now)
+                if row[1] in seen:
+                    raise QueueError(f"job {cluster_id}.{row[1]} given twice",
+                                     path=self.path)
+                seen.add(row[1])
+                rows.append(row)
             db.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?, ?)", rows)
         return cluster_id
+
+    def _claim_reserved(self, db: sqlite3.Connection, cluster_id: int,
+                        owner_uid: int | None) -> None:
+        """Check that ``cluster_id`` was reserved (by ``owner_uid``, if given) and holds
+        no jobs yet, and use up its reservation (in the caller's transaction)."""
+        self._check_reserved(db, cluster_id, owner_uid)
+        db.execute("DELETE FROM meta WHERE key=?", (f"{_RESERVED_BY}{cluster_id}",))
+
+    def _check_reserved(self, db: sqlite3.Connection, cluster_id: int,
+                        owner_uid: int | None) -> None:
+        if cluster_id >= self.next_cluster_id() or cluster_id < 1:
+            raise QueueError(f"cluster {cluster_id} was not reserved",
+                             path=self.path)
+        used = db.execute("SELECT 1 FROM jobs WHERE cluster=? UNION ALL "
+                          "SELECT 1 FROM history WHERE cluster=? LIMIT 1",
+                          (cluster_id, cluster_id)).fetchone()
+        if used:
+            raise QueueError(f"cluster {cluster_id} already has jobs",
+                             path=self.path)
+        if owner_uid is not None:
+            row = db.execute("SELECT value FROM meta WHERE key=?",
+                             (f"{_RESERVED_BY}{cluster_id}",)).fetchone()
+            if row is None or int(row[0]) != owner_uid:
+                whose = "no one" if row is None else "another user"
+                raise QueueError(f"cluster {cluster_id} is reserved for {whose}, "
+                                 f"not for uid {owner_uid}", path=self.path)
+
+    @staticmethod
+    def prepared(src: ClassAd, cluster_id: int, index: int, now: int) -> ClassAd:
+        """A submitted ad as its row holds it: ClusterId, its ProcId (else ``index``),
+        JobStatus (else idle) and EnteredCurrentStatus (else ``now``) set in a copy."""
+        ad = src.copy()
+        proc = ad.get("ProcId")
+        if not isinstance(proc, int) or isinstance(proc, bool):
+            proc = index
+        ad["ClusterId"] = cluster_id
+        ad["ProcId"] = proc
+        status = status_of(ad.get("JobStatus"), JobStatus.IDLE)
+        ad["JobStatus"] = int(status)
+        entered = ad.get("EnteredCurrentStatus")
+        if not isinstance(entered, int) or isinstance(entered, bool):
+            ad["EnteredCurrentStatus"] = now
+        return ad
+
+    @classmethod
+    def row_of(cls, src: ClassAd, cluster_id: int, index: int, now: int,
+               like: tuple[Differ, str] | None = None) -> JobRow:
+        """The jobs row of a submitted ad (:meth:`prepared`). ``like``: a prepared ad
+        of the same submission (as a Differ) and its stored text; the row is then that
+        text followed by the lines that differ (a later line wins), as HTCondor keeps
+        a proc's ad as its differences from the cluster's, rather than every
+        attribute written out again."""
+        ad = cls.prepared(src, cluster_id, index, now)
+        text = None
+        if like is not None:
+            diff = like[0].of(ad)
+            if diff is not None:
+                extra = diff.to_old()
+                if "\\" not in extra:
+                    text = like[1] + extra
+        return (cluster_id, int(ad.get("ProcId")), int(ad.get("JobStatus")),
+                int(ad.get("EnteredCurrentStatus")), text or ad_text(ad))
+
+    def stage(self, cluster_id: int, rows: Iterable[JobRow], *,
+              owner_uid: int | None = None) -> int:
+        """Set down a part of a reserved cluster's submission (:mod:`.staging`): not in
+        the queue until :meth:`submit_staged`. The number staged for it so far."""
+        with self.db.transaction() as db:
+            self._check_reserved(db, cluster_id, owner_uid)
+            return self.staged.add(db, cluster_id, rows)
+
+    def submit_staged(self, cluster_id: int, *, owner_uid: int | None = None) -> int:
+        """Queue the jobs staged for a reserved cluster (:mod:`.staging`) in one
+        transaction, as :meth:`submit` does; their number."""
+        with self.db.transaction() as db:
+            self._claim_reserved(db, cluster_id, owner_uid)
+            count = self.staged.move(db, cluster_id)
+            if not count:
+                raise QueueError("nothing to submit: no job ads", path=self.path)
+            return count
+
+    def queued_by(self, owner: str) -> int:
+        """How many jobs in the queue have ``owner`` as their Owner."""
+        return self.staged.owner_count(owner)
 
     # --- reading ------------------------------------------------------------------
 
@@ -174,6 +238,85 @@ class JobStore:
         rows = self.db.conn().execute(
             "SELECT cluster, proc, status, entered, ad FROM jobs ORDER BY cluster, proc")
         return select(rows, constraint, path=self.path, clock=self.db.clock, limit=limit)
+
+    def chunks(self, constraint: str | Expr | None = None, *, limit: int | None = None,
+               cluster: int | None = None) -> Iterator[list[JobRecord]]:
+        """:meth:`jobs` a chunk of rows at a time (of one ``cluster``, if given): each
+        list holds the matches among the next rows read and may be empty, so that a
+        caller serving others between chunks is never held by a long queue, and
+        never holds it all. No statement stays open between chunks: the store may be
+        written meanwhile (a job changed since is read as it is then)."""
+        expr = parse_constraint(constraint)
+        left = limit
+        if left is not None and left <= 0:
+            return
+        budget = Budget.for_user()      # one for the whole walk, as history's
+        last = (0, -1) if cluster is None else (cluster, -1)
+        where = "" if cluster is None else f"cluster = {int(cluster)} AND "
+        while True:
+            chunk = _CHUNK if expr is not None or left is None else min(_CHUNK, left)
+            cur = self.db.conn().execute(
+                "SELECT cluster, proc, status, entered, ad FROM jobs "
+                f"WHERE {where}(cluster, proc) > (?, ?) ORDER BY cluster, proc "
+                f"LIMIT {chunk}", last)
+            # bounded in bytes too: a reply to a reader that stalls holds one chunk
+            rows, size = [], 0
+            for row in cur:
+                rows.append(row)
+                size += len(row[4])
+                if size >= _CHUNK_BYTES:
+                    break
+            cur.close()
+            if not rows:
+                return
+            last = (rows[-1][0], rows[-1][1])
+            if size >= _CHUNK_BYTES and len(rows) < chunk:
+                chunk = len(rows)       # cut short by size, not the end of the queue
+            found = select(rows, expr, path=self.path, clock=self.db.clock, limit=left,
+                           budget=budget)
+            if left is not None:
+                left -= len(found)
+            yield found
+            if (left is not None and left <= 0) or len(rows) < chunk:
+                return
+
+    def cluster(self, cluster_id: int) -> Iterator[JobRecord]:
+        """The jobs of one cluster, in proc order, read a chunk at a time."""
+        for row in self.cluster_rows(cluster_id):
+            yield record_of(row, self.path)
+
+    def rows_with_status(self, *statuses: JobStatus) -> Iterator[JobRow]:
+        """The rows of the jobs in one of ``statuses``, in id order, unparsed, read a
+        chunk at a time (no statement open between chunks)."""
+        marks = ", ".join("?" * len(statuses))
+        last = (0, -1)
+        while True:
+            rows = self.db.conn().execute(
+                "SELECT cluster, proc, status, entered, ad FROM jobs WHERE status IN "
+                f"({marks}) AND (cluster, proc) > (?, ?) ORDER BY cluster, proc "
+                f"LIMIT {_CHUNK}", (*(int(s) for s in statuses), *last)).fetchall()
+            yield from rows
+            if len(rows) < _CHUNK:
+                return
+            last = (rows[-1][0], rows[-1][1])
+
+    def jobs_with_status(self, *statuses: JobStatus) -> Iterator[JobRecord]:
+        """:meth:`rows_with_status`, read into records."""
+        for row in self.rows_with_status(*statuses):
+            yield record_of(row, self.path)
+
+    def cluster_rows(self, cluster_id: int) -> Iterator[JobRow]:
+        """:meth:`cluster`'s rows as stored, unparsed (for a caller that reads an ad
+        only when its text says it must)."""
+        last = -1
+        while True:
+            rows = self.db.conn().execute(
+                "SELECT cluster, proc, status, entered, ad FROM jobs WHERE cluster=? "
+                f"AND proc > ? ORDER BY proc LIMIT {_CHUNK}", (cluster_id, last)).fetchall()
+            yield from rows
+            if len(rows) < _CHUNK:
+                return
+            last = rows[-1][1]
 
     def counts(self) -> dict[JobStatus, int]:
         return {JobStatus(s): n for s, n in self.db.conn().execute(

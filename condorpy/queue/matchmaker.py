@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from condorpy.classad import Allowance, Budget, CallContext, ClassAd
 from condorpy.clock import Clock
@@ -19,7 +19,7 @@ from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.policy.states import State
-from condorpy.queue.records import number_of
+from condorpy.queue.records import number_of, record_of
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
 from condorpy.slots.model import Refusal
 
@@ -83,15 +83,23 @@ class LocalSchedd:
         self.stats_held = stats_held
         self.need_match = True
         self.next_periodic = 0.0
-        self._idle_jobs: dict[JobId, JobRecord] | None = None
+        # idle job -> its JobPrio: all that ordering the matches needs. The ads stay
+        # in the store and are read as a job is tried, so the daemon's memory does
+        # not grow with the number of jobs waiting.
+        self._idle_jobs: dict[JobId, float] | None = None
+        self._walk: Iterator[bool] | None = None     # a periodic walk under way
 
     # ------------------------------------------------------------------ the queue
-    def idle(self) -> dict[JobId, JobRecord]:
-        """The idle jobs, read from the store once and then kept by every change the
-        daemon makes (it is the store's only writer)."""
+    def idle(self) -> dict[JobId, float]:
+        """The idle jobs and their priorities, read from the store once (a chunk at a
+        time) and then kept by every change the daemon makes (its only writer)."""
         if self._idle_jobs is None:
-            self._idle_jobs = {r.job_id: r for r in self.store.jobs()
-                               if r.status is JobStatus.IDLE}
+            self._idle_jobs = {}
+            for row in self.store.rows_with_status(JobStatus.IDLE):
+                # an ad that does not name JobPrio has the default: not read at all
+                prio = _prio(record_of(row, self.store.path)) \
+                    if "jobprio" in row[4].lower() else 0.0
+                self._idle_jobs[JobId(row[0], row[1])] = prio
         return self._idle_jobs
 
     def wake(self) -> None:
@@ -100,19 +108,25 @@ class LocalSchedd:
     def job_back(self, rec: JobRecord) -> None:
         """A job is idle again (its run ended, it was released or submitted)."""
         if self._idle_jobs is not None:
-            self._idle_jobs[rec.job_id] = rec
+            self._idle_jobs[rec.job_id] = _prio(rec)
         self.need_match = True
 
-    def submitted(self, records: list[JobRecord]) -> None:
+    def submitted(self, records: Iterable[JobRecord]) -> None:
         for rec in records:
             if rec.status is JobStatus.IDLE and self._idle_jobs is not None:
-                self._idle_jobs[rec.job_id] = rec
+                self._idle_jobs[rec.job_id] = _prio(rec)
+        self.need_match = True
+
+    def queued(self, job_id: JobId, prio: float) -> None:
+        """A job submitted idle, by its id and JobPrio (its ad unread)."""
+        if self._idle_jobs is not None:
+            self._idle_jobs[job_id] = prio
         self.need_match = True
 
     def set_status(self, job_id: JobId, status: JobStatus, **why: Any) -> None:
         rec = self.store.set_status(job_id, status, **why)
         if status is JobStatus.IDLE:
-            self.idle()[job_id] = rec
+            self.idle()[job_id] = _prio(rec)
             self.need_match = True
         else:
             self.idle().pop(job_id, None)
@@ -142,18 +156,23 @@ class LocalSchedd:
         self.need_match = False
         if self.engine.machine.draining or self.engine.machine.shutting_down:
             return
-        idle = [r for r in self.idle().values() if not self.execute.is_running(r.job_id)]
-        idle.sort(key=lambda r: (-number_of(r.ad.evaluate("JobPrio"), 0), r.job_id))
+        idle = [j for j in self.idle() if not self.execute.is_running(j)]
+        prio = self.idle()
+        idle.sort(key=lambda j: (-prio[j], j))
         started = 0
-        for rec in idle:
+        for job_id in idle:
             if started >= MATCH_BATCH:
                 self.need_match = True
                 break
             if not self.free_slots():
                 break
+            rec = self.store.job(job_id)
+            if rec is None or rec.status is not JobStatus.IDLE:
+                self.idle().pop(job_id, None)     # gone or changed behind the index
+                continue
             if self.try_start(rec):
                 started += 1
-                self.idle().pop(rec.job_id, None)
+                self.idle().pop(job_id, None)
 
     def free_slots(self) -> list[str]:
         out = []
@@ -233,15 +252,30 @@ class LocalSchedd:
 
     def periodic(self) -> None:
         """The jobs' periodic_hold, periodic_release and periodic_remove (and the
-        SYSTEM_PERIODIC_* knobs), every PERIODIC_EXPR_INTERVAL as the schedd does."""
-        self.next_periodic = self.clock.monotonic() + max(1, self.periodic_interval())
-        system, ctx, now = self.system_policy(), self.job_ctx(), self.clock.time()
-        for rec in self.store.jobs():
-            if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
-                if not self.store.left_in_queue(rec):
-                    self.store.to_history(rec.job_id)
-                continue
-            self._periodic_one(rec, system, ctx, now)
+        SYSTEM_PERIODIC_* knobs), every PERIODIC_EXPR_INTERVAL as the schedd does. A
+        chunk of the queue per call: while a walk is under way it is due again at once,
+        so the loop serves others between chunks of a long queue; once the walk is
+        done, the next one is an interval later."""
+        if self._walk is None:
+            self._walk = self._periodic_walk()
+        if next(self._walk, None) is None:
+            self._walk = None
+            self.next_periodic = self.clock.monotonic() + max(1, self.periodic_interval())
+        else:
+            self.next_periodic = self.clock.monotonic()
+
+    def _periodic_walk(self) -> Iterator[bool]:
+        for chunk in self.store.chunks():
+            system, ctx, now = self.system_policy(), self.job_ctx(), self.clock.time()
+            for rec in chunk:
+                if rec.status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                    if not self.store.left_in_queue(rec):
+                        self.store.to_history(rec.job_id)
+                    continue
+                self._periodic_one(rec, system, ctx, now)
+            # each chunk is read when its turn comes: a job changed while others were
+            # served is seen as it is then
+            yield True
 
     def job_updated(self, job_id: JobId) -> None:
         """A running job's ad was updated (its usage): its periodic expressions are
@@ -266,3 +300,6 @@ class LocalSchedd:
         elif got.action is job_policy.JobAction.REMOVE:
             self.stop_job(rec, JobStatus.REMOVED, got.reason, 0)
 
+
+def _prio(rec: JobRecord) -> float:
+    return number_of(rec.ad.evaluate("JobPrio"), 0)

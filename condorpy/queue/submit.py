@@ -16,7 +16,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -1160,6 +1160,40 @@ def parse_submit(text: str | bytes, source: str = "<submit>", *, cluster_id: int
 
     ``submit_dir`` must be absolute: relative ``initialdir``, ``executable`` and
     ``log`` are resolved against it (the first) and against Iwd (the others)."""
+    return list(submit_ads(text, source, cluster_id=cluster_id, owner=owner,
+                           submit_dir=submit_dir, qdate=qdate, env=env, fs=fs,
+                           uid_domain=uid_domain, filesystem_domain=filesystem_domain,
+                           arch=arch, opsys=opsys))
+
+
+def count_jobs(text: str | bytes, source: str = "<submit>", *, cluster_id: int,
+               submit_dir: str, env: Mapping[str, str] | None = None,
+               fs: SubmitFS | None = None) -> int:
+    """How many jobs the description queues, found without building their ads."""
+    macros = _Macros(source=source, env=dict(env or {}))
+    macros.defaults = {"submit_file": source, "cluster": str(cluster_id),
+                       "clusterid": str(cluster_id)}
+    count = 0
+    for stmt in read_description(text, source).statements:
+        if isinstance(stmt, _Assign):
+            if not (stmt.key.startswith("+") or stmt.key.upper().startswith("MY.")):
+                macros.table[stmt.key.lower()] = (stmt.value, stmt.line)
+                macros.names[stmt.key.lower()] = stmt.key
+            continue
+        macros.live = {"cluster": str(cluster_id), "clusterid": str(cluster_id),
+                       "process": "0", "procid": "0", "step": "0", "row": "0",
+                       "itemindex": "0", "node": ""}
+        count += len(queue_items(stmt, macros, submit_dir=submit_dir, fs=fs or LocalFS()))
+    return count
+
+
+def submit_ads(text: str | bytes, source: str = "<submit>", *, cluster_id: int,
+               owner: str, submit_dir: str, qdate: int,
+               env: Mapping[str, str] | None = None, fs: SubmitFS | None = None,
+               uid_domain: str = "localhost", filesystem_domain: str | None = None,
+               arch: str = "X86_64", opsys: str = "LINUX") -> Iterator[ClassAd]:
+    """:func:`parse_submit`'s ads one at a time, each made only when asked for (a
+    large queue statement is never held whole)."""
     if not posixpath.isabs(submit_dir):
         raise SubmitError(f"submit directory {submit_dir!r} is not absolute", file=source)
     desc = read_description(text, source)
@@ -1170,7 +1204,6 @@ def parse_submit(text: str | bytes, source: str = "<submit>", *, cluster_id: int
                        "submit_file": source, "cluster": str(cluster_id),
                        "clusterid": str(cluster_id)}
     attrs: dict[str, tuple[str, str, int]] = {}
-    ads: list[ClassAd] = []
     proc = 0
     queued_any = False
     for stmt in desc.statements:
@@ -1215,8 +1248,7 @@ def parse_submit(text: str | bytes, source: str = "<submit>", *, cluster_id: int
                 given = attrs.get(attr.lower())
                 raise SubmitError(f"{attr} cannot be set by a submit description: {why}",
                                   file=source, line=given[2] if given else stmt.line)
-            ads.append(ad)
+            yield ad
             proc += 1
     if not queued_any:
         raise SubmitError("no queue statement: nothing would be submitted", file=source)
-    return ads

@@ -89,9 +89,8 @@ class Adopter:
         for c in self.store.claims.all():
             if c.job_id is None or not self.rm.is_running(c.job_id):
                 self.store.claims.release(c.claim_id)
-        for rec in self.store.jobs():
-            if rec.status in (JobStatus.RUNNING, JobStatus.SUSPENDED) and \
-                    not self.rm.is_running(rec.job_id):
+        for rec in self.store.jobs_with_status(JobStatus.RUNNING, JobStatus.SUSPENDED):
+            if not self.rm.is_running(rec.job_id):
                 self.queue.set_status(rec.job_id, JobStatus.IDLE)
 
     def _local_job(self, srec: StarterRecord, launched: Launched, alive: bool) -> None:

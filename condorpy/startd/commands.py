@@ -10,16 +10,14 @@ the per-job ownership check of :meth:`Commands._select`.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
-from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 from condorpy.classad import ClassAd, Expr, Undefined
-from condorpy.classad.formats import parse_old_nonempty
+from condorpy.classad.formats import parse_old, parse_old_nonempty
 from condorpy.clock import Clock
 from condorpy.config import Config
 from condorpy.errors import ClassAdError, QueueError, RequestError
@@ -28,9 +26,11 @@ from condorpy.policy.records import DrainRefused, DrainStarted, Output
 from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.queue.edit import EditRules, check_edit
 from condorpy.queue.submit_checks import costly_expression
+from condorpy.queue.limits import QueueLimits
 from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
+from condorpy.queue.records import Differ, ad_text, record_of
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import StarterHandle
@@ -41,9 +41,6 @@ log = logging.getLogger("condorpy.startd")
 # How `condorpy restart` treats running jobs: keep them running (the new daemon
 # re-adopts them), or end them first as `condorpy off -graceful/-fast/-peaceful` does.
 RESTART_HOW = ("keep", "graceful", "fast", "peaceful")
-
-# Characters of ad text a queue reply keeps while it is written; past them, only ids.
-_KEPT_TEXT = 1 << 20
 
 
 class Handles(Protocol):
@@ -86,6 +83,9 @@ class CommandPorts:
 class Commands:
     def __init__(self, ports: CommandPorts) -> None:
         self.d = ports
+        # parts of submissions staged before this start never get their last part
+        if not ports.store.readonly:
+            ports.store.staged.clear()
 
     def dispatch(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
         if command not in control.COMMANDS:
@@ -110,39 +110,13 @@ class Commands:
     # q, history and status stream their ads (control.Streamed): each ad is turned into
     # text only as the reply is written, and the loop serves others in between.
     def q(self, args: dict[str, Any], peer: control.Peer) -> Any:
-        expr = parse_constraint(args.get("constraint"))
+        # a chunk of the queue at a time, the loop's turn given back between chunks:
+        # a long queue is never held whole, and others are answered meanwhile
+        chunks = self.d.store.chunks(parse_constraint(args.get("constraint")),
+                                     limit=args.get("limit"))
         return control.Streamed(
             {"schedd": self.d.schedd_name(), "address": str(self.d.socket),
-             "now": self.d.clock.time()}, "ads",
-            self._queue_ads(self.d.store.jobs(expr, args.get("limit")), expr,
-                            _ad_text(args)))
-
-    def _queue_ads(self, records: list[JobRecord], expr: Expr | None,
-                   text: Callable[[ClassAd], str]) -> Iterator[str]:
-        """The queue's ads for a reply that a client may read slowly or never: past the
-        first megabyte of text, only the job ids are held, and each ad is read again
-        as it is sent, so a stalled reader pins a few bytes a job, not the queue."""
-        kept: list[str] = []
-        size = 0
-        for rec in records:
-            if size >= _KEPT_TEXT:
-                break
-            kept.append(text(rec.ad))
-            size += len(kept[-1])
-        later = array("q", itertools.chain.from_iterable(
-            (r.job_id.cluster, r.job_id.proc) for r in records[len(kept):]))
-        records.clear()
-        return self._reread(kept, later, expr, text)
-
-    def _reread(self, kept: list[str], later: "array[int]", expr: Expr | None,
-                text: Callable[[ClassAd], str]) -> Iterator[str]:
-        yield from kept
-        kept.clear()
-        for i in range(0, len(later), 2):
-            now = self.d.store.job(JobId(later[i], later[i + 1]))
-            # gone since, or changed so that it no longer matches: as if asked now
-            if now is not None and (expr is None or now.ad.eval_expr(expr) is True):
-                yield text(now.ad)
+             "now": self.d.clock.time()}, "ads", _paused(chunks, _ad_text(args)))
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # newest first, read only as far as the limit needs (history -limit N), each
@@ -193,61 +167,173 @@ class Commands:
     # Jobs --------------------------------------------------------------------
     def new_cluster(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # reserved for this peer: only its uid may submit into it (see submit)
+        why = QueueLimits.from_config(self.d.config()).new_cluster_refusal(
+            sum(self.d.store.counts().values()))
+        if why is not None:
+            raise RequestError(why)
         return self.d.store.new_cluster_id(owner_uid=peer.uid)
 
     def submit(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        if args.get("abort") is True and isinstance(args.get("cluster"), int):
+            # the client gave up part-way: what it staged goes (its own cluster only)
+            try:
+                self.d.store.stage(args["cluster"], (), owner_uid=peer.uid)
+            except QueueError as exc:
+                raise RequestError(str(exc.message)) from None
+            self.d.store.staged.clear(args["cluster"])
+            return {"cluster": args["cluster"], "staged": 0}
+        if "common" in args:
+            return self._submit_part(args, peer)
         texts = args.get("ads")
         if not isinstance(texts, list) or not texts or \
                 not all(isinstance(t, str) for t in texts):
             raise RequestError("'ads' must be a non-empty list of job ads")
         cluster = args.get("cluster")       # an integer or null (control.ARGS)
-        # The owner is whoever is on the other end of the socket, never the ad.
-        user = peer.user
-        full_user = f"{user}@{self.d.config().get('UID_DOMAIN') or self.d.engine.hostname}"
         now = int(self.d.clock.time())
         ads = []
         for i, text in enumerate(texts):
-            source = f"submitted job ad {i}"
             try:
-                ad = parse_old_nonempty(text, source)
+                ad = parse_old_nonempty(text, f"submitted job ad {i}")
             except ClassAdError as exc:
                 raise RequestError(str(exc)) from None
-            universe = ad.evaluate("JobUniverse")
-            if universe not in (5, Undefined):
-                raise RequestError(f"job ad {i}: only the vanilla universe (5) runs here, "
-                                   f"not {universe}")
-            refusal = reserved.submission_refusal(ad)
-            if refusal is not None:
-                attr, why = refusal
-                log.warning("submission by %s (uid %d) refused: %s sets %s",
-                            user, peer.uid, source, attr)
-                raise RequestError(f"{source} sets {attr}: {why}; nothing was submitted")
-            said = ad.evaluate("Owner")
-            if isinstance(said, str) and said != user:
-                # HTCondor refuses such an Owner (qmgmt.cpp SetAttribute); condorpy's
-                # client takes the name from the environment ($USER), so it is replaced.
-                log.warning("%s from %s (uid %d) names Owner %r: the job is %s's",
-                            source, user, peer.uid, said, user)
-            ads.append(reserved.admit_submitted(ad, owner=user, user=full_user, now=now))
+            ads.append(self._admitted(ad, i, peer, now))
+        self._within_limits(peer, len(ads), whole=True)
         for ad in ads:
             ad["TotalSubmitProcs"] = len(ads)
+        self._not_costly(ads, peer)
+        try:
+            cluster_id = self.d.store.submit(ads, cluster, owner_uid=peer.uid)
+        except QueueError as exc:
+            raise RequestError(f"submission by {peer.user} refused: {exc.message}") from None
+        return self._queued(cluster_id, len(ads), peer)
+
+    def _submit_part(self, args: dict[str, Any], peer: control.Peer) -> Any:
+        """A part of a submission sent in parts (condorpy submit's way): the cluster's
+        common ad, each job's differences from it, the index of the first, the
+        submission's total, and whether more parts follow. Parts are staged
+        (:mod:`condorpy.queue.staging`) and the last queues them all in one
+        transaction; a part refused drops what was staged, so nothing is queued."""
+        cluster, common, procs = args.get("cluster"), args.get("common"), args.get("procs")
+        first, total, more = args.get("first", 0), args.get("total"), args.get("more")
+        if not isinstance(cluster, int) or not isinstance(common, str) or \
+                not isinstance(procs, list) or not all(isinstance(p, str) for p in procs) \
+                or not isinstance(first, int) or not isinstance(total, int) or \
+                not isinstance(more, bool) or total < 1:
+            raise RequestError("a submission part needs 'cluster', 'common', 'procs' "
+                               "(strings), 'first', 'total' and 'more'")
+        unset = args.get("unset") or {}
+        if not isinstance(unset, dict):
+            raise RequestError("'unset' must map job indexes to attribute names")
+        store = self.d.store
+        try:
+            if first == 0:
+                store.staged.clear(cluster)
+                self._within_limits(peer, total, whole=True)
+            self._within_limits(peer, first + len(procs), whole=False)
+            base = parse_old_nonempty(common, "the submission's common ad")
+            now = int(self.d.clock.time())
+            rows = []
+            admitted: list[ClassAd] = []
+            like: tuple[Differ, str] | None = None
+            for k, text in enumerate(procs):
+                i = first + k
+                ad = base.copy()
+                ad.update(parse_old(text, f"submitted job ad {i}"))
+                for name in unset.get(str(k), ()):
+                    if isinstance(name, str) and name in ad:
+                        del ad[name]
+                ad = self._admitted(ad, i, peer, now)
+                ad["TotalSubmitProcs"] = total
+                admitted.append(ad)
+                if like is None:
+                    # the part's first job, as stored, is what the others' rows repeat
+                    first_ad = store.prepared(ad, cluster, i, now)
+                    first_text = ad_text(first_ad)
+                    if "\\" not in first_text:
+                        like = (Differ(first_ad), first_text)
+                rows.append(store.row_of(ad, cluster, i, now, like))
+            self._not_costly(admitted, peer)
+            staged = store.stage(cluster, rows, owner_uid=peer.uid)
+            if more:
+                return {"cluster": cluster, "staged": staged}
+            if staged != total:
+                raise RequestError(f"{staged} job(s) arrived of the {total} announced; "
+                                   "nothing was submitted")
+            self._within_limits(peer, total, whole=True)
+            count = store.submit_staged(cluster, owner_uid=peer.uid)
+        except ClassAdError as exc:
+            store.staged.clear(cluster)
+            raise RequestError(str(exc)) from None
+        except QueueError as exc:
+            store.staged.clear(cluster)
+            raise RequestError(f"submission by {peer.user} refused: {exc.message}") from None
+        except RequestError:
+            store.staged.clear(cluster)
+            raise
+        return self._queued(cluster, count, peer)
+
+    def _not_costly(self, ads: list[ClassAd], peer: control.Peer) -> None:
+        """Refuse the ads whose expressions cannot be evaluated within their budget
+        (submit_checks.costly_expression); a submission in parts, part by part."""
         costly = costly_expression(ads, next((s.ad for s in self.d.engine.slots.values()),
                                              None),
                                    self.d.engine.settings.eval_step_limit,
                                    self.d.clock.monotonic)
         if costly is not None:
-            log.warning("submission by %s (uid %d) refused: %s", user, peer.uid, costly)
+            log.warning("submission by %s (uid %d) refused: %s", peer.user, peer.uid, costly)
             raise RequestError(f"{costly}; nothing was submitted")
-        try:
-            cluster_id = self.d.store.submit(ads, cluster, owner_uid=peer.uid)
-        except QueueError as exc:
-            raise RequestError(f"submission by {user} refused: {exc.message}") from None
-        log.info("%d job(s) submitted to cluster %d by %s", len(ads), cluster_id, peer.user)
-        records = self.d.store.jobs(f"ClusterId == {cluster_id}")
-        for rec in records:
-            self.d.job_log.submitted(rec.ad, self.d.schedd_name())
-        self.d.schedd.submitted(records)
-        return {"cluster": cluster_id, "count": len(ads)}
+
+    def _admitted(self, ad: ClassAd, i: int, peer: control.Peer, now: int) -> ClassAd:
+        """A submitted job ad as the queue takes it, or the reason it is refused."""
+        source = f"submitted job ad {i}"
+        user = peer.user        # whoever is on the other end of the socket, never the ad
+        universe = ad.evaluate("JobUniverse")
+        if universe not in (5, Undefined):
+            raise RequestError(f"job ad {i}: only the vanilla universe (5) runs here, "
+                               f"not {universe}")
+        refusal = reserved.submission_refusal(ad)
+        if refusal is not None:
+            attr, why = refusal
+            log.warning("submission by %s (uid %d) refused: %s sets %s",
+                        user, peer.uid, source, attr)
+            raise RequestError(f"{source} sets {attr}: {why}; nothing was submitted")
+        said = ad.evaluate("Owner")
+        if isinstance(said, str) and said != user:
+            # HTCondor refuses such an Owner (qmgmt.cpp SetAttribute); condorpy's
+            # client takes the name from the environment ($USER), so it is replaced.
+            log.warning("%s from %s (uid %d) names Owner %r: the job is %s's",
+                        source, user, peer.uid, said, user)
+        full_user = f"{user}@{self.d.config().get('UID_DOMAIN') or self.d.engine.hostname}"
+        return reserved.admit_submitted(ad, owner=user, user=full_user, now=now)
+
+    def _within_limits(self, peer: control.Peer, adding: int, *, whole: bool) -> None:
+        """MAX_JOBS_PER_SUBMISSION (and, for a ``whole`` submission, the queue's and the
+        owner's limits) as the schedd checks them, refused in condor_submit's words."""
+        limits = QueueLimits.from_config(self.d.config())
+        if whole:
+            queued = sum(self.d.store.counts().values())
+            why = limits.proc_refusal(queued=queued, owners=self.d.store.queued_by(peer.user),
+                                      adding=adding)
+        else:
+            why = limits.proc_refusal(queued=0, owners=0, adding=adding)
+        if why is not None:
+            log.warning("submission by %s (uid %d) refused: %s", peer.user, peer.uid,
+                        why.splitlines()[-1])
+            raise RequestError(f"{why}; nothing was submitted")
+
+    def _queued(self, cluster_id: int, count: int, peer: control.Peer) -> Any:
+        log.info("%d job(s) submitted to cluster %d by %s", count, cluster_id, peer.user)
+        for row in self.d.store.cluster_rows(cluster_id):
+            # an ad is read only when it has a user log to write or a priority: the
+            # rest of a large cluster goes to the matchmaker by id alone
+            lower = row[4].lower()
+            if "userlog" in lower or "jobprio" in lower or row[2] != JobStatus.IDLE:
+                rec = record_of(row, self.d.store.path)
+                self.d.job_log.submitted(rec.ad, self.d.schedd_name())
+                self.d.schedd.submitted((rec,))
+            else:
+                self.d.schedd.queued(JobId(row[0], row[1]), 0.0)
+        return {"cluster": cluster_id, "count": count}
 
     def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:
         """The jobs a rm, hold or release acts on. Jobs named by id or owner must all be

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from condorpy.queue.records import ad_of_text, ad_text
 from condorpy.starter import safefs
 from condorpy.starter.sandbox import Sandbox, remove_sandbox
 from condorpy.starter.userlog import UserLog
@@ -394,7 +395,7 @@ def _job_ad(d: Daemon, cluster: int) -> str:
         rows = db.execute("SELECT ad FROM jobs WHERE cluster=? UNION ALL "
                           "SELECT ad FROM history WHERE cluster=?",
                           (cluster, cluster)).fetchall()
-    return rows[0][0] if rows else ""
+    return ad_of_text(rows[0][0]).to_new() if rows else ""
 
 
 def _attr(ad: str, name: str) -> str | None:
@@ -570,9 +571,9 @@ def test_a_scratch_directory_left_in_an_old_queue_is_not_obeyed(
         with contextlib.closing(sqlite3.connect(d.state / "spool" /
                                                 "condorpy_queue.sqlite3")) as db, db:
             (ad,) = db.execute("SELECT ad FROM jobs WHERE cluster=?", (c1,)).fetchone()
-            assert ad.lstrip().startswith("[")
-            ad = ad.replace("[", '[ CondorpyPreparedScratch = "/etc"; ', 1)
-            db.execute("UPDATE jobs SET ad=? WHERE cluster=?", (ad, c1))
+            edited = ad_of_text(ad)
+            edited["CondorpyPreparedScratch"] = "/etc"
+            db.execute("UPDATE jobs SET ad=? WHERE cluster=?", (ad_text(edited), c1))
         d.start()
         assert "/etc" in (_attr(_job_ad(d, c1), "CondorpyPreparedScratch") or "")
         res = attacker.cli(["release", str(c1)], env=d.env())

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from condorpy.classad import ClassAd
+from condorpy.queue.records import ad_of_text
 from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
@@ -47,7 +47,7 @@ def test_jobs_run_and_complete_with_their_outputs(daemon: Daemon, tmp_path: Path
     wait_for(lambda: counts(daemon).get(4) == 4, 60, daemon.output)
     for p in range(4):
         assert (work / f"out.{p}").read_text() == f"out {p}\n"
-    codes = sorted(ClassAd.parse_new(ad).evaluate("ExitCode") for ad in daemon.history_ads())
+    codes = sorted(ad_of_text(ad).evaluate("ExitCode") for ad in daemon.history_ads())
     assert codes == [0, 1, 2, 3]
     import htcondor2
     events = [(e.type.name, e.proc) for e in
@@ -262,7 +262,7 @@ def test_two_hundred_short_jobs_on_a_two_core_partitionable_slot(tmp_path: Path)
                   "exit $(Process)'\"\noutput = o.$(Process)\nrequest_memory = 16\n"
                   "request_disk = 10\nqueue 200\n", work)
         wait_for(lambda: counts(d).get(4) == 200, 300, d.output)
-        codes = {ClassAd.parse_new(a).evaluate("ProcId"): ClassAd.parse_new(a).evaluate("ExitCode")
+        codes = {ad_of_text(a).evaluate("ProcId"): ad_of_text(a).evaluate("ExitCode")
                  for a in d.history_ads()}
         assert len(codes) == 200
         assert all((work / f"o.{p}").read_text() == f"{p}\n" for p in range(200))

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from condorpy.classad import ClassAd
+from condorpy.queue.records import ad_of_text
 from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
@@ -41,7 +42,7 @@ def daemon(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Daemon]:
 def _ads(d: Daemon) -> list[ClassAd]:
     with d.db() as db:
         rows = db.execute("SELECT ad FROM jobs UNION ALL SELECT ad FROM history").fetchall()
-    return [ClassAd.parse_new(r[0]) for r in rows]
+    return [ad_of_text(r[0]) for r in rows]
 
 
 def _held(d: Daemon) -> dict[str, Any]:

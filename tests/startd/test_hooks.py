@@ -13,6 +13,7 @@ from typing import Iterator
 import pytest
 
 from condorpy.classad import ClassAd
+from condorpy.queue.records import ad_of_text
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 # A fetch hook that hands out the job ads it finds in a directory, one per call,
@@ -129,7 +130,7 @@ def test_fetched_jobs_run_through_a_partitionable_slot(hooks: Hooks, tmp_path: P
         assert (hooks.base / f"out.{n}").read_text() == f"job j{n}\n"
     assert not [ln for ln in lines if "reject" in ln or "evict" in ln]
     # Each fetched job is on record like a local one, with its hook keyword.
-    ads = [ClassAd.parse_new(a) for a in d.history_ads()]
+    ads = [ad_of_text(a) for a in d.history_ads()]
     assert sorted(a.evaluate("JobName") for a in ads) == [f"j{n}" for n in range(6)]
     assert {a.evaluate("HookKeyword") for a in ads} == {"TEST"}
     assert {a.evaluate("JobStatus") for a in ads} == {4}
@@ -236,7 +237,7 @@ def test_prepare_job_hook_holds_with_its_status(hooks: Hooks, tmp_path: Path,
     wait_for(lambda: sorted(d.statuses().values()) == [4, 5], 30,
              lambda: f"{d.statuses()}\n{d.output()}")
     ads = {a.evaluate("JobName"): a for a in
-           (ClassAd.parse_new(t) for t in d.history_ads())}
+           (ad_of_text(t) for t in d.history_ads())}
     assert ads["j0"].evaluate("Prepared") == "yes"
     assert ads["j0"].evaluate("SawBefore") is True       # BEFORE_TRANSFER ran first
     held = ClassAd.parse_old(d.call("q")["ads"][0])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from condorpy.queue.records import ad_of_text
 from tests.attackers import User, attacker, open_base  # noqa: F401
 from tests.startd.daemon_helpers import Daemon, wait_for
 
@@ -33,7 +34,7 @@ def _attr(ad: str, name: str) -> str | None:
 
 def _ads(d: Daemon, cluster: int) -> list[str]:
     with d.db() as db:
-        return [r[0] for r in db.execute(
+        return [ad_of_text(r[0]).to_new() for r in db.execute(
             "SELECT ad FROM jobs WHERE cluster=? UNION ALL SELECT ad FROM history "
             "WHERE cluster=?", (cluster, cluster))]
 
