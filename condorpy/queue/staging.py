@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from condorpy.errors import QueueError
 from condorpy.queue.records import JobRow
 from condorpy.queue.store_db import StoreDb
+from condorpy.queue.store_errors import StoreConstraint
 
 __all__ = ["StagedJobs"]
 
@@ -56,7 +57,7 @@ class StagedJobs:
         try:
             tx.executemany("INSERT INTO staged_jobs VALUES (?, ?, ?, ?, ?)",
                            (r for r in rows if r[0] == cluster))
-        except sqlite3.IntegrityError:
+        except (sqlite3.IntegrityError, StoreConstraint):
             raise QueueError(f"a job of cluster {cluster} was given twice",
                              path=self.db.path) from None
         return self.count(cluster, tx)

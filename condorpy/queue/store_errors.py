@@ -51,6 +51,11 @@ class StoreBusy(StoreFault):
     """Another process holds the store's lock."""
 
 
+class StoreConstraint(StoreFault):
+    """A row broke one of the store's constraints (a key given twice): the caller's
+    input, which it names in its own words."""
+
+
 def _space(path: str) -> str:
     try:
         st = os.statvfs(os.path.dirname(path) or ".")
@@ -87,6 +92,9 @@ def store_error(exc: sqlite3.Error, path: str) -> StoreFault:
             "decode" in said.lower():
         return StoreDamaged(f"the job store is damaged ({said}): {SALVAGE_HINT}",
                             path=path, cause=said)
+    if primary == sqlite3.SQLITE_CONSTRAINT:
+        return StoreConstraint(f"the job store refused a row ({said})", path=path,
+                               cause=said)
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return StoreBusy(f"the job store is held by another process ({said})", path=path,
                          cause=said)

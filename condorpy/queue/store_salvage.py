@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from condorpy.classad import ClassAd
 from condorpy.errors import ClassAdError, QueueError
+from condorpy.queue.records import ad_of_text
 from condorpy.queue.store_check import set_aside
 from condorpy.queue.store_db import DB_NAME, StoreDb
 
@@ -167,7 +167,7 @@ def _job_row_reads(row: tuple[Any, ...]) -> bool:
     if not all(isinstance(v, int) for v in (cluster, proc, status, entered)):
         return False
     try:
-        ad = ClassAd.parse_new(text.decode() if isinstance(text, bytes) else str(text))
+        ad = ad_of_text(text.decode() if isinstance(text, bytes) else str(text))
     except (ClassAdError, UnicodeDecodeError, ValueError):
         return False
     return bool(ad.get("ClusterId") == cluster and ad.get("ProcId") == proc)
