@@ -80,6 +80,11 @@ def test_a_pool_job_survives_a_daemon_restart_and_completes_once(
             time.sleep(25)
         first = runs.read_text().split()[0]
         assert "sh" in _cmdline(first)
+        # the daemon notes the starter once the fork server has answered, which a job
+        # may outrun: the restart comes once it is noted (a kill before then is the
+        # window docs/startd.md names)
+        wait_for(lambda: d.db().execute("SELECT count(*) FROM starters WHERE cluster < 0")
+                 .fetchone()[0] == 1, 30, lambda: d.output()[-3000:])
         # the claim was stored before the job started: its key only there, never logged
         (record,), = d.db().execute("SELECT record FROM pool_claims").fetchall()
         key = json.loads(record)["claim_id"].rpartition("#")[2]
