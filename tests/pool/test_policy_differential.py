@@ -492,7 +492,8 @@ def test_preempt_while_suspended_without_retirement_resumes_then_evicts(pools: P
     # is matched again once the owner has gone.
     r = run(pools, "suspend-preempt", "+PolicyRetire = 0",
             [(1, owner(active=True)),
-             (4, after(suspended, owner(active=True, preempt=True))), (9, owner())],
+             (4, after(suspended, owner(active=True, preempt=True))),
+             (9, after(lambda s: "004" in s.events(), owner()))],
             evicted_and_back)
     same_path(r)
     assert [sa for _, sa in r.path["htcondor"]][:4] == [
