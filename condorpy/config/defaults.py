@@ -23,6 +23,11 @@ PACKAGE_PATHS: dict[str, str] = {
 }
 
 PARAM_DEFAULTS: dict[str, str] = {
+    # the schedd's queue limits (HTCondor's table: the whole queue is not limited, one
+    # owner to 100,000 jobs, one submission to 20,000)
+    "MAX_JOBS_SUBMITTED": "2147483647",
+    "MAX_JOBS_PER_OWNER": "100000",
+    "MAX_JOBS_PER_SUBMISSION": "20000",
     # --- paths ----------------------------------------------------------------
     "RELEASE_DIR": "/usr",
     "BIN": "$(RELEASE_DIR)/bin",
@@ -215,11 +220,6 @@ CODE_DEFAULTS: dict[str, str] = {
     # the schedd's history file: files of at most 20 MB, two old ones kept
     "MAX_HISTORY_LOG": "20971520",
     "MAX_HISTORY_ROTATIONS": "2",
-    # the schedd's queue limits (HTCondor's table: the whole queue is not limited, one
-    # owner to 100,000 jobs, one submission to 20,000)
-    "MAX_JOBS_SUBMITTED": "2147483647",
-    "MAX_JOBS_PER_OWNER": "100000",
-    "MAX_JOBS_PER_SUBMISSION": "20000",
     "STARTER_ALLOW_RUNAS_OWNER": "true",
     "STARTER_UPDATE_INTERVAL": "300",
     "MAXJOBRETIREMENTTIME": "0",

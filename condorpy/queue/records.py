@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
 from condorpy.errors import ClassAdError, QueueError
 from condorpy.inputs import shorten
-from condorpy.queue.store_errors import SALVAGE_HINT, StoreDamaged
+from condorpy.queue.store_faults import SALVAGE_HINT, StoreDamaged
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "FINAL", "JobRow", "shorten",
            "parse_constraint", "record_of", "select", "ad_text", "ad_of_text", "int_of",
