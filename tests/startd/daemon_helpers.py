@@ -153,6 +153,18 @@ class Daemon:
             except OSError:
                 pass
         subprocess.run(["pkill", "-KILL", "-f", str(self.state)], check=False)
+        # the jobs themselves: a starter's job runs in a session of its own, and a job
+        # whose command line names nothing of the daemon's is found by its environment
+        # (its _CONDOR_* paths lie in this daemon's state directory)
+        mark = str(self.state).encode() + b"/"
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if mark in (entry / "environ").read_bytes():
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 @contextlib.contextmanager
