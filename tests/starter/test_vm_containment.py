@@ -101,11 +101,13 @@ def test_with_a_cgroup_the_starter_is_no_subreaper_and_the_cgroup_catches_escape
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not pids_with_marker(marker):
+        # the escaper itself (its argv[0] is the marked binary), not the short-lived
+        # shell whose command line also names it
+        while not (found := [p for p in pids_with_marker(marker) if _runs_marked(p, marker)]):
             assert time.monotonic() < deadline and starter.poll() is None, \
                 "the escaper never ran"
             time.sleep(0.02)
-        escaper = pids_with_marker(marker)[0]
+        escaper = found[0]
         with open(f"/proc/{escaper}/stat") as fh:
             ppid = int(fh.read().rpartition(")")[2].split()[1])
         assert ppid != starter.pid
@@ -120,3 +122,11 @@ def test_with_a_cgroup_the_starter_is_no_subreaper_and_the_cgroup_catches_escape
             starter.wait()
         for pid in pids_with_marker(marker):
             os.kill(pid, 9)
+
+
+def _runs_marked(pid: int, marker: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return marker.encode() in fh.read().split(b"\0")[0]
+    except OSError:
+        return False
