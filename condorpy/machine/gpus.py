@@ -1,8 +1,9 @@
 """GPU discovery with the options and output of HTCondor's ``condor_gpu_discovery``.
 
-Devices come from NVML (``pynvml``, package nvidia-ml-py) when it imports and finds a
-device, else from ``nvidia-smi --query-gpu``, else there are none (and that is not an
-error). ``-simulate[:D[,N,...]]`` replaces detection with HTCondor's table of simulated
+Devices come from the CUDA driver, as HTCondor's come (:mod:`condorpy.machine.gpu_cuda`,
+with MIG instances from NVML); else from NVML (``pynvml``, package nvidia-ml-py) when it
+imports and finds a device; else from ``nvidia-smi --query-gpu``; else there are none (and
+that is not an error). ``-simulate[:D[,N,...]]`` replaces detection with HTCondor's table of simulated
 devices, so GPU slots can be configured and tested on machines without GPUs.
 
 The result is rendered as the text ``condor_gpu_discovery`` prints (``DetectedGPUs``,
@@ -38,8 +39,8 @@ class GpuDevice:
     ecc: bool | None = None
     driver_version: int | None = None  # CUDA driver version, e.g. 12020
     # -dynamic properties: (FanSpeedPct, PowerUsage_mw, DieTempC, EccErrorsSingleBit,
-    # EccErrorsDoubleBit), None where the backend cannot read them
-    dynamic: tuple[int, int, int, int, int] | None = None
+    # EccErrorsDoubleBit), None where the backend cannot read them (all, or one)
+    dynamic: tuple[int | None, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def _smi_num(s: str) -> float | None:
 
 
 # like condor_gpu_discovery, detect every device, not just those this process may use
-_VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HIP_VISIBLE_DEVICES",
+VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HIP_VISIBLE_DEVICES",
                     "ROCR_VISIBLE_DEVICES")
 
 
@@ -270,7 +271,7 @@ def nvidia_smi_devices(roots: HostRoots, timeout: float = 30.0) -> list[GpuDevic
     exe = roots.which("nvidia-smi")
     if exe is None:
         return None
-    env = {k: v for k, v in roots.environ().items() if k not in _VISIBILITY_VARS}
+    env = {k: v for k, v in roots.environ().items() if k not in VISIBILITY_VARS}
     fields = list(_SMI_FIELDS)
     out = None
     for _ in range(2):
@@ -483,7 +484,8 @@ def _props(d: GpuDevice, extra: bool, dynamic: bool) -> dict[str, str]:
     if dynamic and d.dynamic is not None:
         for key, value in zip(("FanSpeedPct", "PowerUsage_mw", "DieTempC", "EccErrorsSingleBit",
                                "EccErrorsDoubleBit"), d.dynamic):
-            p[key] = str(value)
+            if value is not None:
+                p[key] = str(value)
     return p
 
 
@@ -625,17 +627,31 @@ def render(opts: GpuOptions, devices: Sequence[GpuDevice], migs: dict[str, list[
     return "".join(line + "\n" for line in lines)
 
 
+def _driver_devices(opts: GpuOptions, roots: HostRoots) \
+        -> tuple[list[GpuDevice], dict[str, list[GpuDevice]]] | None:
+    """HTCondor's order of sources: the devices and their basic properties from CUDA,
+    MIG instances from NVML; NVML alone where CUDA says nothing."""
+    from condorpy.machine.gpu_cuda import cuda_devices
+
+    nvml = _nvml_devices()
+    cuda = cuda_devices(roots.environ(), dynamic=opts.dynamic, hidden=VISIBILITY_VARS,
+                        cuda_library=roots.cuda_library, nvml_library=roots.nvml_library)
+    if cuda is None:
+        return nvml
+    return cuda, nvml[1] if nvml is not None else {}
+
+
 def discover(argv: Sequence[str], roots: HostRoots) -> str:
     """Run the built-in condor_gpu_discovery with these arguments; returns its output text."""
     opts = parse_options(argv)
     # the daemon's own visibility list limits what it reports, by machine-level index or id
     env = roots.environ()
-    for var in _VISIBILITY_VARS[:2]:
+    for var in VISIBILITY_VARS[:2]:
         opts.devices.extend(x.strip() for x in env.get(var, "").split(",") if x.strip())
     if opts.simulate is not None:
         devices, migs = simulated_devices(opts.simulate)
     else:
-        found = _nvml_devices() if roots.use_nvml else None
+        found = _driver_devices(opts, roots) if roots.use_nvml else None
         if found is None:
             smi = nvidia_smi_devices(roots)
             found = (smi, {}) if smi else ([], {})

@@ -50,8 +50,11 @@ class HostRoots:
     env: Mapping[str, str] | None = None
     # directories searched for nvidia-smi; None means $PATH
     search_path: tuple[Path, ...] | None = None
-    # whether NVML (pynvml) may be tried; tests of fake trees turn it off
+    # whether the GPU driver's libraries (CUDA, NVML) may be tried; tests of fake trees
+    # turn it off
     use_nvml: bool = True
+    cuda_library: str = "libcuda.so.1"
+    nvml_library: str = "libnvidia-ml.so.1"
 
     def environ(self) -> Mapping[str, str]:
         return os.environ if self.env is None else self.env

@@ -182,7 +182,8 @@ class _FakeNvml(types.ModuleType):
 def test_nvml_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _FakeNvml()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    ad = _ad(["-properties", "-extra"], tmp_path, use_nvml=True)
+    ad = _ad(["-properties", "-extra"], tmp_path, use_nvml=True,
+             cuda_library=str(tmp_path / "no-libcuda.so.1"))
     assert ad["DetectedGPUs"] == "GPU-11111111, MIG-abcdef01-2222-3333-4444-555555555555"
     h100 = ad["GPU_11111111"]
     assert (h100["DeviceName"], h100["GlobalMemoryMb"], h100["DevicePciBusId"]) == \
