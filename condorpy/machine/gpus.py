@@ -634,6 +634,9 @@ def _driver_devices(opts: GpuOptions, roots: HostRoots) \
     from condorpy.machine.gpu_cuda import cuda_devices
 
     nvml = _nvml_devices()
+    # no NVIDIA driver, no CUDA: spare every start-up a child process
+    if not (roots.dev / "nvidiactl").exists() and roots.cuda_library == "libcuda.so.1":
+        return nvml
     cuda = cuda_devices(roots.environ(), dynamic=opts.dynamic, hidden=VISIBILITY_VARS,
                         cuda_library=roots.cuda_library, nvml_library=roots.nvml_library)
     if cuda is None:
