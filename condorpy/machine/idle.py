@@ -108,22 +108,44 @@ class _DeviceClock:
         return self.now - atime
 
 
+@dataclass(frozen=True)
+class OwnerDevices:
+    """The devices whose use is the owner's activity, relative to the dev root."""
+
+    ttys: tuple[str, ...]           # KeyboardIdle's terminals
+    consoles: tuple[str, ...]       # ConsoleIdle's devices (also KeyboardIdle's)
+
+
+def owner_devices(roots: HostRoots, console_devices: Iterable[str] = ("mouse", "console"),
+                  bad_utmp: bool = False, include_input: bool = True) -> OwnerDevices:
+    ttys = all_ttys(roots) if bad_utmp else utmp_ttys(roots)
+    consoles = [d.removeprefix("/dev/") for d in console_devices if d]
+    if include_input:
+        consoles += [d for d in input_devices(roots) if d not in consoles]
+    return OwnerDevices(tuple(ttys or ()), tuple(consoles))
+
+
+def null_like(roots: HostRoots, name: str) -> bool:
+    """A device sharing /dev/null's major number (null, zero, mem): any process's stat
+    touches it, so it never counts as the owner's."""
+    try:
+        null, st = os.stat(roots.dev / "null"), os.stat(roots.dev / name)
+    except OSError:
+        return False
+    return all(stat.S_ISCHR(s.st_mode) or stat.S_ISBLK(s.st_mode) for s in (null, st)) and \
+        os.major(st.st_rdev) == os.major(null.st_rdev)
+
+
 def measure_idle(roots: HostRoots, console_devices: Iterable[str] = ("mouse", "console"),
                  bad_utmp: bool = False, include_input: bool = True) -> IdleTimes:
     now = int(roots.clock())
     clock = _DeviceClock(roots, now)
-
-    if bad_utmp:
-        ttys: list[str] | None = all_ttys(roots)
-    else:
-        ttys = utmp_ttys(roots)
+    devices = owner_devices(roots, console_devices, bad_utmp, include_input)
     keyboard = _INT_MAX
-    for tty in ttys or ():
+    for tty in devices.ttys:
         keyboard = min(keyboard, clock.idle(tty))
 
-    consoles = [d.removeprefix("/dev/") for d in console_devices if d]
-    if include_input:
-        consoles += [d for d in input_devices(roots) if d not in consoles]
+    consoles = devices.consoles
     console: int | None = None
     for dev in consoles:
         t = clock.idle(dev)

@@ -17,7 +17,7 @@ from condorpy.config import KnobReader
 from condorpy.machine.containment import containment_facts
 from condorpy.machine.cpus import count_cpus
 from condorpy.machine.disk import free_kb
-from condorpy.machine.idle import measure_idle
+from condorpy.machine.idle import OwnerDevices, measure_idle, owner_devices
 from condorpy.machine.load import boot_time, read_loadavg
 from condorpy.machine.memory import detected_memory_mb, virtual_memory_kb
 from condorpy.machine.network import probe_network
@@ -91,6 +91,12 @@ def measure_activity(cfg: KnobReader, roots: HostRoots = HostRoots()) -> Activit
     idle = measure_idle(roots, console_devices=consoles,
                         bad_utmp=cfg.knob_bool("STARTD_HAS_BAD_UTMP"))
     return Activity(read_loadavg(roots).one, idle.keyboard_idle, idle.console_idle)
+
+
+def activity_devices(cfg: KnobReader, roots: HostRoots = HostRoots()) -> OwnerDevices:
+    """The devices :func:`measure_activity` reads, for the daemon's input watch."""
+    return owner_devices(roots, console_devices=cfg.get_list("CONSOLE_DEVICES", []),
+                         bad_utmp=cfg.knob_bool("STARTD_HAS_BAD_UTMP"))
 
 
 def configured_sizes(cfg: KnobReader, detected_cpus: int, detected_mem: int,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import selectors
 import signal
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ from typing import Any
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
 from condorpy.errors import CondorpyError, QueueError, RequestError, StartdError
-from condorpy.machine.probe import measure_activity
+from condorpy.machine.input_watch import InputWatch, OwnerWatch
+from condorpy.machine.probe import activity_devices, measure_activity
+from condorpy.machine.roots import HostRoots
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.queue.claim_rows import PoolClaimRows
@@ -153,10 +156,13 @@ class Startd:
             set_status=self.schedd.set_status, stopping=lambda: self.stopping is not None,
             env=self.env, uid=self.uid, started_at=self.started_at))
         self.rm.hooks = self.hooks
+        watch = InputWatch.open()
+        self.owner_watch = OwnerWatch(watch, lambda: activity_devices(self.cfg), HostRoots()) \
+            if watch is not None else None
         self.timers = PolicyTimers(
             self.engine, self.clock, self.metrics, self.rm.apply,
             measure=lambda: measure_activity(self.cfg), publish=lambda: self.cron.publish(),
-            cycled=self.schedd.wake)
+            cycled=self.schedd.wake, owner_input=self.owner_watch)
         self.cron = StartdCron(CronPorts(
             engine=self.engine, children=self.children, clock=self.clock,
             metrics=self.metrics.stats, config=lambda: self.cfg, apply=self.rm.apply,
@@ -255,7 +261,11 @@ class Startd:
         add("listen", Ticker(ctl.tick, ctl.next_due, self._control_ready), "listen", "control")
         add("starters", Ticker(self.rm.tick, lambda: self.rm.next_deadline(now())))
         add("starter sockets", self.links, "starter")
-        add("probe", Ticker(self.timers.probe_tick, self.timers.next_deadline))
+        add("probe", Ticker(self.timers.probe_tick, self.timers.next_deadline,
+                            self.timers.on_input), "input")
+        if self.owner_watch is not None:
+            self.loop.selector.register(self.owner_watch.fileno(), selectors.EVENT_READ,
+                                        ("input", None))
         add("hook children", Ticker(lambda t: self.children.step(), self.children.next_due,
                                     self._child_ready), "child")
         add("startd cron", Ticker(self.cron.step, self.cron.next_due))
@@ -392,6 +402,8 @@ class Startd:
         self.store.history.set_limits(history)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)
+        if self.owner_watch is not None:
+            self.owner_watch.refresh()      # CONSOLE_DEVICES, STARTD_HAS_BAD_UTMP
         restart = needs_restart(changed, self.pool is not None, new_pool is not None)
         said = _log_reconfig(self.engine, changed, change, restart)
         self.schedd.wake()
@@ -416,6 +428,8 @@ class Startd:
         self.cron.close()
         self.children.close()
         self.metrics.close()
+        if self.owner_watch is not None:
+            self.owner_watch.close()
         # The fork server goes; the starters it launched run on.
         self.server.close()
         self.store.close()

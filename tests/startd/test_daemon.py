@@ -234,6 +234,44 @@ def test_desktop_policy_suspends_on_a_keystroke_and_resumes(tmp_path: Path) -> N
         os.close(slave)
 
 
+def test_a_keystroke_suspends_even_where_the_terminal_s_atime_does_not_move(
+        tmp_path: Path) -> None:
+    """The kernel moves a terminal's atime at most every 8 s; the daemon hears the
+    keystroke itself (inotify on the console device). The test types on a raw pty as a
+    shell would read it, then puts the atime back an hour: only the keystroke seen as
+    it happened can suspend the job."""
+    import time
+    import tty as tty_mod
+    master, slave = os.openpty()
+    tty_mod.setraw(slave)
+    tty = os.ttyname(slave)
+    try:
+        then = time.time() - 3600
+        os.utime(tty, (then, then))
+        d = Daemon(tmp_path, extra=DESKTOP.format(tty=tty.removeprefix("/dev/")))
+        d.start()
+        try:
+            work = _jobs_dir(tmp_path)
+            submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
+                      "queue\n", work)
+            wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
+            time.sleep(1.5)                     # the probe has read the hour-old atime
+            os.write(master, b"k")              # the owner types; the shell reads it
+            os.read(slave, 1)
+            os.utime(tty, (then, then))         # as if the kernel had not moved the atime
+            wait_for(lambda: counts(d).get(7) == 1, 30, d.output)
+            ads = d.call("status")["ads"]
+            assert any("KeyboardIdle = " in a and "Suspended" in a for a in ads), ads
+            d.cli("rm", "-all")
+            wait_for(lambda: counts(d).get(3) == 1, 30, d.output)
+        finally:
+            d.stop()
+            d.kill_leftovers()
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
 def test_off_ends_the_jobs_and_the_daemon(tmp_path: Path) -> None:
     d = Daemon(tmp_path)
     d.start()
