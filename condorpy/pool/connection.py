@@ -15,15 +15,17 @@ import selectors
 import socket
 import time
 from collections.abc import Generator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from condorpy.errors import CondorpyError, PoolError, WireError
-from condorpy.pool.aesgcm import AesGcmCipher
 from condorpy.pool.cedar import PacketDecoder, Reader, Transcript, Writer, frame
 from condorpy.pool.security import Await, ClientPolicy, Op, Receive, Send, Session, \
     StartCrypto, client_handshake
 from condorpy.pool.sharedport import check_reachable, connect_payload
 from condorpy.pool.sinful import Address
+
+if TYPE_CHECKING:
+    from condorpy.pool.aesgcm import AesGcmCipher
 
 T = TypeVar("T")
 log = logging.getLogger("condorpy.pool")
@@ -44,6 +46,8 @@ class Channel:
         return self.cipher is not None
 
     def start_crypto(self, key: bytes) -> None:
+        from condorpy.pool.aesgcm import AesGcmCipher      # cryptography at first use
+
         self.cipher = AesGcmCipher(key, self.transcript, self.peer)
         self.decoder.cipher = self.cipher
 

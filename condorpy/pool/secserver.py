@@ -50,7 +50,6 @@ from enum import Enum
 from condorpy.classad import ClassAd
 from condorpy.config import Config
 from condorpy.errors import SecurityError, WireError
-from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool import fsauth
 from condorpy.pool.security import (DC_AUTHENTICATE, IMPLEMENTED_CRYPTO, METHOD_BITS, Level,
@@ -438,6 +437,8 @@ def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPoli
     if crypto and (not isinstance(client_pub, str) or not client_pub):
         raise SecurityError("the client sent no ECDHPublicKey; condorpy agrees keys "
                             "by ECDH only", peer=peer)
+    from condorpy.pool.aesgcm import EcdhKey      # cryptography at first use
+
     ecdh = EcdhKey()
     reply = ClassAd()
     reply["Authentication"] = "YES" if authenticate else "NO"

@@ -39,15 +39,17 @@ import pwd
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from condorpy.classad import ClassAd
 from condorpy.config import Config
 from condorpy.errors import SecurityError
-from condorpy.pool import fsauth, idtokens
-from condorpy.pool.aesgcm import EcdhKey
+from condorpy.pool import fsauth
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.wire_ad import get_classad, put_classad
+
+if TYPE_CHECKING:
+    from condorpy.pool import idtokens
 
 DC_AUTHENTICATE = 60010
 # authentication method bits (condor_auth.h)
@@ -158,6 +160,8 @@ def knob_methods(cfg: Config, side: str, knob: str, default: str) -> tuple[str, 
 
 def client_policy(cfg: Config, version: str) -> ClientPolicy:
     """The client policy the configuration asks for (HTCondor's knobs and defaults)."""
+    from condorpy.pool import idtokens     # cryptography loads with the pool, not before
+
     configured = knob_methods(cfg, "SEC_CLIENT", "AUTHENTICATION_METHODS",
                               "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL")
     crypto = knob_methods(cfg, "SEC_CLIENT", "CRYPTO_METHODS", "AES,BLOWFISH,3DES")
@@ -234,6 +238,9 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
                 raise SecurityError(f"SEC_CLIENT_NEGOTIATION is NEVER but {name} is "
                                     "REQUIRED", peer=peer)
         return Session(raw=True)
+    from condorpy.pool import idtokens
+    from condorpy.pool.aesgcm import EcdhKey      # cryptography at first use
+
     ecdh = EcdhKey()
     w = Writer().put_int(DC_AUTHENTICATE)
     put_classad(w, auth_request_ad(policy, command, ecdh.public_b64(),
@@ -357,6 +364,8 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
 
 
 def _find_token(policy: ClientPolicy, reply: ClassAd) -> tuple[idtokens.Token | None, str]:
+    from condorpy.pool import idtokens
+
     """The token for this server (its TrustDomain and IssuerKeys), or why there is none."""
     search = policy.token_search
     if search is None:

@@ -26,7 +26,6 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from condorpy.pool import claims
-from condorpy.pool.aesgcm import hkdf_key
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import Op, Receive, Send, resume
 
@@ -52,6 +51,10 @@ def parse_claim_id(claim_id: str) -> ClaimIdParts:
 
 
 def claim_session_key(claim_id: str) -> bytes:
+    # cryptography (~8 MB of the daemon's memory) loads with the first pool session, not
+    # at import: an EP without a pool never needs it
+    from condorpy.pool.aesgcm import hkdf_key
+
     return hkdf_key(parse_claim_id(claim_id).key.encode("ascii", "replace"))
 
 

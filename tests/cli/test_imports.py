@@ -138,3 +138,15 @@ def test_the_command_line_imports_its_command_without_the_collector(tmp_path: Pa
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout == "true\ntrue\n"
+
+
+def test_a_daemon_without_a_pool_loads_neither_cryptography_nor_pyroute2() -> None:
+    """Each is about 8-20 MB of the daemon's memory for its whole life: cryptography
+    comes with the first pool session, pyroute2 with the namespace work of a job; the
+    machine's addresses come from psutil."""
+    loaded = _loaded_after(
+        "import condorpy.startd.daemon\n"
+        "from condorpy.machine.network import probe_network\n"
+        "from condorpy.machine.roots import HostRoots\n"
+        "assert probe_network(HostRoots()).interfaces\n")
+    assert [m for m in loaded if m.split(".")[0] in ("cryptography", "pyroute2")] == []

@@ -32,7 +32,6 @@ from typing import BinaryIO
 from condorpy.classad import ClassAd
 from condorpy.errors import CondorpyError, PoolError
 from condorpy.pool import filetransfer as ft
-from condorpy.pool.aesgcm import hkdf_key
 from condorpy.pool.connection import Connection
 from condorpy.pool.security import Op, resume
 from condorpy.pool.shadow import SessionInfo
@@ -298,6 +297,8 @@ class Transfer:
         return self._r
 
     def _run(self) -> None:
+        from condorpy.pool.aesgcm import hkdf_key      # cryptography at first use
+
         try:
             with Connection.connect(self.addr, WAIT_TIMEOUT) as conn:
                 peer = conn.peer
