@@ -138,7 +138,7 @@ def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
             # the windows' lengths: a submission as long as those before it took
             # (most of it the client's start), a job starts within a polling interval
             # (1 s), and ends within its sleep
-            delay = {"submit": rng.uniform(0.3, 1.3) * min(took, default=0.5),
+            delay = {"submit": rng.uniform(0.5, 1.25) * min(took, default=0.5),
                      "start": rng.uniform(0.0, 1.5), "end": rng.uniform(0.0, 1.2)}[window]
             sub = Submission(f"r{i}", rng.randint(1, 3), window, delay)
             subs.append(sub)
