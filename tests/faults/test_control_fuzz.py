@@ -141,8 +141,19 @@ def _huge(rng: random.Random) -> bytes:
     return _line({"command": "q", "args": {"constraint": f'Owner == "{text}"'}})
 
 
+PING = b'{"command": "ping", "args": {"fuzz": "interleaved"}}\n'
+
+
+def _interleaved(rng: random.Random) -> bytes:
+    """Broken lines with a ping among them, on one connection: the ping is answered."""
+    makers = [_wrong_types, _not_a_request, _mutated, _raw]
+    before = b"".join(rng.choice(makers)(rng) for _ in range(rng.randint(1, 3)))
+    after = b"".join(rng.choice(makers)(rng) for _ in range(rng.randint(0, 3)))
+    return before + PING + after
+
+
 MAKERS: list[Callable[[random.Random], bytes]] = [
-    _valid, _wrong_types, _not_a_request, _mutated, _mutated, _raw, _huge]
+    _valid, _wrong_types, _not_a_request, _mutated, _mutated, _raw, _huge, _interleaved]
 
 
 def _harmless(data: bytes) -> bytes:
@@ -186,8 +197,11 @@ def _exchange(d: Daemon, data: bytes, rng: random.Random, log: list[str],
             if not chunk:
                 break
             got += chunk
-    for raw in got.splitlines():
-        reply = json.loads(raw)
+    replies = [json.loads(raw) for raw in got.splitlines()]
+    if PING in data:
+        assert any(isinstance(r, dict) and isinstance(r.get("result"), dict)
+                   and "pid" in r["result"] for r in replies), "the ping went unanswered"
+    for reply in replies:
         if isinstance(reply, dict) and reply.get("ok") is False:
             assert "internal error" not in str(reply.get("error")), reply
             seen["refused"] += 1
