@@ -2,14 +2,16 @@
 
 Each run submits a few jobs and kills the daemon (SIGKILL, nothing flushed, nothing
 said) at a random instant of one window: during the submission, while its jobs start,
-or while they end; then starts it again on the same state. Afterwards: every job the
-client was told was queued exists exactly once, none the client was told failed
-exists, a submission the client could not hear the answer to is there whole or not at
-all, every job completed exactly once (each appends one line to a marker file with
-O_APPEND), nothing of the daemon runs after its final stop, and the store reads.
+or while they end; then starts it again on the same state (now and then killing that
+start too, mid re-adoption). Afterwards: every job the client was told was queued
+exists exactly once, none the client was told failed exists, a submission the client
+could not hear the answer to is there whole or not at all, every job completed exactly
+once (each appends one line to a marker file with O_APPEND), nothing of the daemon
+runs after its final stop, and the store reads.
 
 The seed is printed in every failure; CONDORPY_FAULT_SEED replays it, and
-CONDORPY_FAULT_RUNS makes a longer soak (docs/startd.md, "Fault injection")."""
+CONDORPY_FAULT_RUNS makes a longer soak (docs/trust.md, "Fault injection and
+fuzzing")."""
 
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ class Submission:
     jobs: int
     window: str
     delay: float
+    again: float | None = None  # the restart killed too, so many seconds into its start
     outcome: str = ""          # queued | failed | unknown (the answer was lost)
     detail: str = ""
 
@@ -71,6 +74,19 @@ def _kill(d: Daemon) -> None:
     d.proc = None
 
 
+def _restart(d: Daemon, again: float | None) -> None:
+    """Start the daemon again; with ``again``, first kill a start that many seconds in
+    (while it re-adopts its starters and finishes the jobs that ended meanwhile)."""
+    if again is not None:
+        with open(d.base / "daemon.out", "ab") as log:
+            proc = subprocess.Popen([*d.cli_argv(), "startd", "-f"], env=d.env(),
+                                    stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        time.sleep(again)
+        proc.kill()
+        proc.wait()
+    d.start()
+
+
 def _rows(d: Daemon) -> list[tuple[str, int, int]]:
     """(tag, proc, status) of every job, queued or in the history."""
     with d.db() as db:
@@ -95,7 +111,7 @@ def _one_run(d: Daemon, work: Path, rng: random.Random, sub: Submission,
         _kill(d)
         out, err = client.communicate(timeout=120)
         _outcome(sub, subprocess.CompletedProcess(argv, client.returncode, out, err))
-        d.start()
+        _restart(d, sub.again)
         return
     t0 = time.monotonic()
     _outcome(sub, subprocess.run(argv, env=d.env(), cwd=work, text=True,
@@ -108,7 +124,7 @@ def _one_run(d: Daemon, work: Path, rng: random.Random, sub: Submission,
                  d.output)
     time.sleep(sub.delay)
     _kill(d)
-    d.start()
+    _restart(d, sub.again)
 
 
 def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
@@ -127,7 +143,9 @@ def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
 
     def story() -> str:
         return (f"{replay(s)}; runs:\n" + "\n".join(
-            f"  {x.tag} {x.window} +{x.delay:.3f}s {x.jobs} job(s): {x.outcome} "
+            f"  {x.tag} {x.window} +{x.delay:.3f}s"
+            f"{'' if x.again is None else f' restart killed +{x.again:.3f}s'} "
+            f"{x.jobs} job(s): {x.outcome} "
             f"{x.detail!r}" for x in subs) + f"\nmarker:\n{_marker(work)}\n"
             f"daemon:\n{d.output()[-2500:]}")
 
@@ -140,7 +158,9 @@ def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
             # (1 s), and ends within its sleep
             delay = {"submit": rng.uniform(0.5, 1.25) * min(took, default=0.5),
                      "start": rng.uniform(0.0, 1.5), "end": rng.uniform(0.0, 1.2)}[window]
-            sub = Submission(f"r{i}", rng.randint(1, 3), window, delay)
+            # a start takes 1 to 2 s here
+            again = rng.uniform(0.2, 2.5) if rng.random() < 0.3 else None
+            sub = Submission(f"r{i}", rng.randint(1, 3), window, delay, again)
             subs.append(sub)
             _one_run(d, work, rng, sub, took)
         told = {x.tag for x in subs if x.outcome != "failed"}
