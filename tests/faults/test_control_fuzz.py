@@ -44,18 +44,19 @@ READS: list[tuple[str, dict[str, Any]]] = [
                                                     "values": ["1"], "dry_run": True}),
 ]
 # a value of every JSON kind, and some that stress decoders
-ODD = [None, True, False, 0, -1, 1 << 63, -(1 << 63) - 1, 10 ** 200, 1.5, -0.0, 1e308,
+ODD: list[Any] = [None, True, False, 0, -1, 1 << 63, -(1 << 63) - 1, 10 ** 200, 1.5, -0.0, 1e308,
        "", "x", "\u0000", "\ud800", "é" * 3, [], [1], ["a", 2], {}, {"a": 1},
        [[[]]], "1.0", "-1"]
 
 
 def _wrong(kind: ArgType, rng: random.Random) -> Any:
     """A value that is not ``kind`` (or is, now and then: the border cases)."""
-    return rng.choice(ODD + {
+    border: dict[ArgType, list[Any]] = {
         ArgType.POSITIVE: [0, -5, True], ArgType.COUNT: [-1, 2.0],
         ArgType.NAMES: [["x"] * 1001], ArgType.IDS: [[None], [[1]], [1.5]],
         ArgType.BOOL: [0, 1, "true"], ArgType.STRS: [[1], [None]],
-    }.get(kind, []))
+    }
+    return rng.choice(ODD + border.get(kind, []))
 
 
 def _line(obj: Any) -> bytes:
