@@ -15,6 +15,7 @@ lengthens it."""
 
 from __future__ import annotations
 
+import collections
 import random
 import re
 import socket
@@ -31,7 +32,9 @@ from condorpy.pool import admin
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Writer, frame
 from condorpy.pool.connection import Connection
-from condorpy.pool.security import DC_AUTHENTICATE, ClientPolicy, auth_request_ad
+from condorpy.errors import PoolError
+from condorpy.pool.security import (DC_AUTHENTICATE, ClientPolicy, Level, Receive, Send,
+                                    StartCrypto, auth_request_ad, client_handshake)
 from condorpy.pool.sinful import parse_address
 from condorpy.pool.wire_ad import get_classad, put_classad
 from tests.faults.common import fds, replay, seconds, seed, settled_fds, tracebacks
@@ -54,6 +57,8 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
 COLLECTOR_HOST = 127.0.0.1:{_free_port()}
 NETWORK_INTERFACE = 127.0.0.1
 CONDORPY_POOL_ACCEPT_CLAIMS = True
+# a method both sides have, so that handshakes go on to authenticate
+SEC_DEFAULT_AUTHENTICATION_METHODS = CLAIMTOBE
 """)
     d.start()
     try:
@@ -154,6 +159,60 @@ def _case(rng: random.Random) -> bytes:
     return _packets(payload, rng)
 
 
+def _deep(port: int, rng: random.Random) -> str:
+    """A real handshake (negotiation, CLAIMTOBE, then AES-GCM) in which one message is
+    mutated: before it is framed (and encrypted, once the session encrypts) or after,
+    on the wire; or, once the session stands, the command's own message. What the
+    daemon does next is read until it closes."""
+    command = rng.choice([admin.QUERY_STARTD_ADS, admin.DC_NOP_READ, admin.DRAIN_JOBS,
+                          admin.DC_CONFIG_VAL, admin.VACATE_CLAIM, 442])
+    policy = ClientPolicy(authentication=rng.choice(list(Level)),
+                          encryption=rng.choice([Level.REQUIRED, Level.OPTIONAL]))
+    target = rng.randint(1, 4)
+    on_wire = rng.random() < 0.3
+    sends = 0
+    with Connection.connect(parse_address(f"<127.0.0.1:{port}>"), 10) as conn:
+        gen = client_handshake(command, policy, conn.peer)
+        try:
+            reply: bytes | None = None
+            op = gen.send(None)
+            while True:
+                if isinstance(op, Send):
+                    sends += 1
+                    if sends == target:
+                        break
+                    conn.send(op.payload)
+                    reply = None
+                elif isinstance(op, Receive):
+                    reply = conn.receive(op.what)
+                elif isinstance(op, StartCrypto):
+                    conn.channel.start_crypto(op.key)
+                    reply = None
+                else:
+                    return "await"
+                op = gen.send(reply)
+            payload = op.payload
+            what = f"handshake message {sends}"
+        except StopIteration:
+            payload = put_classad(conn.channel.writer(), ClassAd({
+                "MyType": "Query", "HowFast": 1, "RequestID": "x"})).payload()
+            what = "command message"
+        except (PoolError, OSError) as exc:
+            return f"refused before the mutation: {exc}"
+        try:
+            if on_wire:
+                conn.sock.sendall(_mutate(conn.channel.encode(payload), rng))
+            else:
+                conn.send(_mutate(payload, rng))
+            conn.sock.shutdown(socket.SHUT_WR)
+            conn.sock.settimeout(30)
+            while conn.sock.recv(1 << 16):
+                pass
+        except (PoolError, OSError):
+            pass
+        return f"{what} mutated{' on the wire' if on_wire else ''}"
+
+
 def _exchange(port: int, data: bytes, rng: random.Random) -> None:
     """Send ``data``, then read until the daemon closes, or hang up at once."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
@@ -223,11 +282,16 @@ def test_the_cedar_port_survives_a_seeded_fuzzer(daemon: Daemon) -> None:
     before = fds(pid)
     sent: list[bytes] = []
     batches = 0
+    deep: collections.Counter[str] = collections.Counter()
     slow = _SlowPeers(port, SLOW_PEERS)
     end = time.monotonic() + seconds(DEFAULT_SECONDS)
     try:
         while time.monotonic() < end:
             for _ in range(BATCH):
+                if rng.random() < 0.3:
+                    deep[_deep(port, rng)[:90]] += 1
+                    sent.append(b"(a handshake with one message mutated)")
+                    continue
                 sent.append(_case(rng))
                 _exchange(port, sent[-1], rng)
             batches += 1
@@ -243,7 +307,7 @@ def test_the_cedar_port_survives_a_seeded_fuzzer(daemon: Daemon) -> None:
             f"{replay(s)}: {exc!r} after batch {batches}; last sent:\n"
             + "\n".join(f"{x[:100]!r} ({len(x)} B)" for x in sent[-BATCH:])
             + f"\n{daemon.output()}") from exc
-    print(f"{batches} batches of {BATCH}, {replay(s)}")
+    print(f"{batches} batches of {BATCH} (handshakes: {dict(deep)}), {replay(s)}")
     assert daemon.proc.poll() is None, f"{replay(s)}: the daemon died\n{daemon.output()}"
     assert len(after) <= len(before), (f"{replay(s)}: descriptors leaked: "
                                        f"{sorted(after - before)}")
