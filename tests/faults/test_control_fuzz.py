@@ -123,6 +123,12 @@ def _raw(rng: random.Random) -> bytes:
         bytes(rng.randrange(256) for _ in range(rng.randint(1, 2000))) + b"\n",
         b"\xff\xfe\xc0\x80" * rng.randint(1, 100) + b"\n",                 # not UTF-8
         b'{"command": "ping", "args": {"a": "\xed\xa0\x80"}}\n',          # a surrogate
+        # lone surrogates as JSON escapes: valid UTF-8 on the wire, odd strings inside
+        b'{"command":"q","args":{"constraint":"Owner == \\"\\udc94\\""}}\n',
+        b'{"command":"config_val","args":{"names":["\\ud800", "A\\udfff"]}}\n',
+        b'{"command":"rm","args":{"owners":["\\udc94"],"reason":"\\ud800"}}\n',
+        b'{"command":"tail","args":{"id":"\\udc94.0"}}\n',
+        b'{"command":"\\ud800"}\n',
         b"[" * rng.choice([100, 10_000, 200_000]) + b"\n",                # deep, unclosed
         b'{"command":"q","args":{"constraint":' + b"[" * 50_000 + b"]" * 50_000 + b"}}\n",
         b'{"command":"q","args":{"limit":' + b"9" * 5000 + b"}}\n",        # long integer
