@@ -16,7 +16,9 @@ lengthens it."""
 from __future__ import annotations
 
 import collections
+import errno
 import random
+import resource
 import re
 import socket
 import struct
@@ -31,7 +33,7 @@ from condorpy.classad import ClassAd
 from condorpy.pool import admin
 from condorpy.pool.aesgcm import EcdhKey
 from condorpy.pool.cedar import Writer, frame
-from condorpy.pool.connection import Connection
+from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.errors import PoolError
 from condorpy.pool.security import (DC_AUTHENTICATE, ClientPolicy, Level, Receive, Send,
                                     StartCrypto, auth_request_ad, client_handshake)
@@ -316,3 +318,52 @@ def test_the_cedar_port_survives_a_seeded_fuzzer(daemon: Daemon) -> None:
     # every connection it dropped is named by its peer
     dropped = [ln for ln in daemon.output().splitlines() if "pool:" in ln]
     assert dropped and all("127.0.0.1" in ln for ln in dropped), dropped[:5]
+
+
+def test_one_host_cannot_take_every_descriptor(tmp_path: Path) -> None:
+    # A daemon started with 200 descriptors (as a shell's limit might be): one host
+    # holds at most a quarter of them in unfinished commands; beyond that its new
+    # connections are closed, and the control socket and other exchanges are served.
+    d = Daemon(tmp_path, f"""
+COLLECTOR_HOST = 127.0.0.1:{_free_port()}
+NETWORK_INTERFACE = 127.0.0.1
+""")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, hard))
+    try:
+        d.start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    socks: list[socket.socket] = []
+    try:
+        port = port_of(d)
+        assert d.proc is not None
+        before = len(fds(d.proc.pid))
+        for _ in range(150):                 # silent peers, as slowloris
+            socks.append(socket.create_connection(("127.0.0.1", port)))
+        wait_for(lambda: "already holds 50 unfinished commands" in d.output(), 30,
+                 d.output)
+        assert len(fds(d.proc.pid)) <= before + 50 + 2     # the spare, a listener's turn
+        assert d.call("ping")
+        for s in socks:
+            s.close()
+        socks.clear()
+        assert _query(port) >= 1
+        assert not tracebacks(d.whole_log())
+    finally:
+        for s in socks:
+            s.close()
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_out_of_descriptors_an_outgoing_exchange_is_a_pool_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a collector update when the daemon has no descriptor left: a failed attempt
+    # naming the peer, retried later, not an internal error
+    def no_fds(*_a: object, **_k: object) -> socket.socket:
+        raise OSError(errno.EMFILE, "Too many open files")
+    monkeypatch.setattr(socket, "socket", no_fds)
+    with pytest.raises(PoolError, match="cannot open a socket: Too many open files"):
+        AsyncExchange.connect(parse_address("<127.0.0.1:9618>"),
+                              iter(()), 0.0, "update")  # type: ignore[arg-type]
