@@ -200,7 +200,11 @@ class AsyncExchange:
         except OSError as exc:
             raise PoolError(f"cannot resolve {addr.host}: {exc}", peer=peer) from None
         family, _, _, _, sockaddr = infos[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError as exc:      # out of descriptors: a failed attempt, retried later
+            raise PoolError(f"cannot open a socket: {exc.strerror or exc}",
+                            peer=peer) from None
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         err = sock.connect_ex(sockaddr)

@@ -28,6 +28,15 @@ and only then tells the server "ready" on a pipe and runs :class:`Starter`. The 
 answers the startd once "ready" (or the reason it failed) has arrived, so a set-up
 failure is an error reply, not a starter that silently died.
 
+Held launches: a request that says ``"hold": true`` gets a starter that, once set up
+and reported, waits for ``{"op": "release", "pid": N}`` before it runs anything (the
+reply is ``{"ok": true, "released": N}``). The startd holds every launch and releases
+the starter once the job store records it: a startd killed between the fork and that
+record closes the socketpair, the server exits, the held starter sees its release pipe
+close and exits without starting the job, and the next startd (which finds no record)
+runs the job once, from the queue. Without the hold, such a starter would run the job
+unknown to anyone while the next startd ran it again.
+
 Exit and reaping: the starter is the server's child, in its own session; the server
 reaps it (SIGCHLD, ``waitpid(-1, WNOHANG)``), so no zombie stays while the server
 lives. When the server is gone (it exits when the startd's end of the socketpair
@@ -110,6 +119,14 @@ class LaunchRequest:
     cgroup: str | None = None
     log_path: str = ""
     log_max: int = 0
+    hold: bool = False
+
+
+@dataclass(frozen=True)
+class Release:
+    """Let the held starter ``pid`` run its job (the startd has recorded it)."""
+
+    pid: int
 
 
 @dataclass(frozen=True)
@@ -138,7 +155,12 @@ class Ready:
     version: int
 
 
-Reply = Union[Launched, LaunchFailed, Ready]
+@dataclass(frozen=True)
+class Released:
+    pid: int
+
+
+Reply = Union[Launched, LaunchFailed, Ready, Released]
 
 
 # --- sans-I/O encoding ----------------------------------------------------------------
@@ -171,7 +193,11 @@ def encode_request(request: LaunchRequest) -> bytes:
                   "slot_ad": request.slot_ad, "execute": request.execute,
                   "result_path": request.result_path, "knobs": dict(request.knobs),
                   "cgroup": request.cgroup, "log_path": request.log_path,
-                  "log_max": request.log_max})
+                  "log_max": request.log_max, "hold": request.hold})
+
+
+def encode_release(release: Release) -> bytes:
+    return _line({"op": "release", "pid": release.pid})
 
 
 def request_job_id(line: bytes) -> str | None:
@@ -184,11 +210,17 @@ def request_job_id(line: bytes) -> str | None:
     return job if isinstance(job, str) else None
 
 
-def decode_request(line: bytes) -> LaunchRequest:
+def decode_request(line: bytes) -> LaunchRequest | Release:
     """One request line; :class:`RequestError` saying what is wrong with it."""
     msg = _object(line, "request")
+    if msg.get("op") == "release":
+        pid = msg.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            raise RequestError("release request: 'pid' must be a process id")
+        return Release(pid)
     if msg.get("op") != "launch":
-        raise RequestError(f"unknown request op {msg.get('op')!r} (expected 'launch')")
+        raise RequestError(f"unknown request op {msg.get('op')!r} "
+                           f"(expected 'launch' or 'release')")
     job_id = _text(msg, "job_id", "launch request")
     what = f"launch request for job {job_id}"
     knobs = msg.get("knobs", {})
@@ -198,13 +230,16 @@ def decode_request(line: bytes) -> LaunchRequest:
     log_max = msg.get("log_max", 0)
     if not isinstance(log_max, int) or isinstance(log_max, bool) or log_max < 0:
         raise RequestError(f"{what}: 'log_max' must be a whole number of bytes")
+    hold = msg.get("hold", False)
+    if not isinstance(hold, bool):
+        raise RequestError(f"{what}: 'hold' must be true or false")
     return LaunchRequest(job_id=job_id, job_ad=_text(msg, "job_ad", what),
                          slot_ad=_text(msg, "slot_ad", what),
                          execute=_text(msg, "execute", what),
                          result_path=_text(msg, "result_path", what), knobs=knobs,
                          cgroup=_text(msg, "cgroup", what, optional=True),
                          log_path=_text(msg, "log_path", what, optional=True) or "",
-                         log_max=log_max)
+                         log_max=log_max, hold=hold)
 
 
 def encode_reply(reply: Reply) -> bytes:
@@ -212,6 +247,8 @@ def encode_reply(reply: Reply) -> bytes:
         return _line({"event": "ready", "pid": reply.pid, "version": reply.version})
     if isinstance(reply, LaunchFailed):
         return _line({"ok": False, "job": reply.job_id, "error": reply.error})
+    if isinstance(reply, Released):
+        return _line({"ok": True, "released": reply.pid})
     return _line({"ok": True, "job": reply.job_id, "pid": reply.pid,
                   "start_ticks": reply.start_ticks, "boot_id": reply.boot_id,
                   "socket_path": reply.socket_path, "result_path": reply.result_path,
@@ -232,6 +269,11 @@ def decode_reply(line: bytes) -> Reply:
             raise RequestError("malformed reply from the fork server: bad 'job'")
         if msg.get("ok") is False:
             return LaunchFailed(job, _text(msg, "error", "fork server reply"))
+        if msg.get("ok") is True and "released" in msg:
+            pid = msg["released"]
+            if not isinstance(pid, int) or isinstance(pid, bool):
+                raise RequestError("malformed reply from the fork server: bad 'released'")
+            return Released(pid)
         if msg.get("ok") is not True or job is None:
             raise RequestError("malformed reply from the fork server")
         ints = [msg.get(k) for k in ("pid", "start_ticks")]
@@ -371,6 +413,8 @@ class _Server:
         self.buffer = LineBuffer()
         self.configs: OrderedDict[tuple[tuple[str, str], ...], Config] = OrderedDict()
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        # held starters: pid -> the write end of the pipe each waits on
+        self.held: dict[int, int] = {}
 
     # -- preparing, in the server, so that errors become replies --------------------
 
@@ -412,18 +456,37 @@ class _Server:
     def launch(self, prep: _Prepared) -> Launched:
         req = prep.request
         rfd, wfd = os.pipe2(os.O_CLOEXEC)
+        go_r, go_w = os.pipe2(os.O_CLOEXEC) if req.hold else (-1, -1)
         sys.stdout.flush()
         sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError as exc:
-            os.close(rfd)
-            os.close(wfd)
+            for fd in (rfd, wfd, go_r, go_w):
+                if fd >= 0:
+                    os.close(fd)
             raise _Refused(f"cannot fork a starter: {exc.strerror}") from None
         if pid == 0:
             os.close(rfd)
-            self._become_starter(prep, wfd)
+            if go_w >= 0:
+                os.close(go_w)
+            self._become_starter(prep, wfd, go_r)
         os.close(wfd)
+        if go_r >= 0:
+            os.close(go_r)
+        try:
+            launched = self._settle(prep, pid, rfd)
+        except BaseException:
+            if go_w >= 0:
+                os.close(go_w)      # it is not running anything: let it go
+            raise
+        if go_w >= 0:
+            self.held[pid] = go_w
+        return launched
+
+    def _settle(self, prep: _Prepared, pid: int, rfd: int) -> Launched:
+        """The started starter, once it has reported its set-up."""
+        req = prep.request
         # Our own child: it stays in /proc (as a zombie at worst) until we reap it.
         ticks = start_ticks(pid, self.proc_root)
         report = self._read_report(rfd)
@@ -462,7 +525,20 @@ class _Server:
         text = b"".join(chunks).decode("utf-8", "replace").strip()
         return text or "fail it exited during set-up"
 
-    def _become_starter(self, prep: _Prepared, wfd: int) -> None:
+    def release(self, release: Release) -> Reply:
+        go_w = self.held.pop(release.pid, None)
+        if go_w is None:
+            return LaunchFailed(None, f"no starter {release.pid} waits to be released "
+                                      f"(it has exited)")
+        try:
+            os.write(go_w, b"g")
+        except OSError:
+            pass            # it died meanwhile: the startd learns that from its socket
+        finally:
+            os.close(go_w)
+        return Released(release.pid)
+
+    def _become_starter(self, prep: _Prepared, wfd: int, go_r: int) -> None:
         """The forked child; never returns."""
         code = _EXIT_FAILED
         try:
@@ -495,8 +571,7 @@ class _Server:
                 os.dup2(null, 0)
                 os.dup2(log, 1)
                 os.dup2(log, 2)
-                os.closerange(3, wfd)
-                os.closerange(wfd + 1, 1 << 20)
+                _close_all_but(wfd, go_r)
                 if prep.request.cgroup is not None:
                     stage = f"cgroup {prep.request.cgroup}"
                     _enter_cgroup(prep.request.cgroup)
@@ -507,6 +582,12 @@ class _Server:
                 return
             os.write(wfd, b"ready\n")
             os.close(wfd)
+            if go_r >= 0 and not _released(go_r):
+                print(f"condorpy starter: job {prep.request.job_id}: the startd went "
+                      f"away before it recorded this starter; the job was not started",
+                      file=sys.stderr, flush=True)
+                code = _EXIT_VACATED
+                return
             code = _run_starter(prep, starter)
         except BaseException:       # a starter must never fall back into the server loop
             traceback.print_exc()
@@ -527,6 +608,9 @@ class _Server:
                 return
             if pid == 0:
                 return
+            go_w = self.held.pop(pid, None)
+            if go_w is not None:
+                os.close(go_w)
 
     def handle(self, line: bytes | None) -> Reply:
         if line is None:
@@ -534,6 +618,8 @@ class _Server:
         job = request_job_id(line)
         try:
             req = decode_request(line)
+            if isinstance(req, Release):
+                return self.release(req)
             return self.launch(self.prepare(req))
         except RequestError as exc:
             return LaunchFailed(job, str(exc))
@@ -575,6 +661,23 @@ class _Server:
                     except OSError:
                         return 0
             self.reap()
+
+
+def _close_all_but(*keep: int) -> None:
+    low = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def _released(go_r: int) -> bool:
+    """Wait for the server's word: True once released, False when the server went
+    away first (its write end closed with nothing written)."""
+    try:
+        return os.read(go_r, 1) == b"g"
+    finally:
+        os.close(go_r)
 
 
 def _enter_cgroup(path: str) -> None:
@@ -728,6 +831,19 @@ class ForkServer:
         if not isinstance(reply, Launched) or reply.job_id != request.job_id:
             raise StartdError(f"the fork server answered out of turn: {reply}")
         return reply
+
+    def release(self, pid: int) -> None:
+        """Let the held starter ``pid`` run its job; :class:`StarterError` when it is
+        gone, :class:`StartdError` when the server is."""
+        try:
+            self.sock.sendall(encode_release(Release(pid)))
+        except OSError as exc:
+            raise StartdError(f"the fork server (pid {self.pid}) is gone: {exc}") from None
+        reply = self._read_reply()
+        if isinstance(reply, LaunchFailed):
+            raise StarterError(f"cannot release starter {pid}: {reply.error}")
+        if reply != Released(pid):
+            raise StartdError(f"the fork server answered out of turn: {reply}")
 
     def close(self, *, kill: bool = False, timeout_s: float = 10.0) -> None:
         """Close our end; the server exits, leaving its starters running."""

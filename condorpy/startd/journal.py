@@ -84,6 +84,12 @@ def stderr_is_journal(env: Mapping[str, str], stream: TextIO | None = None) -> b
     return st.st_dev == int(dev) and st.st_ino == int(ino)
 
 
+def _escaped(text: str) -> str:
+    """``text`` with any lone surrogate (a peer's undecodable byte) as a backslash
+    escape: the journal takes only valid UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class JournalHandler(logging.Handler):
     """One journal entry per record, through ``send`` (systemd-python's
     ``systemd.journal.send``), with priority, logger and the record's fields."""
@@ -95,11 +101,12 @@ class JournalHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            message = self.format(record)
+            message = _escaped(self.format(record))
             self._send(message, PRIORITY=str(priority(record.levelno)),
                        SYSLOG_IDENTIFIER=self.identifier, LOGGER=record.name,
                        CODE_FILE=record.pathname, CODE_LINE=record.lineno,
-                       CODE_FUNC=record.funcName, **record_fields(record))
+                       CODE_FUNC=record.funcName,
+                       **{k: _escaped(v) for k, v in record_fields(record).items()})
         except Exception:
             self.handleError(record)
 
@@ -137,7 +144,9 @@ def handlers(env: Mapping[str, str], start_log: str, foreground: bool,
         return [stream], "the systemd journal (standard error; no systemd-python)"
     fmt = logging.Formatter("%(asctime)s %(message)s", datefmt="%m/%d/%y %H:%M:%S")
     try:
-        fh = logging.FileHandler(start_log)
+        # A peer's bytes that are not UTF-8 reach log lines as lone surrogates (CEDAR
+        # strings are decoded with surrogateescape): escaped, the line is still written.
+        fh = logging.FileHandler(start_log, encoding="utf-8", errors="backslashreplace")
     except OSError as exc:
         raise StartdError(f"cannot write the log {start_log}: {exc.strerror}") from None
     fh.setFormatter(fmt)

@@ -23,6 +23,8 @@ class Launcher(Protocol):
 
     def launch(self, request: LaunchRequest) -> Launched: ...
 
+    def release(self, launched: Launched) -> None: ...
+
     def alive(self, launched: Launched) -> bool: ...
 
     def kill(self, pid: int) -> None: ...
@@ -36,6 +38,9 @@ class ForkLauncher:
 
     def launch(self, request: LaunchRequest) -> Launched:
         return self.server.launch(request)
+
+    def release(self, launched: Launched) -> None:
+        self.server.release(launched.pid)
 
     def alive(self, launched: Launched) -> bool:
         return same_process(launched.pid, launched.start_ticks, launched.boot_id)

@@ -11,10 +11,11 @@ in-process with a manual clock and fakes behind the ports.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from condorpy.classad import ClassAd
 from condorpy.clock import Clock
@@ -267,10 +268,11 @@ class ResourceManager:
             self.finish(h, {"HoldReason": str(exc), "HoldReasonCode": 6})
             return
         self.stats.job_launched(h.name, activated)
-        self.store.start_job(job_id, StarterRecord(
-            job_id, launched.pid, launched.boot_id, launched.start_ticks,
-            launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
-            claim_id=claim_id, remote_host=self._slot_ad_name(slot_name))
+        with self._released(launched):
+            self.store.start_job(job_id, StarterRecord(
+                job_id, launched.pid, launched.boot_id, launched.start_ticks,
+                launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
+                claim_id=claim_id, remote_host=self._slot_ad_name(slot_name))
         log.info("job %s: starter %d launched in %s", job_id, launched.pid, slot_name,
                  extra=fields(event="job_start", job_id=job_id, slot=slot_name,
                               claim_id=claim_id, starter_pid=launched.pid,
@@ -299,8 +301,25 @@ class ResourceManager:
             del self.handles[origin]
             self.by_claim.pop(eid, None)
             raise
-        pool_restart.record_pool_starter(self.store.starters, pool_restart.row_id(origin),
-                                         launched, str(job_dir), slot, self.clock.time())
+        with self._released(launched):
+            pool_restart.record_pool_starter(self.store.starters,
+                                             pool_restart.row_id(origin), launched,
+                                             str(job_dir), slot, self.clock.time())
+
+    @contextlib.contextmanager
+    def _released(self, launched: Launched) -> Iterator[None]:
+        """Record the held starter (the block), then let it run its job. A daemon
+        killed before the record leaves it to end without running anything; a record
+        that fails ends it here (docs/startd.md, "Restart")."""
+        try:
+            yield
+        except BaseException:
+            self.launcher.kill(launched.pid)
+            raise
+        try:
+            self.launcher.release(launched)
+        except CondorpyError as exc:      # it died meanwhile: its socket tells the rest
+            log.warning("starter %d: %s", launched.pid, exc)
 
     def _start(self, h: StarterHandle, name: str, job_ad: ClassAd, job_dir: Path) -> Launched:
         """Launch a starter for ``h`` and reach its socket if it is there yet."""
@@ -309,7 +328,8 @@ class ResourceManager:
                             str(self.launching.execute), str(job_dir / "final.ad"),
                             knobs=self.launching.knobs, cgroup=self.launching.cgroup,
                             log_path=logs.path_for(h.slot) if logs is not None else "",
-                            log_max=logs.max_bytes if logs is not None else 0)
+                            log_max=logs.max_bytes if logs is not None else 0,
+                            hold=True)
         launched = self.launcher.launch(req)
         h.cadence = self.launching.cadence()
         h.on_launched(launched, self.clock.monotonic())

@@ -41,6 +41,7 @@ class FakeLauncher:
         self.requests: list[LaunchRequest] = []
         self.alive_pids: set[int] = set()
         self.killed: list[int] = []
+        self.released: list[int] = []
         self.fail: str | None = None
         self.next_pid = 1000
 
@@ -52,6 +53,9 @@ class FakeLauncher:
         self.alive_pids.add(self.next_pid)
         return Launched(request.job_id, self.next_pid, 1, "boot",
                         str(self.sockets / f"{self.next_pid}.sock"), request.result_path, "")
+
+    def release(self, launched: Launched) -> None:
+        self.released.append(launched.pid)
 
     def alive(self, launched: Launched) -> bool:
         return launched.pid in self.alive_pids

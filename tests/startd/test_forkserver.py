@@ -27,7 +27,8 @@ import pytest
 
 from condorpy.errors import RequestError, StartdError, StarterError
 from condorpy.startd.forkserver import (MAX_MESSAGE, ForkServer, Launched, LaunchFailed,
-                                        LaunchRequest, LineBuffer, Ready, current_boot_id,
+                                        LaunchRequest, LineBuffer, Ready, Release,
+                                        Released, current_boot_id, encode_release,
                                         decode_reply, decode_request, encode_reply,
                                         encode_request, open_pidfd, request_job_id,
                                         same_process, start_ticks)
@@ -66,6 +67,9 @@ def test_request_round_trips_with_newlines_in_ads() -> None:
     (b'{"op": "launch", "job_id": "3.1", "job_ad": "", "slot_ad": "", "execute": "/x",'
      b' "result_path": "/r", "knobs": {"A": 1}}', "job 3.1: 'knobs' must map"),
     (b'\xff\xfe', "malformed request"),
+    (b'{"op": "release", "pid": "12"}', "'pid' must be a process id"),
+    (b'{"op": "launch", "job_id": "3.1", "job_ad": "", "slot_ad": "", "execute": "/x",'
+     b' "result_path": "/r", "hold": 1}', "'hold' must be true or false"),
 ])
 def test_malformed_requests_say_what_is_wrong(line: bytes, says: str) -> None:
     with pytest.raises(RequestError, match=says):
@@ -76,8 +80,11 @@ def test_replies_round_trip() -> None:
     launched = Launched("7.0", 123, 456, "boot", "/x/starter_123.sock", "/r/7.0.ad",
                         "/x/starter_123.log")
     for reply in (launched, LaunchFailed("7.0", "bad ad"), LaunchFailed(None, "nope"),
-                  Ready(99, 1)):
+                  Ready(99, 1), Released(123)):
         assert decode_reply(encode_reply(reply).rstrip(b"\n")) == reply
+    assert decode_request(encode_release(Release(123))) == Release(123)
+    held = request(hold=True)
+    assert decode_request(encode_request(held)) == held
 
 
 @pytest.mark.parametrize("line", [b"{}", b'{"ok": true, "job": "1.0", "pid": "x"}',
@@ -390,6 +397,38 @@ def test_starter_survives_the_server_closing(env: Env, server: ForkServer) -> No
     finally:
         client.close()
     assert "ExitSignal = 9" in final_ad(launched)
+
+
+def _marker_dir(env: Env) -> Path:
+    marks = env.tmp / "marks"
+    marks.mkdir()
+    marks.chmod(0o777)              # the job may run as nobody
+    return marks
+
+
+def test_a_held_starter_runs_its_job_once_released(env: Env, server: ForkServer) -> None:
+    marks = _marker_dir(env)
+    launched = env.launch(server, "11.0", job("/bin/touch", str(marks / "ran"), n=11),
+                          hold=True)
+    assert same_process(launched.pid, launched.start_ticks, launched.boot_id)
+    server.release(launched.pid)
+    assert "ExitCode = 0" in final_ad(launched)
+    assert (marks / "ran").exists()
+    with pytest.raises(StarterError, match="no starter .* waits to be released"):
+        server.release(launched.pid)                 # once only
+
+
+def test_a_held_starter_whose_startd_goes_runs_nothing(env: Env, server: ForkServer) -> None:
+    # the startd killed between the fork and recording the starter: the server sees
+    # its socketpair close and exits; the starter must not start the job unknown
+    marks = _marker_dir(env)
+    launched = env.launch(server, "12.0", job("/bin/touch", str(marks / "ran"), n=12),
+                          hold=True)
+    server.close()
+    wait_exit(launched)
+    assert not (marks / "ran").exists()
+    assert not os.path.exists(launched.result_path)
+    assert "the job was not started" in Path(launched.log_path).read_text()
 
 
 CLIENT = textwrap.dedent("""

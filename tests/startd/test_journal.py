@@ -106,6 +106,21 @@ def test_handlers_journal_or_start_log(tmp_path: Path,
     stream.close()
 
 
+def test_a_peers_undecodable_bytes_do_not_lose_the_line(tmp_path: Path) -> None:
+    # CEDAR strings are decoded with surrogateescape: a user name that is not UTF-8
+    # reaches the log as lone surrogates
+    text = "command 465 from con\udc94or@vm denied"
+    record = logging.LogRecord("x", logging.ERROR, "f", 1, text, None, None)
+    log = tmp_path / "StartLog"
+    got, _ = handlers({}, str(log), foreground=False)
+    got[0].handle(record)
+    got[0].close()
+    assert "con\\udc94or@vm denied" in log.read_text()
+    sent: list[str] = []
+    JournalHandler(lambda m, **_kw: sent.append(m.encode().decode())).handle(record)
+    assert sent == ["command 465 from con\\udc94or@vm denied"]
+
+
 def test_prefix_formatter() -> None:
     rec = logging.LogRecord("x", logging.WARNING, "f", 1, "careful", None, None)
     assert PrefixFormatter("%(message)s").format(rec) == "<4>careful"

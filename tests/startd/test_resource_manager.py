@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from condorpy.errors import QueueError
 from condorpy.machine.probe import Activity
 from condorpy.queue.jobstore import JobId, StarterRecord
 from condorpy.startd.adoption import Adopter
@@ -36,10 +37,26 @@ def test_a_matched_local_job_starts_on_its_claimed_slot(tmp_path: Path) -> None:
     h = rig.handle("1.0")
     assert h.phase is Phase.RUNNING and h.slot == "slot1_1"
     assert [s.job_id for s in rig.store.starters.all()] == [JobId(1, 0)]
+    # held until recorded, then released (docs/startd.md, "Restart")
+    assert rig.launcher.requests[0].hold and h.launched is not None
+    assert rig.launcher.released == [h.launched.pid]
     assert [c.job_id for c in rig.store.claims.all()] == [JobId(1, 0)]
     assert ("Claimed", "Busy") in rig.slot_states()
     assert "CondorpyActivatedAt" in (rig.spool / "jobs" / "1.0" / "job.ad").read_text()
     assert rig.stats.jobs_started == 1
+
+
+def test_a_starter_whose_record_fails_is_ended_not_released(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.submit(SLEEP + "queue\n")
+
+    def full(*_a: object, **_k: object) -> None:
+        raise QueueError("database or disk is full")
+    rig.store.start_job = full          # type: ignore[method-assign]
+    with pytest.raises(QueueError):
+        rig.step()
+    assert rig.launcher.released == []
+    assert rig.launcher.killed == [1001]
 
 
 def test_jobs_complete_and_a_freed_slot_takes_the_next(tmp_path: Path) -> None:

@@ -6,7 +6,10 @@ Every decision goes through the policy engine (``request_claim``, ``activate``,
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import resource
 import socket
 from collections.abc import Callable, Generator
 
@@ -32,6 +35,20 @@ from condorpy.startd.poolside.shadow import JobHost, ShadowSide, pool_job_ad
 log = logging.getLogger("condorpy.startd.pool")
 
 
+# Unfinished inbound exchanges one host may hold at once: far above what a schedd's
+# shadows need (each exchange lasts milliseconds), and at most a quarter of the
+# daemon's descriptors (systemd's unit gives it 131072; a shell often 1024).
+MAX_OPEN_PER_HOST = 256
+LOG_EVERY = 60.0        # seconds between two log lines about one host's refusals
+
+
+def _spare_fd() -> int | None:
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
 def _failure_ad(reason: str) -> ClassAd:
     ad = ClassAd()
     ad["VacateReason"] = reason
@@ -54,13 +71,22 @@ class CommandServer:
         self.host_of = host_of
         self.clock = clock
         self.negotiated = secserver.SessionCache()  # sessions the pool's tools opened
+        self._refused_logged: dict[str, float] = {}   # host ("": any) -> when logged
+        self._spare = _spare_fd()
+        self._per_host = min(MAX_OPEN_PER_HOST,
+                             max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4))
 
     def accept(self, listener: socket.socket) -> None:
         try:
             conn, addr = listener.accept()
-        except OSError:
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                self._shed(listener, exc)
             return
         peer = f"{addr[0]}:{addr[1]}"
+        if not self._room_for(str(addr[0])):
+            conn.close()
+            return
         holder: list[AsyncExchange] = []
         # pool25: FS authentication (25.x) binds to this end of the connection
         try:
@@ -73,6 +99,41 @@ class CommandServer:
                                     f"command from {peer}")
         holder.append(ex)
         self.inbound.add(ex, self.shadows.connection_closed)
+
+    def _room_for(self, host: str) -> bool:
+        """Whether ``host`` may open one more exchange: a peer that opens connections
+        and never finishes its message (slowloris) would otherwise take every
+        descriptor, the control socket's too, for an exchange's timeout."""
+        held = sum(1 for ex in self.inbound if ex.peer.rpartition(":")[0] == host)
+        if held < self._per_host:
+            return True
+        now_ = self.clock.monotonic()
+        if now_ - self._refused_logged.get(host, -LOG_EVERY) >= LOG_EVERY:
+            self._refused_logged[host] = now_
+            log.warning("pool: %s already holds %d unfinished commands; its new "
+                        "connections are closed until they end", host, held)
+        return False
+
+    def _shed(self, listener: socket.socket, exc: OSError) -> None:
+        """Out of descriptors: accept the waiting connection on the one kept spare and
+        close it at once, rather than leave it pending (the listener would stay ready
+        and the loop spin on it)."""
+        if self._spare is not None:
+            os.close(self._spare)
+            self._spare = None
+        try:
+            conn, addr = listener.accept()
+            conn.close()
+            what = f"closed the connection from {addr[0]}:{addr[1]}"
+        except OSError:
+            what = "cannot accept"
+        finally:
+            self._spare = _spare_fd()
+        now_ = self.clock.monotonic()
+        if now_ - self._refused_logged.get("", -LOG_EVERY) >= LOG_EVERY:
+            self._refused_logged[""] = now_
+            log.warning("pool: command port out of descriptors (%s): %s", exc.strerror,
+                        what)
 
     def _serve(self, peer: str, holder: list[AsyncExchange],
                local: tuple[str, int] | None = None) -> Generator[Op, bytes | None, None]:

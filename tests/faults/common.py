@@ -1,0 +1,88 @@
+"""What the fault-injection tests share: a seed that each run prints and an
+environment variable replays, how long or how many runs they make, and the checks
+they make of a daemon after each batch (descriptors, tracebacks, processes left)."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+SEED_VAR = "CONDORPY_FAULT_SEED"
+RUNS_VAR = "CONDORPY_FAULT_RUNS"
+SECONDS_VAR = "CONDORPY_FUZZ_SECONDS"
+
+
+def seed() -> int:
+    """The seed of this test: $CONDORPY_FAULT_SEED when set (to replay a failure),
+    else a fresh one that every failure message names."""
+    text = os.environ.get(SEED_VAR, "")
+    return int(text) if text else random.SystemRandom().randrange(1 << 32)
+
+
+def runs(default: int) -> int:
+    return int(os.environ.get(RUNS_VAR, "") or default)
+
+
+def seconds(default: float) -> float:
+    return float(os.environ.get(SECONDS_VAR, "") or default)
+
+
+def replay(s: int) -> str:
+    """The words that let whoever reads a failure run the same case again."""
+    return f"seed {s} (replay: {SEED_VAR}={s})"
+
+
+def fds(pid: int) -> set[str]:
+    """What process ``pid``'s descriptors point at."""
+    out: set[str] = set()
+    for entry in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            out.add(f"{entry.name}->{os.readlink(entry)}")
+        except OSError:
+            pass
+    return out
+
+
+def settled_fds(pid: int, baseline: int, timeout: float = 10.0) -> set[str]:
+    """``pid``'s descriptors once their count is back to ``baseline`` or ``timeout``
+    passed: a connection the peer has just closed is closed by the daemon a moment
+    later."""
+    end = time.monotonic() + timeout
+    now = fds(pid)
+    while len(now) > baseline and time.monotonic() < end:
+        time.sleep(0.05)
+        now = fds(pid)
+    return now
+
+
+def tracebacks(log: str) -> list[str]:
+    """The lines around each traceback or internal error in a daemon's log."""
+    lines = log.splitlines()
+    hits: list[str] = []
+    for i, line in enumerate(lines):
+        if "Traceback" in line or "internal error" in line:
+            hits.append("\n".join(lines[max(0, i - 2):i + 12]))
+    return hits
+
+
+def processes_naming(mark: str) -> list[str]:
+    """Every process (not this one) whose command line or environment names ``mark``:
+    a daemon's starters and jobs carry its configuration's and state's paths."""
+    found: list[str] = []
+    needle = mark.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            if needle in cmd or needle in (entry / "environ").read_bytes():
+                stat = (entry / "stat").read_text()
+                if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                    continue            # a zombie's parent reaps it; it holds nothing
+                words = cmd.replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{entry.name}: {words}")
+        except OSError:
+            pass
+    return found
