@@ -31,9 +31,10 @@ __all__ = ["Signature", "slot_significant", "Keyer", "IdleIndex"]
 # (attribute, its expression's text) for each significant attribute a job has, sorted
 Signature = tuple[tuple[str, str], ...]
 
-# Calls that read attributes they do not name, so the names an expression reads
-# cannot be listed ahead of its evaluation.
-_DYNAMIC_CALLS = frozenset({"eval", "evalineachcontext", "countmatches", "unresolved"})
+# Calls that build an expression from a string at run time, so the names it reads
+# cannot be listed ahead of its evaluation. (evalInEachContext and countMatches name
+# what they read in their arguments: those names are listed like any other.)
+_DYNAMIC_CALLS = frozenset({"eval"})
 # Attributes of the job that matching reads whatever the slots say.
 _JOB_ROOTS = ("requirements", "rank")
 _REQUEST_PREFIXES = ("request", "require")
@@ -55,6 +56,19 @@ class _Refs:
 
     def __init__(self) -> None:
         self._by_text: dict[str, dict[str, set[str]] | None] = {}
+        # by the expression object (kept, so that its id is not reused): a slot ad's
+        # expressions are the same objects from one pass to the next
+        self._by_id: dict[int, tuple[Expr, dict[str, set[str]] | None]] = {}
+
+    def of_slot_expr(self, expr: Expr) -> dict[str, set[str]] | None:
+        got = self._by_id.get(id(expr))
+        if got is not None and got[0] is expr:
+            return got[1]
+        refs = self.of_text(unparse(expr.node, old=True))
+        if len(self._by_id) >= _CACHE_MAX:
+            self._by_id.clear()
+        self._by_id[id(expr)] = (expr, refs)
+        return refs
 
     def of_text(self, text: str) -> dict[str, set[str]] | None:
         """None: the text does not parse, or builds names at run time."""
@@ -88,7 +102,7 @@ def slot_significant(ads: Iterable[ClassAd], carve_texts: Iterable[str] = ()
         for name, expr in ad.items():
             if expr.is_constant:
                 continue
-            refs = _REFS.of_text(unparse(expr.node, old=True))
+            refs = _REFS.of_slot_expr(expr)
             if refs is None:
                 return None
             names |= refs["target"]
@@ -104,9 +118,10 @@ def slot_significant(ads: Iterable[ClassAd], carve_texts: Iterable[str] = ()
 def _name_pattern(names: Iterable[str]) -> re.Pattern[str]:
     alts = sorted({re.escape(n) for n in names}, key=lambda s: (-len(s), s))
     alts += [p + r"\w*" for p in _REQUEST_PREFIXES]
-    # a line of the old format, ``Name = expr``, for the names wanted
-    return re.compile(r"^(" + "|".join(alts) + r")[ \t]*=[ \t]*(.*?)[ \t]*$",
-                      re.MULTILINE | re.IGNORECASE)
+    # a line of the old format, ``Name = expr``, for the names wanted; searched for
+    # from a newline (a literal start the regex engine finds fast) in "\n" + text
+    return re.compile(r"\n(" + "|".join(alts) + r")[ \t]*=[ \t]*([^\n]*?)[ \t]*(?=\n)",
+                      re.IGNORECASE)
 
 
 class Keyer:
@@ -123,6 +138,7 @@ class Keyer:
         # submission part repeat their first job's text and add their differences
         self._base = ""
         self._base_found: dict[str, str] = {}
+        self._signatures: dict[tuple[tuple[str, str], ...], Signature | None] = {}
 
     # --- from an ad -----------------------------------------------------------------
     def of_ad(self, ad: ClassAd) -> Signature | None:
@@ -148,20 +164,25 @@ class Keyer:
             return None
         while True:
             found = self._scan(text)
-
-            def lookup(name: str) -> str | None:
-                return found.get(name)
-
+            prio = _prio_of(found.get("jobprio"))
+            # jobs alike in what was found are alike in their signature
+            seen = tuple(sorted(found.items()))
+            if seen in self._signatures:
+                return self._signatures[seen], prio
             roots = [n for n in found if n.startswith(_REQUEST_PREFIXES)]
-            sig, reached = _closure((*self.significant, *_JOB_ROOTS, *roots), lookup)
+            sig, reached = _closure((*self.significant, *_JOB_ROOTS, *roots), found.get)
             missing = {n for n in reached if n not in self._scanned
                        and not n.startswith(_REQUEST_PREFIXES)}
             if not missing:
-                return sig, _prio_of(found.get("jobprio"))
+                if len(self._signatures) >= _CACHE_MAX:
+                    self._signatures.clear()
+                self._signatures[seen] = sig
+                return sig, prio
             # a name first reached here: scanned for from now on, and this row again
             self._scanned |= missing
             self._pattern = _name_pattern(self._scanned)
             self._base, self._base_found = "", {}
+            self._signatures.clear()
 
     def _scan(self, text: str) -> dict[str, str]:
         base = self._base
@@ -170,8 +191,8 @@ class Keyer:
             rest = text[len(base):]
         else:
             found, rest = {}, text
-        for m in self._pattern.finditer(rest):
-            found[m.group(1).lower()] = m.group(2)      # a later line wins
+        for name, value in self._pattern.findall("\n" + rest + "\n"):
+            found[name.lower()] = value      # a later line wins
         if rest is text and text.endswith("\n"):
             self._base, self._base_found = text, dict(found)
         return found

@@ -107,6 +107,7 @@ class LocalSchedd:
         """The idle jobs by autocluster, read from the store once (a chunk at a time)
         and then kept by every change the daemon makes (its only writer)."""
         if self._index is None:
+            self._significant_now()
             self._index = IdleIndex()
             for row in self.store.rows_with_status(JobStatus.IDLE):
                 self._add_row(row)
