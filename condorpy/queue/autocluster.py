@@ -26,7 +26,7 @@ from condorpy.classad.ast import Call, unparse
 from condorpy.errors import ClassAdError
 from condorpy.queue.records import JobId
 
-__all__ = ["Signature", "slot_significant", "Keyer", "IdleIndex"]
+__all__ = ["Signature", "slot_significant", "significant_from_config", "Keyer", "IdleIndex"]
 
 # (attribute, its expression's text) for each significant attribute a job has, sorted
 Signature = tuple[tuple[str, str], ...]
@@ -113,6 +113,23 @@ def slot_significant(ads: Iterable[ClassAd], carve_texts: Iterable[str] = ()
             return None
         names |= refs["my"] | refs["target"] | refs["unscoped"]
     return frozenset(names)
+
+
+def significant_from_config(knob: Callable[[str], str | None],
+                            computed: Callable[[], frozenset[str] | None]
+                            ) -> frozenset[str] | None:
+    """The slot side's significant attributes as the configuration says: the
+    administrator's SIGNIFICANT_ATTRIBUTES in place of what the slot ads read (as
+    HTCondor's schedd takes it), else ``computed()``; ADD_SIGNIFICANT_ATTRIBUTES added
+    either way. The job's own Requirements, Rank and requests stay significant."""
+    def names(text: str | None) -> set[str]:
+        return {n.lower() for n in re.split(r"[\s,]+", text or "") if n}
+
+    given = names(knob("SIGNIFICANT_ATTRIBUTES"))
+    base = frozenset(given) if given else computed()
+    if base is None:
+        return None
+    return base | names(knob("ADD_SIGNIFICANT_ATTRIBUTES"))
 
 
 def _name_pattern(names: Iterable[str]) -> re.Pattern[str]:

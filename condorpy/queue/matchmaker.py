@@ -20,7 +20,8 @@ from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.policy.states import State
-from condorpy.queue.autocluster import IdleIndex, Keyer, Signature, slot_significant
+from condorpy.queue.autocluster import (IdleIndex, Keyer, Signature, significant_from_config,
+                                        slot_significant)
 from condorpy.queue.records import JobRow, number_of, record_of
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
 from condorpy.slots.model import Refusal
@@ -138,10 +139,21 @@ class LocalSchedd:
         """Re-key the idle jobs (lazily: the index is read again from the store when
         next needed) once the slot side's significant attributes changed: a reconfig,
         a new layout, a cron or hook that publishes an expression."""
-        sig = slot_significant((s.ad for s in self.engine.slots.values() if not s.deleted),
-                               self.engine.layout.carve_texts())
-        if sig != self._keyer.significant:
-            self._keyer = Keyer(sig)
+        sig = significant_from_config(
+            self.knob, lambda: slot_significant(
+                (s.ad for s in self.engine.slots.values() if not s.deleted),
+                self.engine.layout.carve_texts()))
+        was = self._keyer.significant
+        if sig is None or was is None:
+            if sig != was:
+                self._keyer = Keyer(sig)
+                self._index = None
+        elif not sig <= was:
+            # merged, as HTCondor's schedd merges what its negotiator sends: an
+            # attribute no slot reads any more only splits clusters more finely, and
+            # a set that comes and goes (a slot's ad as its state changes) does not
+            # make the whole queue be read again each time
+            self._keyer = Keyer(sig | was)
             self._index = None
 
     def wake(self) -> None:

@@ -15,7 +15,8 @@ from condorpy.classad import ClassAd, parse_expr
 from condorpy.clock import ManualClock
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
-from condorpy.queue.autocluster import IdleIndex, Keyer, slot_significant
+from condorpy.queue.autocluster import (IdleIndex, Keyer, significant_from_config,
+                                        slot_significant)
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
 from condorpy.queue.matchmaker import LocalSchedd, Offer
 from condorpy.queue.records import Differ, ad_text, record_of
@@ -267,3 +268,19 @@ def test_the_index_keeps_order_through_changes() -> None:
     assert seen == [JobId(1, 3), JobId(2, 0), JobId(1, 0), JobId(1, 1), JobId(1, 2),
                     JobId(1, 4)]
     assert len(index) == 0 and index.clusters == 0
+
+
+def test_significant_attributes_from_the_configuration(bench: Bench) -> None:
+    ids = bench.submit([job(NEVER, Project=p) for p in "xxyy"])
+    assert bench.passes() == [[ids[0]]]
+    # an administrator's ADD_SIGNIFICANT_ATTRIBUTES splits on an attribute no slot reads
+    bench.schedd.knob = {"ADD_SIGNIFICANT_ATTRIBUTES": "Project"}.get
+    assert bench.passes() == [[ids[0], ids[2]]]
+    computed = frozenset({"memory"})
+    assert significant_from_config({}.get, lambda: computed) == computed
+    assert significant_from_config({"SIGNIFICANT_ATTRIBUTES": "Owner, Project"}.get,
+                                   lambda: None) == {"owner", "project"}
+    assert significant_from_config({"ADD_SIGNIFICANT_ATTRIBUTES": "A B"}.get,
+                                   lambda: computed) == {"memory", "a", "b"}
+    assert significant_from_config({"ADD_SIGNIFICANT_ATTRIBUTES": "A"}.get,
+                                   lambda: None) is None
