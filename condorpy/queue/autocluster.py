@@ -117,19 +117,20 @@ def slot_significant(ads: Iterable[ClassAd], carve_texts: Iterable[str] = ()
 
 def significant_from_config(knob: Callable[[str], str | None],
                             computed: Callable[[], frozenset[str] | None]
-                            ) -> frozenset[str] | None:
-    """The slot side's significant attributes as the configuration says: the
-    administrator's SIGNIFICANT_ATTRIBUTES in place of what the slot ads read (as
-    HTCondor's schedd takes it), else ``computed()``; ADD_SIGNIFICANT_ATTRIBUTES added
-    either way. The job's own Requirements, Rank and requests stay significant."""
+                            ) -> tuple[frozenset[str] | None, bool]:
+    """The slot side's significant attributes as the configuration says, and whether
+    the administrator gave them: SIGNIFICANT_ATTRIBUTES in place of what the slot ads
+    read (as HTCondor's schedd takes it), else ``computed()``;
+    ADD_SIGNIFICANT_ATTRIBUTES added either way. The job's own Requirements, Rank and
+    requests stay significant."""
     def names(text: str | None) -> set[str]:
         return {n.lower() for n in re.split(r"[\s,]+", text or "") if n}
 
     given = names(knob("SIGNIFICANT_ATTRIBUTES"))
     base = frozenset(given) if given else computed()
     if base is None:
-        return None
-    return base | names(knob("ADD_SIGNIFICANT_ATTRIBUTES"))
+        return None, False
+    return base | names(knob("ADD_SIGNIFICANT_ATTRIBUTES")), bool(given)
 
 
 def _name_pattern(names: Iterable[str]) -> re.Pattern[str]:

@@ -101,6 +101,7 @@ class LocalSchedd:
         # when the slot side's significant attributes change.
         self._index: IdleIndex | None = None
         self._keyer = Keyer(frozenset())
+        self._given = False         # its significant attributes are the administrator's
         self._walk: Iterator[bool] | None = None     # a periodic walk under way
 
     # ------------------------------------------------------------------ the queue
@@ -139,12 +140,13 @@ class LocalSchedd:
         """Re-key the idle jobs (lazily: the index is read again from the store when
         next needed) once the slot side's significant attributes changed: a reconfig,
         a new layout, a cron or hook that publishes an expression."""
-        sig = significant_from_config(
+        sig, given = significant_from_config(
             self.knob, lambda: slot_significant(
                 (s.ad for s in self.engine.slots.values() if not s.deleted),
                 self.engine.layout.carve_texts()))
         was = self._keyer.significant
-        if sig is None or was is None:
+        if sig is None or was is None or given or self._given:
+            self._given = given
             if sig != was:
                 self._keyer = Keyer(sig)
                 self._index = None

@@ -276,11 +276,14 @@ def test_significant_attributes_from_the_configuration(bench: Bench) -> None:
     # an administrator's ADD_SIGNIFICANT_ATTRIBUTES splits on an attribute no slot reads
     bench.schedd.knob = {"ADD_SIGNIFICANT_ATTRIBUTES": "Project"}.get
     assert bench.passes() == [[ids[0], ids[2]]]
+    # SIGNIFICANT_ATTRIBUTES replaces what the slots read, exactly
+    bench.schedd.knob = {"SIGNIFICANT_ATTRIBUTES": "Owner"}.get
+    assert bench.passes() == [[ids[0]]]
     computed = frozenset({"memory"})
-    assert significant_from_config({}.get, lambda: computed) == computed
+    assert significant_from_config({}.get, lambda: computed) == (computed, False)
     assert significant_from_config({"SIGNIFICANT_ATTRIBUTES": "Owner, Project"}.get,
-                                   lambda: None) == {"owner", "project"}
+                                   lambda: None) == ({"owner", "project"}, True)
     assert significant_from_config({"ADD_SIGNIFICANT_ATTRIBUTES": "A B"}.get,
-                                   lambda: computed) == {"memory", "a", "b"}
+                                   lambda: computed) == ({"memory", "a", "b"}, False)
     assert significant_from_config({"ADD_SIGNIFICANT_ATTRIBUTES": "A"}.get,
-                                   lambda: None) is None
+                                   lambda: None) == (None, False)
