@@ -238,9 +238,12 @@ def _closure(roots: Iterable[str], lookup: Callable[[str], str | None]
             unique = True
             continue
         # MY.x and an unqualified x are the job's own (a name it lacks reads the slot,
-        # alike for every job that lacks it); TARGET.x is the slot's
+        # alike for every job that lacks it). TARGET.x is mostly the slot's, but in a
+        # Require<Device> constraint the target is the job: followed too, as a name
+        # the job lacks costs nothing
         stack.extend(refs["my"])
         stack.extend(refs["unscoped"])
+        stack.extend(refs["target"])
     if unique:
         return None, seen
     out.sort()
