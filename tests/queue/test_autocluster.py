@@ -239,7 +239,8 @@ def test_a_submission_parts_rows_key_off_their_text_as_their_ads() -> None:
         assert got is not None
         assert got[0] == keyer.of_ad(record_of(row, "s").ad) == keyer.of_ad(ad)
         assert got[1] == 0.0
-    assert keyer.of_text(ad_text(ads[0]))[0] != keyer.of_text(ad_text(ads[2]))[0]  # type: ignore[index]
+    a, b = keyer.of_text(ad_text(ads[0])), keyer.of_text(ad_text(ads[2]))
+    assert a is not None and b is not None and a[0] != b[0]     # Project differs
 
 
 def test_an_expression_that_builds_names_at_run_time_is_a_cluster_of_its_own() -> None:
@@ -280,10 +281,10 @@ def test_significant_attributes_from_the_configuration(bench: Bench) -> None:
     bench.schedd.knob = {"SIGNIFICANT_ATTRIBUTES": "Owner"}.get
     assert bench.passes() == [[ids[0]]]
     computed = frozenset({"memory"})
-    assert significant_from_config({}.get, lambda: computed) == (computed, False)
+    assert significant_from_config(lambda name: None, lambda: computed) == (computed, False)
     assert significant_from_config({"SIGNIFICANT_ATTRIBUTES": "Owner, Project"}.get,
-                                   lambda: None) == ({"owner", "project"}, True)
+                                   lambda: None) == (frozenset({"owner", "project"}), True)
     assert significant_from_config({"ADD_SIGNIFICANT_ATTRIBUTES": "A B"}.get,
-                                   lambda: computed) == ({"memory", "a", "b"}, False)
+                                   lambda: computed) == (frozenset({"memory", "a", "b"}), False)
     assert significant_from_config({"ADD_SIGNIFICANT_ATTRIBUTES": "A"}.get,
                                    lambda: None) == (None, False)
