@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import re
+import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -232,7 +233,8 @@ def _closure(roots: Iterable[str], lookup: Callable[[str], str | None]
         text = lookup(name)
         if text is None:
             continue
-        out.append((name, text))
+        # interned: jobs that differ in one attribute share the text of the others
+        out.append((sys.intern(name), sys.intern(text)))
         refs = _REFS.of_text(text)
         if refs is None:
             unique = True
@@ -261,7 +263,7 @@ def _prio_of(text: str | None) -> float | None:
 
 
 # --------------------------------------------------------------------- the index
-@dataclass
+@dataclass(slots=True)
 class _Bucket:
     """The idle jobs of one autocluster at one JobPrio: a heap of job ids, some of
     them stale (gone from the bucket since: see IdleIndex._where)."""
