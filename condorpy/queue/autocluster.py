@@ -177,10 +177,10 @@ class Keyer:
         """The signature and JobPrio of a job stored as ``text`` (the store's old
         format), read without parsing the ad: None when the text must be parsed (the
         new format); a JobPrio of None when it is an expression."""
-        if self.significant is None:
-            return None, _prio_of(self._scan(text).get("jobprio"))
         if text.startswith("["):
             return None
+        if self.significant is None:
+            return None, _prio_of(self._scan(text).get("jobprio"))
         while True:
             found = self._scan(text)
             prio = _prio_of(found.get("jobprio"))

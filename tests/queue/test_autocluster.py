@@ -288,3 +288,11 @@ def test_significant_attributes_from_the_configuration(bench: Bench) -> None:
                                    lambda: computed) == (frozenset({"memory", "a", "b"}), False)
     assert significant_from_config({"ADD_SIGNIFICANT_ATTRIBUTES": "A"}.get,
                                    lambda: None) == (None, False)
+
+
+def test_a_row_in_the_new_format_is_read_as_an_ad() -> None:
+    ad = JobStore.prepared(job(ALWAYS, JobPrio=3, Args="a\\b"), 1, 0, 5)
+    text = ad_text(ad)
+    assert text.startswith("[")             # a backslash keeps the new format
+    for keyer in (Keyer(frozenset()), Keyer(None)):
+        assert keyer.of_text(text) is None
