@@ -29,6 +29,7 @@ from condorpy.slots.model import Refusal
 log = logging.getLogger("condorpy.startd")
 
 MATCH_BATCH = 64            # jobs started per matchmaking pass before yielding
+FILL_ROWS = 5000            # idle jobs read from the store per turn, after a start
 DEFAULT_VACATE_S = 600.0    # JobMaxVacateTime when the job says nothing
 
 Outcome = tuple[JobStatus, str, int, int]     # status, reason, hold code, hold subcode
@@ -100,6 +101,8 @@ class LocalSchedd:
         # number of jobs waiting. Built from the store when first needed, and again
         # when the slot side's significant attributes change.
         self._index: IdleIndex | None = None
+        self._filling: Iterator[JobRow] | None = None    # the store's rows still to read
+        self._gone: set[JobId] = set()          # jobs no longer idle since it began
         self._keyer = Keyer(frozenset())
         self._given = False         # its significant attributes are the administrator's
         self._walk: Iterator[bool] | None = None     # a periodic walk under way
@@ -108,12 +111,34 @@ class LocalSchedd:
     def index(self) -> IdleIndex:
         """The idle jobs by autocluster, read from the store once (a chunk at a time)
         and then kept by every change the daemon makes (its only writer)."""
+        while not self._filled(None):
+            pass
+        assert self._index is not None
+        return self._index
+
+    def _filled(self, rows: int | None) -> bool:
+        """Read (up to ``rows`` more of) the idle jobs from the store into the index;
+        whether it holds them all. Between turns the daemon serves others: a job
+        changed meanwhile is kept by the index as always, and its row, when read, is
+        read as it is then."""
         if self._index is None:
             self._significant_now()
             self._index = IdleIndex()
-            for row in self.store.rows_with_status(JobStatus.IDLE):
+            self._filling = self.store.rows_with_status(JobStatus.IDLE)
+        if self._filling is None:
+            return True
+        for row in self._filling:
+            # (the store hands its rows a few hundred at a time: one read before the
+            # job changed is passed over)
+            if not self._gone or JobId(row[0], row[1]) not in self._gone:
                 self._add_row(row)
-        return self._index
+            if rows is not None:
+                rows -= 1
+                if rows <= 0:
+                    return False
+        self._filling = None
+        self._gone.clear()
+        return True
 
     def _add_row(self, row: JobRow) -> None:
         assert self._index is not None
@@ -149,14 +174,16 @@ class LocalSchedd:
             self._given = given
             if sig != was:
                 self._keyer = Keyer(sig)
-                self._index = None
+                self._index = self._filling = None
+                self._gone.clear()
         elif not sig <= was:
             # merged, as HTCondor's schedd merges what its negotiator sends: an
             # attribute no slot reads any more only splits clusters more finely, and
             # a set that comes and goes (a slot's ad as its state changes) does not
             # make the whole queue be read again each time
             self._keyer = Keyer(sig | was)
-            self._index = None
+            self._index = self._filling = None
+            self._gone.clear()
 
     def wake(self) -> None:
         self.need_match = True
@@ -183,9 +210,12 @@ class LocalSchedd:
         rec = self.store.set_status(job_id, status, **why)
         if status is JobStatus.IDLE:
             self._add(rec)
+            self._gone.discard(job_id)
             self.need_match = True
         elif self._index is not None:
             self._index.remove(job_id)
+            if self._filling is not None:
+                self._gone.add(job_id)
 
     def stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int,
                  subcode: int = 0) -> None:
@@ -220,6 +250,11 @@ class LocalSchedd:
         if not self.free_slots():
             return
         self._significant_now()
+        if not self._filled(FILL_ROWS):
+            # a long queue is read a part a turn, the daemon serving others between;
+            # matching waits for all of it, so priorities hold across the whole queue
+            self.need_match = True
+            return
         index = self.index()
         started = 0
         rejected: set[int] = set()

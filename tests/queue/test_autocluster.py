@@ -18,6 +18,7 @@ from condorpy.policy.records import Output
 from condorpy.queue.autocluster import (IdleIndex, Keyer, significant_from_config,
                                         slot_significant)
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
+from condorpy.queue import matchmaker
 from condorpy.queue.matchmaker import LocalSchedd, Offer
 from condorpy.queue.records import Differ, ad_text, record_of
 
@@ -128,9 +129,19 @@ def test_a_hundred_thousand_jobs_that_cannot_match_cost_one_offer_a_pass(bench: 
         reads.append(job_id)
         return job_of(job_id)
     bench.store.job = counted  # type: ignore[method-assign]
-    # the index is read from the store (as at a daemon's start), then kept
+    # the index is read from the store (as at a daemon's start) a part a turn, the
+    # daemon free to serve others between; nothing is offered until it is whole
+    turns = 0
+    while True:
+        assert bench.schedd.need_match
+        offered = bench.passes()[0]
+        if offered:
+            break
+        turns += 1
+    assert turns >= 2 and offered == [ids[0]] and not reads[1:]
+    # then kept: each pass offers the one autocluster's first job, once
     assert bench.passes(3) == [[ids[0]]] * 3
-    assert len(reads) == 3
+    assert len(reads) == 4
     index = bench.schedd.index()
     assert len(index) == 100_000 and index.clusters == 1
     # a job that can match, submitted last, is offered second and starts
@@ -296,3 +307,18 @@ def test_a_row_in_the_new_format_is_read_as_an_ad() -> None:
     assert text.startswith("[")             # a backslash keeps the new format
     for keyer in (Keyer(frozenset()), Keyer(None)):
         assert keyer.of_text(text) is None
+
+
+def test_jobs_changed_while_the_index_is_read_are_kept_right(
+        bench: Bench, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matchmaker, "FILL_ROWS", 10)
+    ids = bench.submit([job(NEVER) for _ in range(30)], tell=False)
+    assert bench.passes() == [[]] and bench.schedd.need_match      # 10 read
+    bench.schedd.set_status(ids[5], JobStatus.HELD)                 # read already
+    bench.schedd.set_status(ids[25], JobStatus.HELD)                # not read yet
+    late = bench.submit([job(ALWAYS)])                              # told, then read
+    assert bench.passes(2) == [[], []]
+    assert bench.passes() == [[ids[0], late[0]]]
+    index = bench.schedd.index()
+    assert len(index) == 28 and ids[5] not in index and ids[25] not in index
+    assert bench.runs.started == late
