@@ -27,7 +27,8 @@ from condorpy.classad.ast import Call, unparse
 from condorpy.errors import ClassAdError
 from condorpy.queue.records import JobId
 
-__all__ = ["Signature", "slot_significant", "significant_from_config", "Keyer", "IdleIndex"]
+__all__ = ["Signature", "References", "slot_significant", "significant_from_config", "Keyer",
+           "IdleIndex"]
 
 # (attribute, its expression's text) for each significant attribute a job has, sorted
 Signature = tuple[tuple[str, str], ...]
@@ -52,8 +53,9 @@ def _dynamic(expr: Expr) -> bool:
     return False
 
 
-class _Refs:
-    """The names an expression reads, scoped, by expression text (bounded cache)."""
+class References:
+    """The names expressions read, scoped, kept by expression text (bounded): the
+    same few texts come back in every job and every pass."""
 
     def __init__(self) -> None:
         self._by_text: dict[str, dict[str, set[str]] | None] = {}
@@ -89,30 +91,28 @@ class _Refs:
         return None if _dynamic(expr) else expr.scoped_references()
 
 
-_REFS = _Refs()
-
-
-def slot_significant(ads: Iterable[ClassAd], carve_texts: Iterable[str] = ()
-                     ) -> frozenset[str] | None:
+def slot_significant(ads: Iterable[ClassAd], carve_texts: Iterable[str] = (),
+                     refs: References | None = None) -> frozenset[str] | None:
     """The job attributes (lower case) that the slot side reads: every slot ad
     expression's TARGET references and the unqualified names its ad lacks, and every
     name the carving policies' expressions read. None when some expression builds
     names at run time (then nothing can be grouped)."""
+    known = refs or References()
     names: set[str] = set()
     for ad in ads:
         for name, expr in ad.items():
             if expr.is_constant:
                 continue
-            refs = _REFS.of_slot_expr(expr)
-            if refs is None:
+            got = known.of_slot_expr(expr)
+            if got is None:
                 return None
-            names |= refs["target"]
-            names |= {r for r in refs["unscoped"] if ad.lookup(r) is None}
+            names |= got["target"]
+            names |= {r for r in got["unscoped"] if ad.lookup(r) is None}
     for text in carve_texts:
-        refs = _REFS.of_text(text)
-        if refs is None:
+        got = known.of_text(text)
+        if got is None:
             return None
-        names |= refs["my"] | refs["target"] | refs["unscoped"]
+        names |= got["my"] | got["target"] | got["unscoped"]
     return frozenset(names)
 
 
@@ -147,8 +147,10 @@ class Keyer:
     """Signatures of jobs, under one set of slot-side significant attributes (None:
     every job apart). Made anew when that set changes."""
 
-    def __init__(self, significant: frozenset[str] | None) -> None:
+    def __init__(self, significant: frozenset[str] | None,
+                 refs: References | None = None) -> None:
         self.significant = significant
+        self.refs = refs or References()
         # the names a stored row is scanned for: the significant ones, the job's own
         # roots, JobPrio, and every name a signature has been found to reach (grows)
         self._scanned: set[str] = set(significant or ()) | set(_JOB_ROOTS) | {"jobprio"}
@@ -170,7 +172,7 @@ class Keyer:
             return None if expr is None else unparse(expr.node, old=True).strip()
 
         roots = [n.lower() for n in ad if n.lower().startswith(_REQUEST_PREFIXES)]
-        return _closure((*self.significant, *_JOB_ROOTS, *roots), lookup)[0]
+        return _closure((*self.significant, *_JOB_ROOTS, *roots), lookup, self.refs)[0]
 
     # --- from a stored row ----------------------------------------------------------
     def of_text(self, text: str) -> tuple[Signature | None, float | None] | None:
@@ -189,7 +191,8 @@ class Keyer:
             if seen in self._signatures:
                 return self._signatures[seen], prio
             roots = [n for n in found if n.startswith(_REQUEST_PREFIXES)]
-            sig, reached = _closure((*self.significant, *_JOB_ROOTS, *roots), found.get)
+            sig, reached = _closure((*self.significant, *_JOB_ROOTS, *roots), found.get,
+                                    self.refs)
             missing = {n for n in reached if n not in self._scanned
                        and not n.startswith(_REQUEST_PREFIXES)}
             if not missing:
@@ -217,8 +220,8 @@ class Keyer:
         return found
 
 
-def _closure(roots: Iterable[str], lookup: Callable[[str], str | None]
-             ) -> tuple[Signature | None, set[str]]:
+def _closure(roots: Iterable[str], lookup: Callable[[str], str | None],
+             known: References) -> tuple[Signature | None, set[str]]:
     """The signature reached from ``roots`` (None: an expression on the way builds
     names at run time) and every name looked up on the way."""
     seen: set[str] = set()
@@ -235,7 +238,7 @@ def _closure(roots: Iterable[str], lookup: Callable[[str], str | None]
             continue
         # interned: jobs that differ in one attribute share the text of the others
         out.append((sys.intern(name), sys.intern(text)))
-        refs = _REFS.of_text(text)
+        refs = known.of_text(text)
         if refs is None:
             unique = True
             continue

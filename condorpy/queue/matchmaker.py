@@ -20,8 +20,8 @@ from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.policy.states import State
-from condorpy.queue.autocluster import (IdleIndex, Keyer, Signature, significant_from_config,
-                                        slot_significant)
+from condorpy.queue.autocluster import (IdleIndex, Keyer, References, Signature,
+                                        significant_from_config, slot_significant)
 from condorpy.queue.records import JobRow, number_of, record_of
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
 from condorpy.slots.model import Refusal
@@ -103,7 +103,8 @@ class LocalSchedd:
         self._index: IdleIndex | None = None
         self._filling: Iterator[JobRow] | None = None    # the store's rows still to read
         self._gone: set[JobId] = set()          # jobs no longer idle since it began
-        self._keyer = Keyer(frozenset())
+        self._refs = References()
+        self._keyer = Keyer(frozenset(), self._refs)
         self._given = False         # its significant attributes are the administrator's
         self._walk: Iterator[bool] | None = None     # a periodic walk under way
 
@@ -168,12 +169,12 @@ class LocalSchedd:
         sig, given = significant_from_config(
             self.knob, lambda: slot_significant(
                 (s.ad for s in self.engine.slots.values() if not s.deleted),
-                self.engine.layout.carve_texts()))
+                self.engine.layout.carve_texts(), self._refs))
         was = self._keyer.significant
         if sig is None or was is None or given or self._given:
             self._given = given
             if sig != was:
-                self._keyer = Keyer(sig)
+                self._keyer = Keyer(sig, self._refs)
                 self._index = self._filling = None
                 self._gone.clear()
         elif not sig <= was:
@@ -181,7 +182,7 @@ class LocalSchedd:
             # attribute no slot reads any more only splits clusters more finely, and
             # a set that comes and goes (a slot's ad as its state changes) does not
             # make the whole queue be read again each time
-            self._keyer = Keyer(sig | was)
+            self._keyer = Keyer(sig | was, self._refs)
             self._index = self._filling = None
             self._gone.clear()
 
