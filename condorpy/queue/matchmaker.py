@@ -9,6 +9,7 @@ so it never imports :mod:`condorpy.startd`.
 
 from __future__ import annotations
 
+import enum
 import logging
 import secrets
 from typing import Any, Callable, Iterable, Iterator, Protocol
@@ -19,13 +20,16 @@ from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.policy.states import State
-from condorpy.queue.records import number_of, record_of
+from condorpy.queue.autocluster import (IdleIndex, Keyer, References, Signature,
+                                        significant_from_config, slot_significant)
+from condorpy.queue.records import JobRow, number_of, record_of
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore
 from condorpy.slots.model import Refusal
 
 log = logging.getLogger("condorpy.startd")
 
 MATCH_BATCH = 64            # jobs started per matchmaking pass before yielding
+FILL_ROWS = 5000            # idle jobs read from the store per turn, after a start
 DEFAULT_VACATE_S = 600.0    # JobMaxVacateTime when the job says nothing
 
 Outcome = tuple[JobStatus, str, int, int]     # status, reason, hold code, hold subcode
@@ -62,6 +66,14 @@ class JobEvents(Protocol):
     def released(self, ad: ClassAd, reason: str) -> None: ...
 
 
+class Offer(enum.Enum):
+    """What came of offering a job to the free slots."""
+    STARTED = "started"
+    NO_SLOT = "no slot"            # no free slot took it: nor would one take its likes
+    HELD = "held"                  # its expressions ran out of their budget
+    NOT_STARTED = "not started"    # a slot took it but it did not start (its own trouble)
+
+
 def new_claim_id(started_at: float) -> str:
     return f"<condorpy>#{int(started_at)}#{secrets.token_hex(12)}"
 
@@ -83,53 +95,128 @@ class LocalSchedd:
         self.stats_held = stats_held
         self.need_match = True
         self.next_periodic = 0.0
-        # idle job -> its JobPrio: all that ordering the matches needs. The ads stay
-        # in the store and are read as a job is tried, so the daemon's memory does
-        # not grow with the number of jobs waiting.
-        self._idle_jobs: dict[JobId, float] | None = None
+        # The idle jobs by autocluster (:mod:`.autocluster`): per job its id and its
+        # bucket, all that ordering the matches needs. The ads stay in the store and
+        # are read as a job is tried, so the daemon's memory does not grow with the
+        # number of jobs waiting. Built from the store when first needed, and again
+        # when the slot side's significant attributes change.
+        self._index: IdleIndex | None = None
+        self._filling: Iterator[JobRow] | None = None    # the store's rows still to read
+        self._gone: set[JobId] = set()          # jobs no longer idle since it began
+        self._refs = References()
+        self._keyer = Keyer(frozenset(), self._refs)
+        self._given = False         # its significant attributes are the administrator's
         self._walk: Iterator[bool] | None = None     # a periodic walk under way
 
     # ------------------------------------------------------------------ the queue
-    def idle(self) -> dict[JobId, float]:
-        """The idle jobs and their priorities, read from the store once (a chunk at a
-        time) and then kept by every change the daemon makes (its only writer)."""
-        if self._idle_jobs is None:
-            self._idle_jobs = {}
-            for row in self.store.rows_with_status(JobStatus.IDLE):
-                # an ad that does not name JobPrio has the default: not read at all
-                prio = _prio(record_of(row, self.store.path)) \
-                    if "jobprio" in row[4].lower() else 0.0
-                self._idle_jobs[JobId(row[0], row[1])] = prio
-        return self._idle_jobs
+    def index(self) -> IdleIndex:
+        """The idle jobs by autocluster, read from the store once (a chunk at a time)
+        and then kept by every change the daemon makes (its only writer)."""
+        while not self._filled(None):
+            pass
+        assert self._index is not None
+        return self._index
+
+    def _filled(self, rows: int | None) -> bool:
+        """Read (up to ``rows`` more of) the idle jobs from the store into the index;
+        whether it holds them all. Between turns the daemon serves others: a job
+        changed meanwhile is kept by the index as always, and its row, when read, is
+        read as it is then."""
+        if self._index is None:
+            self._significant_now()
+            self._index = IdleIndex()
+            self._filling = self.store.rows_with_status(JobStatus.IDLE)
+        if self._filling is None:
+            return True
+        for row in self._filling:
+            # (the store hands its rows a few hundred at a time: one read before the
+            # job changed is passed over)
+            if not self._gone or JobId(row[0], row[1]) not in self._gone:
+                self._add_row(row)
+            if rows is not None:
+                rows -= 1
+                if rows <= 0:
+                    return False
+        self._filling = None
+        self._gone.clear()
+        return True
+
+    def _add_row(self, row: JobRow) -> None:
+        assert self._index is not None
+        got = self._keyer.of_text(row[4])
+        if got is None or got[1] is None:
+            # the new format, or a JobPrio that is an expression: the ad is read
+            self._add(record_of(row, self.store.path))
+        else:
+            self._index.add(JobId(row[0], row[1]), got[0], got[1])
+
+    def _add(self, rec: JobRecord) -> None:
+        if self._index is not None:
+            self._index.add(rec.job_id, self._keyer.of_ad(rec.ad), _prio(rec))
+
+    def autocluster(self, job_id: JobId) -> tuple[int, str] | None:
+        """An idle job's AutoClusterId and AutoClusterAttrs, as HTCondor's schedd puts
+        them in the job's ad; None for a job not idle (or not indexed yet)."""
+        if self._index is None:
+            return None
+        ac = self._index.cluster_of(job_id)
+        return None if ac is None else (ac, self._index.attrs_of(ac))
+
+    def _significant_now(self) -> None:
+        """Re-key the idle jobs (lazily: the index is read again from the store when
+        next needed) once the slot side's significant attributes changed: a reconfig,
+        a new layout, a cron or hook that publishes an expression."""
+        sig, given = significant_from_config(
+            self.knob, lambda: slot_significant(
+                (s.ad for s in self.engine.slots.values() if not s.deleted),
+                self.engine.layout.carve_texts(), self._refs))
+        was = self._keyer.significant
+        if sig is None or was is None or given or self._given:
+            self._given = given
+            if sig != was:
+                self._keyer = Keyer(sig, self._refs)
+                self._index = self._filling = None
+                self._gone.clear()
+        elif not sig <= was:
+            # merged, as HTCondor's schedd merges what its negotiator sends: an
+            # attribute no slot reads any more only splits clusters more finely, and
+            # a set that comes and goes (a slot's ad as its state changes) does not
+            # make the whole queue be read again each time
+            self._keyer = Keyer(sig | was, self._refs)
+            self._index = self._filling = None
+            self._gone.clear()
 
     def wake(self) -> None:
         self.need_match = True
 
     def job_back(self, rec: JobRecord) -> None:
         """A job is idle again (its run ended, it was released or submitted)."""
-        if self._idle_jobs is not None:
-            self._idle_jobs[rec.job_id] = _prio(rec)
+        self._add(rec)
         self.need_match = True
 
     def submitted(self, records: Iterable[JobRecord]) -> None:
         for rec in records:
-            if rec.status is JobStatus.IDLE and self._idle_jobs is not None:
-                self._idle_jobs[rec.job_id] = _prio(rec)
+            if rec.status is JobStatus.IDLE:
+                self._add(rec)
         self.need_match = True
 
-    def queued(self, job_id: JobId, prio: float) -> None:
-        """A job submitted idle, by its id and JobPrio (its ad unread)."""
-        if self._idle_jobs is not None:
-            self._idle_jobs[job_id] = prio
+    def queued_row(self, row: JobRow) -> None:
+        """A job submitted idle, by its stored row (its ad unparsed: its signature is
+        read off the text)."""
+        if self._index is not None and row[2] == JobStatus.IDLE:
+            self._add_row(row)
         self.need_match = True
 
     def set_status(self, job_id: JobId, status: JobStatus, **why: Any) -> None:
         rec = self.store.set_status(job_id, status, **why)
         if status is JobStatus.IDLE:
-            self.idle()[job_id] = _prio(rec)
+            self._add(rec)
+            self._gone.discard(job_id)
             self.need_match = True
-        else:
-            self.idle().pop(job_id, None)
+        elif self._index is not None:
+            self._index.remove(job_id)
+            if self._filling is not None:
+                self._gone.add(job_id)
 
     def stop_job(self, rec: JobRecord, status: JobStatus, reason: str, code: int,
                  subcode: int = 0) -> None:
@@ -152,27 +239,63 @@ class LocalSchedd:
     # ------------------------------------------------------------- matchmaking
     def match(self) -> None:
         """Offer idle jobs to slots, priority then submission order, through the engine's
-        claim request and activation (what a pool's schedd does)."""
+        claim request and activation (what a pool's schedd does). The pass walks the
+        autoclusters: the first job of each is offered, and an autocluster whose job
+        no free slot takes is passed over for the rest of the pass (its other jobs
+        would be refused alike), so a pass costs one offer per autocluster however
+        many of its jobs wait. A refusal is not remembered between passes: each pass
+        asks again, as a slot's state, the clock or a load may have changed."""
         self.need_match = False
         if self.engine.machine.draining or self.engine.machine.shutting_down:
             return
-        idle = [j for j in self.idle() if not self.execute.is_running(j)]
-        prio = self.idle()
-        idle.sort(key=lambda j: (-prio[j], j))
+        if not self.free_slots():
+            return
+        self._significant_now()
+        if not self._filled(FILL_ROWS):
+            # a long queue is read a part a turn, the daemon serving others between;
+            # matching waits for all of it, so priorities hold across the whole queue
+            self.need_match = True
+            return
+        index = self.index()
         started = 0
-        for job_id in idle:
+        rejected: set[int] = set()
+        aside: list[tuple[JobId, Signature | None, float]] = []
+        for ac, job_id in index.heads(rejected):
             if started >= MATCH_BATCH:
                 self.need_match = True
                 break
             if not self.free_slots():
                 break
+            if self.execute.is_running(job_id):
+                self._set_aside(index, job_id, aside)
+                continue
             rec = self.store.job(job_id)
             if rec is None or rec.status is not JobStatus.IDLE:
-                self.idle().pop(job_id, None)     # gone or changed behind the index
+                index.remove(job_id)     # gone or changed behind the index
                 continue
-            if self.try_start(rec):
+            got = self.offer(rec)
+            if got is Offer.STARTED:
                 started += 1
-                self.idle().pop(job_id, None)
+                index.remove(job_id)
+            elif got is Offer.NOT_STARTED:
+                # a claim was had but the job did not start: its own trouble, not its
+                # autocluster's; the next of its jobs is offered
+                self._set_aside(index, job_id, aside)
+            else:
+                rejected.add(ac)
+        for job_id, sig, prio in aside:
+            back = self.store.job(job_id)
+            if self._index is index and back is not None and back.status is JobStatus.IDLE:
+                index.add(job_id, sig, prio)
+
+    @staticmethod
+    def _set_aside(index: IdleIndex, job_id: JobId,
+                   aside: list[tuple[JobId, Signature | None, float]]) -> None:
+        """Out of this pass, back in the index once it is over."""
+        entry = index.entry(job_id)
+        if entry is not None:
+            aside.append((job_id, *entry))
+        index.remove(job_id)
 
     def free_slots(self) -> list[str]:
         out = []
@@ -185,6 +308,10 @@ class LocalSchedd:
         return out
 
     def try_start(self, rec: JobRecord) -> bool:
+        return self.offer(rec) is Offer.STARTED
+
+    def offer(self, rec: JobRecord) -> Offer:
+        """Offer one idle job to the free slots; what came of it."""
         now = self.clock.time()
         candidates = []
         # The job's Requirements and Rank are the user's: against every free slot
@@ -215,7 +342,8 @@ class LocalSchedd:
                       f"({budget.steps} steps, {budget.seconds:g} s) when matched")
             log.warning("job %s: %s: held", rec.job_id, reason)
             self.stop_job(rec, JobStatus.HELD, reason, job_policy.HOLD_SYSTEM_POLICY)
-            return False
+            return Offer.HELD
+        outcome = Offer.NO_SLOT
         for _, _, name in sorted(candidates):
             claim_id = new_claim_id(self.started_at)
             # this queue is the machine's own schedd: the claim's client is this host
@@ -227,9 +355,10 @@ class LocalSchedd:
             self.store.claims.record(claim_id, self.execute.slot_of(claim_id), "claimed",
                                      rec.job_id)
             if not self.execute.activate(rec.job_id, claim_id, name):
+                outcome = Offer.NOT_STARTED
                 continue    # not activated: the claim went back, the job stays idle
-            return True
-        return False
+            return Offer.STARTED
+        return outcome
 
     # ------------------------------------------------------------ job policy
     def system_policy(self) -> job_policy.SystemPolicy:

@@ -193,6 +193,16 @@ class SlotManager:
         return size_request(job_ad, slot_ad, self._free[pslot.name], props,
                             self._policies.get(pslot.type_id, CarvePolicy()), pslot.name)
 
+    def carve_texts(self) -> list[str]:
+        """Every expression the carving policies evaluate against a job (their
+        MODIFY_REQUEST_EXPR_*, JOB_DEFAULT_REQUEST* and consumption policies): what a
+        job's sizing reads of it, for the local schedd's autoclusters."""
+        out: list[str] = []
+        for policy in (*self._policies.values(), CarvePolicy()):
+            out += [*policy.modify.values(), *policy.job_defaults.values(),
+                    *policy.consumption_exprs.values()]
+        return out
+
     def release(self, dslot: Slot) -> None:
         """Delete a d-slot and give its resources back to its parent."""
         parent = dslot.parent_name

@@ -332,7 +332,7 @@ class Commands:
                 self.d.job_log.submitted(rec.ad, self.d.schedd_name())
                 self.d.schedd.submitted((rec,))
             else:
-                self.d.schedd.queued(JobId(row[0], row[1]), 0.0)
+                self.d.schedd.queued_row(row)
         return {"cluster": cluster_id, "count": count}
 
     def _select(self, args: dict[str, Any], peer: control.Peer) -> list[JobRecord]:
