@@ -173,7 +173,7 @@ class MonitorUsage:
                 if self.advertise_uptime:
                     out[m.sample_attr] = sum(have)
             else:
-                out[f"Device{m.resource}PeakUsage"] = max(have)
+                out[f"Device{m.resource}PeakUsage"] = _tidy(max(have))
         out.update(self.job_values(slot, job))
         return out
 

@@ -6,11 +6,13 @@ CUDA_VISIBLE_DEVICES."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from condorpy.classad import ClassAd
 from tests.startd.daemon_helpers import Daemon, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
@@ -102,3 +104,78 @@ def test_a_gpu_no_slot_has_never_runs_and_explain_says_why(daemon: Daemon,
     assert "countMatches(MY.RequireGPUs,TARGET.AvailableGPUs) >= RequestGPUs" in why
     assert "insufficient GPUs matching RequireGPUs: the job needs 1" in why
     assert "the job does not match: the job's Requirements" in why
+
+
+# A stand-in for the GPU monitor: the V100 (CUDA0) busy half of the time, 1009 MB in
+# use, reported every half second in condor_gpu_utilization's format.
+FAKE_MONITOR = """\
+#!{py}
+import sys, time
+last = time.monotonic()
+while True:
+    time.sleep(0.5)
+    now = time.monotonic()
+    print('SlotMergeConstraint = StringListMember("CUDA0", AssignedGPUs) || '
+          'StringListMember("GPU-a0223334", AssignedGPUs)')
+    print("UptimeGPUsSeconds = %f" % ((now - last) / 2))
+    print("UptimeGPUsMemoryPeakUsage = 1009")
+    print("- GPUsSlot0")
+    sys.stdout.flush()
+    last = now
+"""
+
+
+def _slot_ads(d: Daemon) -> list[dict[str, object]]:
+    out = []
+    for text in d.call("status")["ads"]:
+        ad = ClassAd.parse_old(text)
+        out.append({k: ad.evaluate(k) for k in ad.keys()})
+    return out
+
+
+def _job_attrs(text: str) -> dict[str, object]:
+    ad = ClassAd.parse_old(text)
+    return {k: ad.evaluate(k) for k in ad.keys()}
+
+
+def test_the_gpu_monitors_metrics_reach_the_slot_and_the_jobs_ad(tmp_path: Path) -> None:
+    monitor = tmp_path / "gpu_monitor"
+    monitor.write_text(FAKE_MONITOR.format(py=sys.executable))
+    monitor.chmod(0o755)
+    d = Daemon(tmp_path, GPU_CONFIG + f"GPU_MONITOR = {monitor}\n", cpus=4)
+    d.start()
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        flag = tmp_path / "release"
+        submit(d, JOB.replace("sleep 1", f"while [ ! -e {flag} ]; do sleep 0.2; done").format(
+            commands="require_gpus = Capability < 8.0", count=1), work)
+        # while it runs: the slot holding the V100 shows the job's figures, and so does
+        # the job's ad (its usage updates carry them)
+        def running_slot() -> dict[str, object] | None:
+            return next((a for a in _slot_ads(d) if a.get("JobId") == "1.0" and
+                         isinstance(a.get("GPUsUsage"), float)), None)
+        wait_for(lambda: running_slot() is not None, 120, d.whole_log)
+        slot = running_slot()
+        assert slot is not None
+        assert "GPU-a0223334" in str(slot["AssignedGPUs"])
+        assert slot["GPUsMemoryUsage"] == 1009
+        assert slot["DeviceGPUsMemoryPeakUsage"] == 1009
+        assert isinstance(slot["DeviceGPUsAverageUsage"], float)
+        assert "UptimeGPUsSeconds" not in slot           # accumulated, not merged raw
+        wait_for(lambda: "GPUsMemoryUsage = 1009" in d.cli("q", "1.0", "-l").stdout, 60,
+                 d.whole_log)
+        running = _job_attrs(d.cli("q", "1.0", "-l").stdout)
+        assert isinstance(running.get("GPUsUsage"), float)
+        flag.write_text("")
+        wait_for(lambda: _status(d, "1.0") == 4, 120, d.whole_log)
+        ended = _job_attrs(next(a for a in d.history_ads() if "ProcId = 0" in a))
+        # half of one GPU's time, within what the reports' arrival times blur
+        assert 0.25 < ended["GPUsUsage"] < 0.75, ended.get("GPUsUsage")  # type: ignore
+        assert ended["GPUsAverageUsage"] == ended["GPUsUsage"]
+        assert ended["GPUsMemoryUsage"] == 1009
+        # the other slots never held the V100: no figures of a job there
+        assert not any("GPUsUsage" in a for a in _slot_ads(d))
+    finally:
+        d.stop()
+        d.kill_leftovers()
