@@ -173,7 +173,6 @@ class StartdCron:
         self._applied_slot: dict[str, dict[str, Any]] = {}
         self.monitors: dict[str, MonitorUsage] = {}         # job name -> its samples
         self.started = ports.clock.time()
-        self._slot_jobs: dict[str, JobKey | None] = {}
         self.max_load = 0.1
         self.bench = Benchmarks(ports, self)
 
@@ -246,9 +245,6 @@ class StartdCron:
                 continue
             self._start(job, now)
         self.bench.step(now)
-        if self.monitors and self._slot_jobs != self._jobs():
-            # a job started or ended: its slot's per-job figures change at once
-            self.publish()
 
     def next_due(self) -> float | None:
         due = [j.next_at for j in self.jobs.values() if j.next_at is not None]
@@ -370,8 +366,9 @@ class StartdCron:
                 per_slot.setdefault(name, {}).update(vals)
                 if monitor is not None:
                     devices.setdefault((name, spec.name), []).append(cad.name)
+        # a job's figures leave its slot at the first publish after it ends (each
+        # policy cycle publishes)
         jobs = self._jobs() if self.monitors else {}
-        self._slot_jobs = jobs
         for (name, mname), devs in sorted(devices.items()):
             per_slot.setdefault(name, {}).update(
                 self.monitors[mname].slot_values(name, devs, jobs.get(name), now))

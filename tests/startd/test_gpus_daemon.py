@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from condorpy.classad import ClassAd
+from condorpy.classad import ClassAd, Undefined
 from tests.startd.daemon_helpers import Daemon, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
@@ -107,14 +107,18 @@ def test_a_gpu_no_slot_has_never_runs_and_explain_says_why(daemon: Daemon,
 
 
 # A stand-in for the GPU monitor: the V100 (CUDA0) busy half of the time, 1009 MB in
-# use, reported every half second in condor_gpu_utilization's format.
+# use, reported every half second in condor_gpu_utilization's format (none while a
+# file <monitor>.quiet exists).
 FAKE_MONITOR = """\
 #!{py}
-import sys, time
+import os, sys, time
 last = time.monotonic()
 while True:
     time.sleep(0.5)
     now = time.monotonic()
+    if os.path.exists(__file__ + ".quiet"):
+        last = now
+        continue
     print('SlotMergeConstraint = StringListMember("CUDA0", AssignedGPUs) || '
           'StringListMember("GPU-a0223334", AssignedGPUs)')
     print("UptimeGPUsSeconds = %f" % ((now - last) / 2))
@@ -176,6 +180,48 @@ def test_the_gpu_monitors_metrics_reach_the_slot_and_the_jobs_ad(tmp_path: Path)
         assert ended["GPUsMemoryUsage"] == 1009
         # the other slots never held the V100: no figures of a job there
         assert not any("GPUsUsage" in a for a in _slot_ads(d))
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_a_static_slot_drops_its_jobs_gpu_figures_when_the_job_ends(tmp_path: Path) -> None:
+    monitor = tmp_path / "gpu_monitor"
+    monitor.write_text(FAKE_MONITOR.format(py=sys.executable))
+    monitor.chmod(0o755)
+    d = Daemon(tmp_path, "MACHINE_RESOURCE_GPUs = CUDA0, CUDA1\nuse FEATURE : StaticSlots\n"
+               f"GPU_MONITOR = {monitor}\nuse FEATURE : GPUsMonitor\n")
+    d.start()
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        flag = tmp_path / "release"
+        submit(d, f"""executable = /bin/sh
+arguments = "-c 'while [ ! -e {flag} ]; do sleep 0.2; done'"
+request_memory = 16
+request_gpus = 1
+requirements = TARGET.AssignedGPUs == "CUDA0"
+queue
+""", work)
+
+        def cuda0() -> dict[str, object]:
+            return next(a for a in _slot_ads(d) if a.get("AssignedGPUs") == "CUDA0")
+        wait_for(lambda: isinstance(cuda0().get("GPUsUsage"), float), 120, d.whole_log)
+        assert cuda0()["JobId"] == "1.0"
+        # no sample from here on: the job's end alone takes its figures away
+        (tmp_path / "gpu_monitor.quiet").write_text("")
+        flag.write_text("")
+        wait_for(lambda: _status(d, "1.0") == 4, 120, d.whole_log)
+        # the job is gone, and its figures with it (undefined, as HTCondor leaves
+        # them between jobs); the device's own stay
+        figures = ("GPUsUsage", "GPUsAverageUsage", "GPUsMemoryUsage")
+        wait_for(lambda: all(cuda0().get(k, Undefined) is Undefined for k in figures), 60,
+                 lambda: str({k: v for k, v in cuda0().items() if "GPU" in k}))
+        slot = cuda0()
+        assert slot["DeviceGPUsMemoryPeakUsage"] == 1009
+        assert isinstance(slot["DeviceGPUsAverageUsage"], float)
+        other = next(a for a in _slot_ads(d) if a.get("AssignedGPUs") == "CUDA1")
+        assert "DeviceGPUsAverageUsage" not in other     # its GPU was never reported
     finally:
         d.stop()
         d.kill_leftovers()
