@@ -9,6 +9,10 @@ policy is evaluated at once, so START sees a new value in the same cycle.
 Benchmarks are the ``OnDemand`` jobs of ``BENCHMARKS_JOBLIST`` (default ``mips
 kflops``), run one at a time when the policy asks (RUNBENCHMARKS) and never while
 other cron jobs run; their ``Mips`` and ``KFlops`` go into every slot ad.
+
+A job with ``STARTD_CRON_<name>_METRICS`` is a resource monitor: its per-device
+samples are accumulated (:mod:`condorpy.startd.cron_metrics`) rather than merged as
+they come, and the running job's share reaches its job ad (:meth:`StartdCron.job_usage`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from condorpy.clock import Clock
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.startd.children import Child, ChildResult, ChildRunner
+from condorpy.startd.cron_metrics import JobKey, Metric, MonitorUsage, parse_metrics
 from condorpy.startd.hookproto import CronAd, CronMode, CronParser, parse_mode, parse_period
 from condorpy.startd.hookproto import route, values
 from condorpy.startd.hooks import HookStats, excerpt, hook_env
@@ -58,6 +63,7 @@ class CronSpec:
     condition_text: str = ""
     slots: tuple[int, ...] | None = None
     timeout: float = DEFAULT_TIMEOUT_S
+    metrics: tuple[Metric, ...] = ()        # a resource monitor's (METRICS)
 
 
 def read_specs(cfg: Config, prefix: str, listname: str) -> list[CronSpec]:
@@ -115,6 +121,11 @@ def _spec(cfg: Config, prefix: str, name: str) -> CronSpec | None:
         except ValueError:
             raise cfg.invalid(knob("SLOTS"), "a list of slot numbers") from None
     load = cfg.get_float(knob("JOB_LOAD"), 0.01)
+    try:
+        metrics = parse_metrics(cfg.get(knob("METRICS")) or "")
+    except ValueError as exc:
+        raise cfg.invalid(knob("METRICS"), f"a list of SUM:<resource> and "
+                          f"PEAK:<resource> ({exc})") from None
     exe, args = exe.strip(), tuple(args_text.split())
     if os.path.basename(exe) == "condor_gpu_utilization" and not os.path.isfile(exe):
         # HTCondor's GPU monitor is not installed: condorpy's reports the same
@@ -125,7 +136,7 @@ def _spec(cfg: Config, prefix: str, name: str) -> CronSpec | None:
                     cfg.get_bool(knob("RECONFIG_RERUN"), False),
                     cfg.get_bool(knob("KILL"), False), min(max(load, 0.0), 100.0),
                     cond, cond_text or "", slots,
-                    cfg.get_float(knob("TIMEOUT"), DEFAULT_TIMEOUT_S))
+                    cfg.get_float(knob("TIMEOUT"), DEFAULT_TIMEOUT_S), metrics)
 
 
 @dataclass
@@ -160,6 +171,8 @@ class StartdCron:
         self.ads: dict[str, tuple[CronAd, CronSpec]] = {}   # ad name -> latest ad
         self._applied_all: dict[str, Any] = {}
         self._applied_slot: dict[str, dict[str, Any]] = {}
+        self.monitors: dict[str, MonitorUsage] = {}         # job name -> its samples
+        self.started = ports.clock.time()
         self.max_load = 0.1
         self.bench = Benchmarks(ports, self)
 
@@ -171,6 +184,20 @@ class StartdCron:
         except CondorpyError as exc:
             log.error("%s", exc)
         specs = {s.name: s for s in read_specs(cfg, "STARTD_CRON", "STARTD_CRON_JOBLIST")}
+        try:
+            advertise = cfg.get_bool("ADVERTISE_CMR_UPTIME_SECONDS", False)
+        except CondorpyError as exc:
+            log.error("%s", exc)
+            advertise = False
+        for name in list(self.monitors):
+            spec = specs.get(name)
+            if spec is None or spec.metrics != self.monitors[name].metrics:
+                del self.monitors[name]
+        for name, spec in specs.items():
+            if spec.metrics:
+                mon = self.monitors.setdefault(
+                    name, MonitorUsage(spec.metrics, self.started, advertise))
+                mon.advertise_uptime = advertise
         now = self.d.clock.monotonic()
         for name, job in list(self.jobs.items()):
             new = specs.get(name)
@@ -294,10 +321,19 @@ class StartdCron:
             job.next_at = now + max(spec.period, 1)
 
     def _take(self, spec: CronSpec, ads: list[CronAd]) -> None:
+        monitor = self.monitors.get(spec.name)
+        slots: dict[str, ClassAd] = {}
+        jobs: dict[str, JobKey | None] = {}
+        if monitor is not None:
+            slots = {s.name: s.ad for s in self.d.engine.slots.values() if not s.deleted}
+            jobs = self._jobs()
         for cad in ads:
             if spec.prefix:
                 cad.ad[f"{spec.prefix}LastUpdate"] = int(self.d.clock.time())
             self.ads[cad.name] = (cad, spec)
+            if monitor is not None:
+                monitor.sample(cad.name, values(cad.ad), self.d.clock.time(),
+                               {n: jobs.get(n) for n in route(cad.ad, slots, spec.slots)})
         self.publish()
         # The policy sees the new values now, not at the next POLLING_INTERVAL.
         self.d.wake()
@@ -313,16 +349,31 @@ class StartdCron:
         for_all: dict[str, Any] = {}
         per_slot: dict[str, dict[str, Any]] = {}
         slots: dict[str, ClassAd] = {}
-        if self._applied_slot or any(_routed(cad.ad) or spec.slots is not None
-                                     for cad, spec in self.ads.values()):
+        if self._applied_slot or any(_routed(cad.ad) or spec.slots is not None or
+                                     spec.metrics for cad, spec in self.ads.values()):
             slots = {s.name: s.ad for s in engine.slots.values() if not s.deleted}
+        devices: dict[tuple[str, str], list[str]] = {}    # (slot, monitor) -> its ads
         for cad, spec in self.ads.values():
             vals = values(cad.ad)
-            if not _routed(cad.ad) and spec.slots is None:
+            monitor = self.monitors.get(spec.name)
+            if monitor is not None:
+                # the samples are accumulated, not merged as they stand
+                vals = {k: v for k, v in vals.items() if not monitor.is_metric(k)}
+            elif not _routed(cad.ad) and spec.slots is None:
                 for_all.update(vals)
                 continue
             for name in route(cad.ad, slots, spec.slots):
                 per_slot.setdefault(name, {}).update(vals)
+                if monitor is not None:
+                    devices.setdefault((name, spec.name), []).append(cad.name)
+        # a job's figures leave its slot at the first publish after it ends (each
+        # policy cycle publishes)
+        jobs = self._jobs() if self.monitors else {}
+        for (name, mname), devs in sorted(devices.items()):
+            per_slot.setdefault(name, {}).update(
+                self.monitors[mname].slot_values(name, devs, jobs.get(name), now))
+        for monitor in self.monitors.values():
+            monitor.forget(monitor.slots() - set(slots))
         changed = {k: v for k, v in for_all.items() if self._applied_all.get(k, _NONE) != v}
         for k in self._applied_all:
             if k not in for_all:
@@ -343,6 +394,27 @@ class StartdCron:
             if diff:
                 engine.set(now, diff, slot=name)
                 self._applied_slot[name] = dict(want)
+
+    def job_usage(self, slot: str) -> dict[str, Any]:
+        """The resource monitors' figures for the job running on ``slot`` now
+        (GPUsUsage, GPUsAverageUsage, GPUsMemoryUsage ...), for its job ad."""
+        job = self._jobs().get(slot)
+        out: dict[str, Any] = {}
+        for monitor in self.monitors.values():
+            out.update(monitor.job_values(slot, job))
+        return out
+
+    def _jobs(self) -> dict[str, JobKey | None]:
+        """Each slot's running job, told apart by its claim and start."""
+        out: dict[str, JobKey | None] = {}
+        for s in self.d.engine.slots.values():
+            if s.deleted:
+                continue
+            claim = s.claim
+            job = claim.job if claim is not None else None
+            out[s.name] = (claim.id, job.start) if claim is not None and job is not None \
+                else None
+        return out
 
     def close(self) -> None:
         for job in self.jobs.values():

@@ -169,6 +169,7 @@ class Startd:
             wake=self.timers.wake, stopping=lambda: self.stopping is not None,
             env=self.env), self.hooks.stats)
         self.rm.on_benchmarks = self.cron.bench.request
+        self.rm.monitor_usage = self.cron.job_usage
         self.rm.on_exit = self._exit
         self.commands = Commands(CommandPorts(
             engine=self.engine, store=self.store, schedd=self.schedd, handles=self.rm,

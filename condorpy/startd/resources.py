@@ -99,6 +99,8 @@ class ResourceManager:
         self.hooks: HooksPort = NoHooks()
         self.on_benchmarks: Callable[[str], None] = lambda slot: None
         self.on_exit: Callable[[str], None] = lambda reason: None
+        # a slot's resource monitors' figures for its running job (GPUsUsage ...)
+        self.monitor_usage: Callable[[str], dict[str, Any]] = lambda slot: {}
         self.handles: dict[Origin, StarterHandle] = {}
         self.by_claim: dict[str, Origin] = {}
 
@@ -417,6 +419,8 @@ class ResourceManager:
         # expressions, evaluated at once as the shadow does) and a pool's shadow.
         attrs: dict[str, Any] = job_update.job_ad_update(
             job_end.usage_attrs(e.usage), e.cpus_usage, self.launching.memory_metric)
+        if attrs:
+            attrs.update(self.monitor_usage(h.slot))
         if not attrs:
             return
         if self.engine.has_claim(h.claim_id):
@@ -436,6 +440,9 @@ class ResourceManager:
         tell the engine."""
         if self.handles.get(h.origin) is not h:
             return
+        monitored = self.monitor_usage(h.slot)     # while the slot still runs the job
+        if final is not None and monitored:
+            final = {**final, **monitored}
         if h.phase is not Phase.DONE:
             h.finish(final)
         del self.handles[h.origin]

@@ -216,13 +216,18 @@ def test_gpus_monitor_template_routes_each_gpu_to_its_slot(daemons: list[Daemon]
                       "done\nexec sleep 600\n")
     d = _start(daemons, tmp_path, "MACHINE_RESOURCE_GPUs = CUDA0, CUDA1\n"
                                   "use FEATURE : StaticSlots\n"
-                                  f"GPU_MONITOR = {monitor}\nuse FEATURE : GPUsMonitor\n")
+                                  f"GPU_MONITOR = {monitor}\nuse FEATURE : GPUsMonitor\n"
+                                  "ADVERTISE_CMR_UPTIME_SECONDS = true\n")
+    # the samples are the monitor's METRICS (SUM:GPUs, PEAK:GPUsMemory): each slot's
+    # device's seconds summed, its peak kept as Device<Res>PeakUsage
     wait_for(lambda: _ads(d).get("slot2", {}).get("UptimeGPUsSeconds") == 6.5, 30, d.output)
     ads = _ads(d)
     assert ads["slot1"]["UptimeGPUsSeconds"] == 5.5
-    assert ads["slot1"]["UptimeGPUsMemoryPeakUsage"] == 100
-    assert ads["slot2"]["UptimeGPUsMemoryPeakUsage"] == 200
+    assert ads["slot1"]["DeviceGPUsMemoryPeakUsage"] == 100
+    assert ads["slot2"]["DeviceGPUsMemoryPeakUsage"] == 200
+    assert 0 < ads["slot1"]["DeviceGPUsAverageUsage"] < ads["slot2"]["DeviceGPUsAverageUsage"]
     assert "SlotMergeConstraint" not in ads["slot1"]
+    assert "UptimeGPUsMemoryPeakUsage" not in ads["slot1"]
 
 
 def test_continuous_job_gets_sighup_at_reconfig(daemons: list[Daemon], tmp_path: Path) -> None:
