@@ -33,7 +33,8 @@ from condorpy.machine.probe import measure_activity
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.queue.claim_rows import PoolClaimRows
-from condorpy.queue.jobstore import HistoryLimits, JobId, JobStatus, JobStore
+from condorpy.queue.jobstore import (SCHEMA_VERSION, HistoryLimits, JobId, JobStatus,
+                                     JobStore)
 from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
@@ -214,6 +215,9 @@ class Startd:
         elif fresh:
             log.info("-fresh-queue: the job store %s is sound and is kept as it is",
                      store.path)
+        if store.upgraded_from is not None:
+            log.info("job store %s: schema version %d upgraded to %d", store.path,
+                     store.upgraded_from, SCHEMA_VERSION)
         if store.cluster_floor_raised is not None:
             was, now = store.cluster_floor_raised
             log.warning("job store: the next cluster id was %d, below ids it holds; it "
