@@ -31,6 +31,7 @@ from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
 from condorpy.queue.records import Differ, ad_text, record_of
+from condorpy.queue.staging import SUBMIT_PART_TIMEOUT, OpenSubmissions
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import StarterHandle
@@ -86,6 +87,10 @@ class Commands:
         # parts of submissions staged before this start never get their last part
         if not ports.store.readonly:
             ports.store.staged.clear()
+        # submissions in parts under way, each tied to its connection: the daemon
+        # wires ``closed`` to the control socket and ``tick`` to the loop
+        self.submissions = OpenSubmissions(ports.store.staged, lambda: ports.config(
+        ).get_float("CONDORPY_SUBMIT_PART_TIMEOUT", SUBMIT_PART_TIMEOUT))
 
     def dispatch(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
         if command not in control.COMMANDS:
@@ -181,6 +186,7 @@ class Commands:
             except QueueError as exc:
                 raise RequestError(str(exc.message)) from None
             self.d.store.staged.clear(args["cluster"])
+            self.submissions.ended(args["cluster"])
             return {"cluster": args["cluster"], "staged": 0}
         if "common" in args:
             return self._submit_part(args, peer)
@@ -225,6 +231,19 @@ class Commands:
         if not isinstance(unset, dict):
             raise RequestError("'unset' must map job indexes to attribute names")
         store = self.d.store
+        if first == 0:
+            try:      # the cluster's own client's only: then what it had staged goes
+                store.stage(cluster, (), owner_uid=peer.uid)
+            except QueueError as exc:
+                raise RequestError(f"submission by {peer.user} refused: "
+                                   f"{exc.message}") from None
+            self.submissions.began(cluster, peer, f"{peer.user} (pid {peer.pid})",
+                                   self.d.clock.monotonic())
+        else:
+            # its earlier parts came on this connection and are still staged
+            why = self.submissions.part(cluster, peer, self.d.clock.monotonic())
+            if why is not None:
+                raise RequestError(why)
         try:
             if first == 0:
                 store.staged.clear(cluster)
@@ -262,15 +281,20 @@ class Commands:
             self._within_limits(peer, total, whole=True)
             count = store.submit_staged(cluster, owner_uid=peer.uid)
         except ClassAdError as exc:
-            store.staged.clear(cluster)
+            self._drop_staged(cluster)
             raise RequestError(str(exc)) from None
         except QueueError as exc:
-            store.staged.clear(cluster)
+            self._drop_staged(cluster)
             raise RequestError(f"submission by {peer.user} refused: {exc.message}") from None
         except RequestError:
-            store.staged.clear(cluster)
+            self._drop_staged(cluster)
             raise
+        self.submissions.ended(cluster)
         return self._queued(cluster, count, peer)
+
+    def _drop_staged(self, cluster: int) -> None:
+        self.submissions.ended(cluster)
+        self.d.store.staged.clear(cluster)
 
     def _not_costly(self, ads: list[ClassAd], peer: control.Peer) -> None:
         """Refuse the ads whose expressions cannot be evaluated within their budget

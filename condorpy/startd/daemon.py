@@ -241,7 +241,8 @@ class Startd:
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
                                      self.commands.dispatch, self.uid,
                                      lambda: self.cfg.get("CONDORPY_ADMIN_GROUP"),
-                                     monotonic=self.clock.monotonic, per_user=per_user)
+                                     monotonic=self.clock.monotonic, per_user=per_user,
+                                     on_close=self.commands.submissions.closed)
         self.metrics.start()
         self.signals.install()
         self._add_sources(self.control)
@@ -266,6 +267,8 @@ class Startd:
         add("fetch work", Ticker(self.hooks.step, self.hooks.next_due))
         add("policy cycle", Ticker(self.timers.cycle_tick))
         add("job policy", Ticker(self._queue_tick, self._queue_due))
+        subs = self.commands.submissions
+        add("submissions", Ticker(subs.tick, subs.next_due))
         add("metrics", Ticker(lambda t: self.metrics.after_step(len(self.rm))))
         if self.pool is not None:
             pool = self.pool
