@@ -32,6 +32,7 @@ from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
 from condorpy.queue.records import Differ, ad_text, record_of
 from condorpy.queue.staging import SUBMIT_PART_TIMEOUT, OpenSubmissions
+from condorpy.queue.submit_parts import PART_LINES, part_lines
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import StarterHandle
@@ -194,6 +195,7 @@ class Commands:
         if not isinstance(texts, list) or not texts or \
                 not all(isinstance(t, str) for t in texts):
             raise RequestError("'ads' must be a non-empty list of job ads")
+        _parse_bounded(texts)
         cluster = args.get("cluster")       # an integer or null (control.ARGS)
         now = int(self.d.clock.time())
         ads = []
@@ -230,6 +232,7 @@ class Commands:
         unset = args.get("unset") or {}
         if not isinstance(unset, dict):
             raise RequestError("'unset' must map job indexes to attribute names")
+        _parse_bounded(procs)
         store = self.d.store
         if first == 0:
             try:      # the cluster's own client's only: then what it had staged goes
@@ -592,3 +595,13 @@ def _job_dir(rj: StarterHandle) -> str | None:
         return os.path.dirname(rj.launched.socket_path)
     return None
 
+
+
+def _parse_bounded(texts: list[str]) -> None:
+    """Refuse, before any is parsed, job texts whose lines all told would hold the loop
+    (each ad is held to the parser's own limits as it is read)."""
+    n = part_lines(texts)
+    if n > PART_LINES:
+        raise RequestError(f"a submission request of {n} lines of job ads, more than "
+                           f"{PART_LINES}: send it in parts (condorpy submit does); "
+                           "nothing was submitted")
