@@ -58,7 +58,17 @@ def _caret_excerpt(text: str, line: int, column: int) -> str:
     if not 1 <= line <= len(lines):
         return ""
     src = lines[line - 1]
-    return f"    {src}\n    {' ' * max(column - 1, 0)}^"
+    # at most _EXCERPT characters of a long line, around the column: an error about a
+    # megabyte expression is one line of a log, not a megabyte
+    col = max(column - 1, 0)
+    start = max(0, min(col - _EXCERPT // 2, len(src) - _EXCERPT))
+    shown = src[start:start + _EXCERPT]
+    lead = "..." if start > 0 else ""
+    tail = "..." if start + _EXCERPT < len(src) else ""
+    return f"    {lead}{shown}{tail}\n    {' ' * (len(lead) + col - start)}^"
+
+
+_EXCERPT = 100
 
 
 # --- configuration ----------------------------------------------------------------

@@ -29,6 +29,8 @@ from condorpy.classad.compiler import NOCONST
 from condorpy.classad.expr import Expr, parse_expr
 from condorpy.classad.lexer import unescape
 from condorpy.classad.parser import Parser, parse_node
+from condorpy.classad.parser_limits import (MAX_EXPR_TOKENS, check_ad_lines,
+                                            check_ad_text)
 from condorpy.classad.scope import Scope
 from condorpy.classad.values import Undefined
 from condorpy.errors import ClassAdError, ClassAdSyntaxError
@@ -96,9 +98,11 @@ def _parse_old_lines(cls: type[AdT], lines: list[tuple[int, str]], text: str,
             name, expr = _parse_old_line(lineno, raw, text, source)
         else:
             v = value.strip()
-            expr = _LITERALS.get(v) if plain else None  # type: ignore[assignment]
+            # a long value goes through the parser, which holds it to its limits
+            quick = plain and len(v) <= MAX_EXPR_TOKENS
+            expr = _LITERALS.get(v) if quick else None  # type: ignore[assignment]
             if expr is None:
-                expr = _old_value(v, plain)
+                expr = _old_value(v, quick)
                 if expr is None:
                     # the value starts after the "=" and its own leading space
                     col0 = len(raw) - len(value.lstrip())
@@ -213,12 +217,17 @@ def _old_blocks(text: str) -> list[list[tuple[int, str]]]:
 
 
 def parse_old(cls: type[AdT], text: str, source: str | None = None) -> AdT:
+    check_ad_text(text, source)
     lines = [ln for block in _old_blocks(text) for ln in block]
+    check_ad_lines(len(lines), text, source)
     return _parse_old_lines(cls, lines, text, source)
 
 
 def parse_old_many(cls: type[AdT], text: str, source: str | None = None) -> list[AdT]:
-    return [_parse_old_lines(cls, b, text, source) for b in _old_blocks(text)]
+    blocks = _old_blocks(text)      # (many ads: no bound on the text's lines)
+    for b in blocks:
+        check_ad_lines(len(b), text, source)
+    return [_parse_old_lines(cls, b, text, source) for b in blocks]
 
 
 def to_old(ad: ClassAd) -> str:

@@ -26,14 +26,18 @@ _WS = r"(\s*(?:/\*.*?\*/\s*)*)"
 _TOKEN = (r"([A-Za-z_][A-Za-z0-9_]*"
           r"|[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?"
           r"|[0-9]+[eE][+-]?[0-9]+|0[xX][0-9a-fA-F]+|[0-9]+"
-          r'|"(?:[^"\\]|\\.)*"'
-          r"|'(?:[^'\\]|\\.)*'"
+          # strings and quoted names unrolled: a run of plain characters is one step
+          # of the matcher, not one alternation a character (a 4 MB string: 1 s)
+          r'|"[^"\\]*(?:\\.[^"\\]*)*"'
+          r"|'[^'\\]*(?:\\.[^'\\]*)*'"
           r"|=\?=|=!=|>>>|[=!<>]=|<<|>>|&&|\|\||[-+*/%<>!~&|^?:()\[\]{},;.=])")
 # Each match is a token with the space (and comments) before it; findall returns plain
 # strings, and str.lstrip over the list (in C) leaves the tokens. Without comments a
 # plain \s* is much faster to match, so that is the common path.
 _RAW_RE = re.compile(r"\s*(?:" + _TOKEN[1:], re.DOTALL)
 _RAW_COMMENTS_RE = re.compile(r"(?:\s|/\*.*?\*/)*(?:" + _TOKEN[1:], re.DOTALL)
+# (public: parser_limits counts tokens with them before anything is parsed)
+RAW_RE, RAW_COMMENTS_RE = _RAW_RE, _RAW_COMMENTS_RE
 _LEAD_RE = re.compile(r"(?:\s|/\*.*?\*/)*", re.DOTALL)
 _ONE_RE = re.compile(_TOKEN, re.DOTALL)
 _WS_RE = re.compile(_WS, re.DOTALL)

@@ -15,6 +15,7 @@ from condorpy.classad.ast import (BINARY_PREC, AttrRef, Call, Cond, Elvis, ListE
                                   new_literal, new_paren)
 from condorpy.classad.lexer import (number_value, syntax_error, tokenize, unescape,
                                     unescape_old)
+from condorpy.classad.parser_limits import check_expr_text
 from condorpy.classad.quickparse import QUICK_MAX_STACK, quick_parse
 from condorpy.classad.quickparse import time_literal as time_literal
 from condorpy.classad.values import Error, Undefined
@@ -321,7 +322,9 @@ assert QUICK_MAX_STACK < MAX_DEPTH - 1
 
 
 def parse_node(text: str, old_strings: bool = False) -> Node:
-    """The tree of one expression; ClassAdSyntaxError where the text is not one."""
+    """The tree of one expression; ClassAdSyntaxError where the text is not one, or is
+    over the limits of :mod:`condorpy.classad.parser_limits`."""
+    check_expr_text(text)
     # the quick path takes no text with a backslash, the only place old strings differ
     node = quick_parse(text)
     if node is not None:

@@ -1,6 +1,6 @@
 """The commands that talk to a running daemon: `submit`, `rm`, `hold`, `release`,
 `vacate`, `drain`, `off`, `on`, `reconfig`, `restart`. Each sends one request over the control
-socket (found through the configuration, see :mod:`condorpy.startd.paths`) and prints
+socket (submit: its requests over one connection) (found through the configuration, see :mod:`condorpy.startd.paths`) and prints
 the answer; an unreachable daemon is one clear line."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from condorpy.config import load_config
 from condorpy.classad import ClassAd
 from condorpy.errors import CondorpyError, SubmitError
 from condorpy.inputs import read_text
-from condorpy.startd.client import DaemonUnreachable, call
+from condorpy.startd.client import Connection, DaemonUnreachable, call
 from condorpy.startd.reconfig_report import EXIT_RESTART_NEEDED, ReconfigReport
 from condorpy.startd.paths import client_socket
 from condorpy.queue.submit import (LocalFS, SubmitDescription, count_jobs, read_description,
@@ -62,23 +62,27 @@ def submit_main(argv: list[str]) -> int:
         print(f"condorpy submit: {warning}", file=sys.stderr)
     cfg = load_config(args.config)
     path = client_socket(cfg)
-    cluster = int(call(path, "new_cluster", {}))
     env = dict(os.environ)
-    # made and sent a part at a time (condorpy.queue.submit_parts): neither end holds a
-    # large submission whole, and the daemon queues it all or nothing
-    total = count_jobs(text, source, cluster_id=cluster, submit_dir=os.getcwd(), env=env)
-    ads = submit_ads(text, source, cluster_id=cluster, owner=getpass.getuser(),
-                     submit_dir=os.getcwd(), qdate=int(time.time()), env=env,
-                     uid_domain=cfg.get("UID_DOMAIN") or "localhost",
-                     filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None)
-    got: Any = None
-    try:
-        for part in parts(cluster, total, _checked(desc, ads)):
-            got = call(path, "submit", part)
-    except (SubmitError, KeyboardInterrupt):
-        # what the daemon holds of this submission goes; nothing was queued
-        call(path, "submit", {"cluster": cluster, "abort": True})
-        raise
+    # one connection for the whole submission: the daemon drops what it staged of it
+    # if the connection ends before the last part (this client killed or interrupted)
+    with Connection(path) as conn:
+        cluster = int(conn.call("new_cluster", {}))
+        # made and sent a part at a time (condorpy.queue.submit_parts): neither end
+        # holds a large submission whole, and the daemon queues it all or nothing
+        total = count_jobs(text, source, cluster_id=cluster, submit_dir=os.getcwd(),
+                           env=env)
+        ads = submit_ads(text, source, cluster_id=cluster, owner=getpass.getuser(),
+                         submit_dir=os.getcwd(), qdate=int(time.time()), env=env,
+                         uid_domain=cfg.get("UID_DOMAIN") or "localhost",
+                         filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None)
+        got: Any = None
+        try:
+            for part in parts(cluster, total, _checked(desc, ads)):
+                got = conn.call("submit", part)
+        except SubmitError:
+            # between two requests: said at once rather than left to the close
+            conn.call("submit", {"cluster": cluster, "abort": True})
+            raise
     print("Submitting job(s)" + "." * int(got["count"]))
     print(f"{got['count']} job(s) submitted to cluster {got['cluster']}.")
     return 0

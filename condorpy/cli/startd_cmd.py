@@ -7,7 +7,8 @@ with its file and line and exit status 1, never by a half-started daemon.
 A job store that is there but unusable (empty, unreadable, damaged, not condorpy's) is
 never taken for an empty queue: the daemon exits with status 78 (EX_CONFIG, which the
 systemd unit does not restart on) and one line naming the file, unless -fresh-queue
-says to move it aside and start with an empty queue."""
+says to move it aside and start with an empty queue. A store a newer condorpy wrote
+(a higher schema version) is refused the same way, and -fresh-queue keeps it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import sys
 from condorpy.cli.parsing import tool_parser
 from condorpy.startd.core import load_core
 from condorpy.startd.daemon import Startd, daemonize, restart_in_place
-from condorpy.queue.jobstore import DB_NAME, HistoryLimits, StoreUnusable
+from condorpy.queue.jobstore import DB_NAME, HistoryLimits, StoreTooNew, StoreUnusable
 from condorpy.startd.metrics import metrics_address
 from condorpy.startd.paths import daemon_paths
 from condorpy.queue.store_check import inspect_files
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
         daemon = Startd(args.config, foreground=args.foreground,
                         fresh_queue=args.fresh_queue)
         daemon.start()
-    except (StoreUnusable, StoreDamaged) as exc:   # a row that does not read, too
+    except (StoreUnusable, StoreDamaged, StoreTooNew) as exc:   # a bad row, too
         return _refused(exc)
     rc = daemon.run()
     if daemon.restart_requested:      # condorpy restart: this process, anew
@@ -68,6 +69,6 @@ def main(argv: list[str]) -> int:
     return rc
 
 
-def _refused(exc: StoreUnusable | StoreDamaged) -> int:
+def _refused(exc: StoreUnusable | StoreDamaged | StoreTooNew) -> int:
     print(f"condorpy startd: error: {exc}", file=sys.stderr)
     return EXIT_STORE_REFUSED

@@ -30,6 +30,11 @@ from condorpy.slots.model import Refusal
 
 S, A = State, Activity
 
+# What a claimed slot evaluates against its job while the claim lasts (besides START and
+# RANK, checked first): each is tried once against the job when it asks for the claim.
+CLAIM_POLICY = ("WANT_SUSPEND", "SUSPEND", "CONTINUE", "PREEMPT", "WANT_VACATE", "KILL",
+                "MAXJOBRETIREMENTTIME", "MachineMaxVacateTime", "WANT_HOLD")
+
 
 class ClaimHandling:
     """The claim and activation events of PolicyEngine (which documents each)."""
@@ -94,7 +99,7 @@ class ClaimHandling:
         allowance = st.ctx.allowance
         spent = 0 if allowance is None else allowance.exceeded
         rank = number(st.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
-        over = self._over_budget(spent, "RANK")
+        over = self._over_budget(spent, "RANK") or self._policy_over_budget(slot, job_ad)
         if over:
             st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=over))
             return st.take_output()
@@ -170,6 +175,24 @@ class ClaimHandling:
             return False, self._over_budget(spent, "the job's Requirements") or \
                 "the job's Requirements are not True for this slot"
         return True, ""
+
+    def _policy_over_budget(self, slot: Slot, job_ad: Any) -> str:
+        """Why the claim is refused when one of the policy expressions the slot will
+        evaluate against the job during the claim (:data:`CLAIM_POLICY`, the _VANILLA
+        variant where it applies) runs out of its budget against it (an attribute the
+        job set that the administrator's PREEMPT reads); else ""."""
+        if self._st.ctx.allowance is None:
+            return ""
+        ev = self._ev
+        names = ev.claim_names(slot, job_ad)
+        for name in CLAIM_POLICY:
+            lc = names.get(name) or name.lower()
+            spent = ev.allowance.exceeded
+            ev.evaluate(slot.ad, lc, job_ad)
+            over = self._over_budget(spent, name if lc == name.lower() else f"{name}_VANILLA")
+            if over:
+                return over
+        return ""
 
     def _over_budget(self, before: int, what: str) -> str:
         """The refusal's reason when an evaluation since ``before`` ran out of its

@@ -12,11 +12,15 @@ the schedd does; a system expression that does not is ignored. An expression tha
 out of its evaluation budget (the context's :class:`~condorpy.classad.Allowance`)
 holds the job whatever its state, saying so (code 5 for the job's own expression, 27
 for a system one), so that it does not cost the schedd as much again at every
-interval. Pure: ads, knob texts and the clock come in, a decision goes out.
+interval. A job already held gains nothing by that hold, so an expression of a held job
+that runs out is remembered against the ad as it is (:class:`Overruns`) and not
+evaluated again until the ad changes (a qedit, a release), the policy, or the budget.
+Pure: ads, knob texts and the clock come in, a decision goes out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
@@ -70,10 +74,12 @@ _PERIODIC = (("PeriodicHold", "SYSTEM_PERIODIC_HOLD", JobAction.HOLD),
 
 
 def periodic(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
-             now: float, *, running: bool = False) -> JobDecision | None:
+             now: float, *, running: bool = False,
+             skip: frozenset[str] = frozenset()) -> JobDecision | None:
     """What the periodic expressions decide for a job in ``status`` now, if anything;
-    ``running``: the job has a starter (an undefined expression then holds it)."""
-    got = _periodic(ad, status, system, ctx, now)
+    ``running``: the job has a starter (an undefined expression then holds it);
+    ``skip``: the attributes and knobs not to evaluate (taken as not firing)."""
+    got = _periodic(ad, status, system, ctx, now, skip)
     if got is not None and got.code == HOLD_JOB_POLICY_UNDEFINED and not running \
             and not got.over_budget:
         return None
@@ -103,10 +109,10 @@ def _over_budget(ad: ClassAd, attr: str, ctx: CallContext, before: int, *,
 
 
 def _periodic(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
-              now: float) -> JobDecision | None:
-    before = _spent(ctx)
-    timer = ad.evaluate("TimerRemove", None, ctx)
-    if ad.lookup("TimerRemove") is not None:
+              now: float, skip: frozenset[str]) -> JobDecision | None:
+    if ad.lookup("TimerRemove") is not None and "TimerRemove" not in skip:
+        before = _spent(ctx)
+        timer = ad.evaluate("TimerRemove", None, ctx)
         over = _over_budget(ad, "TimerRemove", ctx, before)
         if over is not None:
             return over
@@ -121,7 +127,7 @@ def _periodic(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
             continue
         if action is JobAction.RELEASE and status != _HELD:
             continue
-        got = _single(ad, attr, knob, action, system, ctx)
+        got = _single(ad, attr, knob, action, system, ctx, skip)
         if got is not None:
             return got
     return None
@@ -156,8 +162,8 @@ def at_exit(ad: ClassAd, status: int, system: SystemPolicy, ctx: CallContext,
 
 
 def _single(ad: ClassAd, attr: str, knob: str, action: JobAction, system: SystemPolicy,
-            ctx: CallContext) -> JobDecision | None:
-    if ad.lookup(attr) is not None:
+            ctx: CallContext, skip: frozenset[str] = frozenset()) -> JobDecision | None:
+    if ad.lookup(attr) is not None and attr not in skip:
         before = _spent(ctx)
         value = ad.evaluate(attr, None, ctx)
         over = _over_budget(ad, attr, ctx, before)
@@ -170,7 +176,7 @@ def _single(ad: ClassAd, attr: str, knob: str, action: JobAction, system: System
             return JobDecision(action, reason or _default_reason(ad, attr, True), code, sub,
                                attr)
     text = system.knobs.get(knob)
-    if not text:
+    if not text or knob in skip:
         return None
     before = _spent(ctx)
     fired = _knob_value(ad, text, ctx)
@@ -215,3 +221,82 @@ def _undefined(ad: ClassAd, attr: str, action: JobAction) -> JobDecision:
     expr = ad.lookup(attr)
     return JobDecision(action, f"The job attribute {attr} expression '{expr}' evaluated to "
                        "UNDEFINED", HOLD_JOB_POLICY_UNDEFINED, fired=attr)
+
+
+@dataclass
+class _Overrun:
+    mark: int                 # what the ad, the policy and the budget were
+    names: frozenset[str]     # its attributes and knobs that ran out against them
+    seen: bool = True
+
+
+class Overruns:
+    """The periodic expressions of held jobs that ran out of their budget, per job:
+    one small entry each (a fingerprint and the names), kept while the job is seen in
+    the queue's walks (:meth:`sweep` forgets the others)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[Hashable, _Overrun] = {}
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def skip(self, job: Hashable, mark: Callable[[], int]) -> frozenset[str]:
+        """What not to evaluate for ``job`` now: what ran out against the same
+        ``mark()`` (computed only for a job that has an entry)."""
+        entry = self._jobs.get(job)
+        if entry is None:
+            return frozenset()
+        entry.seen = True
+        if entry.mark != mark():
+            del self._jobs[job]         # the ad or the policy changed: evaluate afresh
+            return frozenset()
+        return entry.names
+
+    def note(self, job: Hashable, mark: int, name: str) -> None:
+        entry = self._jobs.get(job)
+        if entry is None or entry.mark != mark:
+            self._jobs[job] = _Overrun(mark, frozenset((name,)))
+        else:
+            entry.names |= {name}
+            entry.seen = True
+
+    def sweep(self) -> None:
+        """After a walk of the whole queue: forget the jobs it did not meet (gone)."""
+        self._jobs = {job: e for job, e in self._jobs.items() if e.seen}
+        for entry in self._jobs.values():
+            entry.seen = False
+
+
+def fingerprint(ad: ClassAd, system: SystemPolicy, ctx: CallContext) -> int:
+    """What an expression's cost against ``ad`` depends on: the ad's whole text (an
+    expression reads other attributes), the system policy and the budget."""
+    allowance = ctx.allowance
+    budget = (allowance.steps, allowance.seconds) if allowance is not None else None
+    return hash((ad.to_old(), tuple(sorted(system.knobs.items())), budget))
+
+
+def periodic_remembering(ad: ClassAd, status: int, system: SystemPolicy,
+                         ctx: CallContext, now: float, *, job: Hashable,
+                         overruns: Overruns, running: bool = False
+                         ) -> tuple[JobDecision | None, list[JobDecision]]:
+    """:func:`periodic` for a job of the queue, with ``overruns``: a held job's
+    expression that ran out of its budget is remembered and passed over, and the
+    others are evaluated on. The decision, and the overruns remembered now (each
+    worth one log line)."""
+    marks: list[int] = []
+
+    def mark() -> int:
+        if not marks:
+            marks.append(fingerprint(ad, system, ctx))
+        return marks[0]
+
+    skip = overruns.skip(job, mark)
+    noted: list[JobDecision] = []
+    while True:
+        got = periodic(ad, status, system, ctx, now, running=running, skip=skip)
+        if got is None or not got.over_budget or status != _HELD or got.fired in skip:
+            return got, noted
+        overruns.note(job, mark(), got.fired)
+        skip = skip | {got.fired}
+        noted.append(got)

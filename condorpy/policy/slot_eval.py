@@ -17,6 +17,11 @@ from condorpy.policy.records import Claim, Slot
 from condorpy.policy.settings import VANILLA_VARIANTS, PolicySettings
 
 _UNSET: Any = object()
+
+
+class _Unbudgeted:
+    """What :attr:`SlotEval.allowance` is without an allowance: nothing runs out."""
+    exceeded = 0
 _NOT_SHAREABLE: frozenset[str] = frozenset({"\0not shareable"})
 # Functions whose result is not fixed by the attributes an expression names.
 _DYNAMIC_CALLS = frozenset({"eval", "evalineachcontext", "countmatches", "random",
@@ -37,6 +42,9 @@ class SlotEval:
         self.has_vanilla = False
         # policy expressions that evaluated to ERROR, by name (for the metrics)
         self.errors: dict[str, int] = {}
+        # counts the evaluations that ran out of their budget (one that did is an
+        # ERROR, even where the expression swallowed its error: isError(...))
+        self.allowance: Any = st.ctx.allowance or _Unbudgeted()
         self.reconfigure(st.settings)
 
     def reconfigure(self, settings: PolicySettings) -> None:
@@ -73,6 +81,14 @@ class SlotEval:
                 return self._vanilla.get(slot.slot_id) or self._vanilla_table(slot.slot_id)
         return self.plain_lc
 
+    def claim_names(self, slot: Slot, job_ad: Any) -> dict[str, str]:
+        """:meth:`names_for` ``slot`` once claimed for ``job_ad`` (not claimed yet)."""
+        if self.has_vanilla:
+            n = number(self.job_attr(job_ad, "JobUniverse"))
+            if (int(n) if n is not None else 5) == 5:
+                return self._vanilla.get(slot.slot_id) or self._vanilla_table(slot.slot_id)
+        return self.plain_lc
+
     # ------------------------------------------------------------- evaluation
     def eval(self, slot: Slot, name: str, with_job: bool = True) -> Any:
         claim = slot.claim
@@ -80,15 +96,19 @@ class SlotEval:
         lc = table.get(name)
         if lc is None:
             lc = name.lower()
+        allowance = self.allowance
+        spent = allowance.exceeded
         v = self.evaluate(slot.ad, lc, claim.ad if with_job and claim is not None
                           else None)
-        if v is Error:
-            self.error(name)
+        if v is Error or allowance.exceeded != spent:
+            return self.error(name)
         return v
 
-    def error(self, name: str) -> None:
-        """Policy expression ``name`` evaluated to ERROR."""
+    def error(self, name: str) -> Any:
+        """Policy expression ``name`` evaluated to ERROR, or ran out of its evaluation
+        budget (as HTCondor takes an ERROR: not True); ERROR."""
         self.errors[name] = self.errors.get(name, 0) + 1
+        return Error
 
     def job_attr(self, job_ad: Any, name: str) -> Any:
         return self._st.backend.evaluate(job_ad, name, None)

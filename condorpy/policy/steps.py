@@ -112,17 +112,20 @@ class StateSteps:
             return
         if ac is _BUSY:
             # eval and is_true inline for the common case: every busy slot, every cycle
+            # (a job's attribute these read that runs out of its budget is an ERROR)
             names = ev.plain_lc if not ev.has_vanilla else ev.names_for(slot)
+            allowance = ev.allowance
+            spent = allowance.exceeded
             v = ev.evaluate(slot.ad, names["WANT_SUSPEND"], claim.ad)
-            if v is Error:
-                ev.error("WANT_SUSPEND")
+            if v is Error or allowance.exceeded != spent:
+                v = ev.error("WANT_SUSPEND")
             if v is True or (v is not False and is_true(v)):
                 if is_true(ev.eval(slot, "SUSPEND")):
                     moves.suspend(slot, "14", "SUSPEND is True")
                 return
             v = ev.evaluate(slot.ad, names["PREEMPT"], claim.ad)
-            if v is Error:
-                ev.error("PREEMPT")
+            if v is Error or allowance.exceeded != spent:
+                v = ev.error("PREEMPT")
             if v is True or (v is not False and is_true(v)):
                 if claim.job is not None:
                     claim.job.preempt_was_true = True

@@ -28,6 +28,7 @@ from enum import Enum
 
 from condorpy.classad import Expr, parse_expr
 from condorpy.errors import ClassAdError, QueueError
+from condorpy.inputs import shorten
 from condorpy.starter import reserved
 
 
@@ -125,8 +126,8 @@ def parse_value(attr: str, text: str) -> Expr:
         return parse_expr(text)
     except ClassAdError as exc:
         first = str(exc).splitlines()[0]
-        raise QueueError(f"illegal value for {attr}: {text!r} is not a ClassAd "
-                         f"expression: {first}") from None
+        raise QueueError(f"illegal value for {attr}: {shorten(text)!r} is not a "
+                         f"ClassAd expression: {first}") from None
 
 
 def check_edit(rules: EditRules, attr: str, text: str, *, superuser: bool) -> Edit:

@@ -31,10 +31,10 @@ from condorpy.queue.records import (FINAL, Differ, JobId, JobRecord, JobRow, Job
 from condorpy.queue.staging import StagedJobs
 from condorpy.queue.starter_rows import StarterRecord, StarterRows
 from condorpy.queue.store_check import StoreUnusable
-from condorpy.queue.store_db import DB_NAME, SCHEMA_VERSION, StoreDb
+from condorpy.queue.store_db import DB_NAME, SCHEMA_VERSION, StoreDb, StoreTooNew
 
 __all__ = ["JobStatus", "JobId", "JobRecord", "ClaimRecord", "StarterRecord", "JobStore",
-           "HistoryLimits", "StoreUnusable", "SCHEMA_VERSION", "DB_NAME", "shorten",
+           "HistoryLimits", "StoreUnusable", "StoreTooNew", "SCHEMA_VERSION", "DB_NAME", "shorten",
            "parse_constraint"]
 
 # meta rows "reserved_by.<cluster>" = uid: who reserved a cluster id not yet submitted
@@ -61,6 +61,7 @@ class JobStore:
         self.set_aside = self.db.set_aside
         self.damage = self.db.damage
         self.cluster_floor_raised = self.db.cluster_floor_raised
+        self.upgraded_from = self.db.upgraded_from
         self.history = HistoryStore(self.db, history)
         self.starters = StarterRows(self.db)
         self.claims = LocalClaimRows(self.db)

@@ -107,6 +107,7 @@ class LocalSchedd:
         self._keyer = Keyer(frozenset(), self._refs)
         self._given = False         # its significant attributes are the administrator's
         self._walk: Iterator[bool] | None = None     # a periodic walk under way
+        self.overruns = job_policy.Overruns()   # held jobs' expressions too costly
 
     # ------------------------------------------------------------------ the queue
     def index(self) -> IdleIndex:
@@ -405,6 +406,7 @@ class LocalSchedd:
             # each chunk is read when its turn comes: a job changed while others were
             # served is seen as it is then
             yield True
+        self.overruns.sweep()
 
     def job_updated(self, job_id: JobId) -> None:
         """A running job's ad was updated (its usage): its periodic expressions are
@@ -417,8 +419,12 @@ class LocalSchedd:
                       ctx: CallContext, now: float) -> None:
         if self.execute.leaving(rec.job_id):
             return          # already on its way out
-        got = job_policy.periodic(rec.ad, int(rec.status), system, ctx, now,
-                                  running=self.execute.is_running(rec.job_id))
+        got, costly = job_policy.periodic_remembering(
+            rec.ad, int(rec.status), system, ctx, now, job=rec.job_id,
+            overruns=self.overruns, running=self.execute.is_running(rec.job_id))
+        for over in costly:     # once per version of the ad: not evaluated again
+            log.warning("job %s (held): %s; not evaluated again until the job's ad "
+                        "changes (condorpy qedit, release)", rec.job_id, over.reason)
         if got is None:
             return
         log.info("job %s: %s (%s)", rec.job_id, got.action.value, got.reason)

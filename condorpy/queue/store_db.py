@@ -26,6 +26,11 @@ submission (:meth:`StoreDb.admit`) is refused until the reserve can be made agai
 A store is created only where none existed; a file that is there but empty, unreadable,
 damaged or not condorpy's raises :class:`StoreUnusable` (``fresh=True``, the
 administrator's ``-fresh-queue``, moves it aside first: :mod:`.store_check`).
+
+The schema's version says how the rows are written. A store of an older version is
+upgraded in place when the writer opens it (its rows read as they are); one of a newer
+version raises :class:`StoreTooNew`: its rows may say things this condorpy would read
+wrongly, and it is not damage (``-fresh-queue`` keeps it).
 """
 
 from __future__ import annotations
@@ -42,9 +47,13 @@ from condorpy.queue.store_check import StoreUnusable, inspect_files, set_aside
 from condorpy.queue.store_errors import (StoreBusy, StoreConnection, StoreDamaged,
                                          StoreFull, os_store_error, store_error)
 
-__all__ = ["StoreDb", "SCHEMA_VERSION", "DB_NAME"]
+__all__ = ["StoreDb", "StoreTooNew", "SCHEMA_VERSION", "DB_NAME"]
 
-SCHEMA_VERSION = 1
+# 1: a job row is its ad in the new ClassAd format ([ ... ]).
+# 2: a job row may be in the old format, and a proc's row the text of its cluster's first
+#    ad followed by the lines in which it differs (a later line wins): a condorpy that
+#    knows only 1 reads such a row as damage. Rows of version 1 still read.
+SCHEMA_VERSION = 2
 DB_NAME = "condorpy_queue.sqlite3"
 _LOCK_NAME = DB_NAME + ".lock"
 RESERVE_NAME = "condorpy_store.reserve"
@@ -81,6 +90,19 @@ CREATE TABLE IF NOT EXISTS pool_claims (claim TEXT PRIMARY KEY, record TEXT NOT 
 """
 
 
+class StoreTooNew(QueueError):
+    """The store was written by a newer condorpy (its schema version is above
+    :data:`SCHEMA_VERSION`): refused, and left as it is."""
+
+    def __init__(self, version: int, *, path: str) -> None:
+        self.version = version
+        super().__init__(f"the job store {path} has schema version {version}, newer than "
+                         f"this condorpy understands ({SCHEMA_VERSION}): it was written by "
+                         "a newer condorpy; run that one, or move the file away to start "
+                         "with an empty queue (it is left as it is)")
+        self.path = path
+
+
 class StoreDb:
     """The open database in ``spool``, with its lock (when writing); :meth:`close`."""
 
@@ -97,6 +119,7 @@ class StoreDb:
         self.set_aside: list[tuple[str, str]] = []
         self.damage: StoreUnusable | None = None
         self.cluster_floor_raised: tuple[int, int] | None = None
+        self.upgraded_from: int | None = None     # the schema version found, if older
         try:
             if readonly:
                 if not os.path.exists(self.path):
@@ -220,9 +243,7 @@ class StoreDb:
             raise StoreUnusable("has no schema version", path=self.path)
         version = int(row[0])
         if version > SCHEMA_VERSION:
-            raise QueueError(f"the job store has schema version {version}, newer than "
-                             f"this condorpy understands ({SCHEMA_VERSION}); upgrade "
-                             "condorpy or move the file away", path=self.path)
+            raise StoreTooNew(version, path=self.path)
         if version < 1:
             raise QueueError(f"the job store has an invalid schema version {version}",
                              path=self.path)
@@ -237,6 +258,13 @@ class StoreDb:
                 tx.execute(history_rotation.TABLE)
             self._floor_cluster(tx)
             history_rotation.count_live(tx)
+            if version < SCHEMA_VERSION:
+                # 1 -> 2 changes how rows are written, not the tables: the rows stay as
+                # they are (both formats read), and only the version says rows of the
+                # new kind may follow. In the same transaction as the rest, so a crash
+                # leaves the old version and its rows.
+                tx.execute("UPDATE schema_version SET version=?", (SCHEMA_VERSION,))
+                self.upgraded_from = version
 
     def _floor_cluster(self, db: sqlite3.Connection) -> None:
         """Never hand out a cluster id at or below one the store holds (a next id that

@@ -16,10 +16,18 @@ from typing import Any
 from condorpy.classad import ClassAd
 from condorpy.queue.records import Differ
 
-__all__ = ["PART_BYTES", "PART_JOBS", "parts"]
+__all__ = ["PART_BYTES", "PART_JOBS", "PART_LINES", "parts", "part_lines"]
 
 PART_BYTES = 2 << 20      # of job text per request, well under the wire's 16 MB
 PART_JOBS = 1000          # the daemon's loop spends well under a second on one
+# Lines of job text per request (the jobs' differing attributes, all told): the daemon
+# parses them in its loop, about 8 us a line, and refuses a part with more.
+PART_LINES = 20_000
+
+
+def part_lines(texts: Iterable[str]) -> int:
+    """The attribute lines (at most) in these texts of jobs."""
+    return sum(t.count("\n") + 1 for t in texts if t)
 
 
 def _lines(ad: ClassAd) -> dict[str, str]:
@@ -33,8 +41,8 @@ def _lines(ad: ClassAd) -> dict[str, str]:
 
 
 def parts(cluster: int, total: int, ads: Iterable[ClassAd], *,
-          part_bytes: int = PART_BYTES, part_jobs: int = PART_JOBS
-          ) -> Iterator[dict[str, Any]]:
+          part_bytes: int = PART_BYTES, part_jobs: int = PART_JOBS,
+          max_lines: int = PART_LINES) -> Iterator[dict[str, Any]]:
     """The ``submit`` requests' arguments for ``total`` jobs ``ads`` of ``cluster``;
     only the last says ``more: false``. Holds one part at a time."""
     common: dict[str, str] | None = None
@@ -43,6 +51,7 @@ def parts(cluster: int, total: int, ads: Iterable[ClassAd], *,
     procs: list[str] = []
     unset: dict[str, list[str]] = {}
     size = 0
+    nlines = 0
     first = 0
 
     def part(more: bool) -> dict[str, Any]:
@@ -67,13 +76,16 @@ def parts(cluster: int, total: int, ads: Iterable[ClassAd], *,
             text = "\n".join(line for name, line in lines.items()
                              if common.get(name) != line)
             gone = [ad_name for ad_name in common if ad_name not in lines]
-        if procs and (size + len(text) > part_bytes or len(procs) >= part_jobs):
+        n = part_lines((text,))
+        if procs and (size + len(text) > part_bytes or len(procs) >= part_jobs
+                      or nlines + n > max_lines):
             yield part(True)
             first += len(procs)
-            procs, unset, size = [], {}, 0
+            procs, unset, size, nlines = [], {}, 0, 0
         if gone:
             unset[str(len(procs))] = gone
         procs.append(text)
         size += len(text) + 4
+        nlines += n
     if common is not None:
         yield part(False)

@@ -1,4 +1,5 @@
-"""Talking to the running daemon: one request over the control socket, one answer.
+"""Talking to the running daemon: one request over the control socket, one answer
+(:func:`call`), or several in turn over one connection (:class:`Connection`).
 
 The client asks for a streamed reply (see :mod:`condorpy.startd.control`): a long
 list comes in lines of bounded size, so a queue or history of any length can be read,
@@ -31,18 +32,46 @@ class RequestRefused(StartdError):
 def call(path: Path, command: str, args: dict[str, Any] | None = None,
          timeout: float = 60.0) -> Any:
     """Send one request and return its result; errors are one clear line."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-    try:
-        _connect(sock, path, timeout)
-        sock.settimeout(timeout)
+    with Connection(path, timeout) as conn:
+        return conn.call(command, args)
+
+
+class Connection:
+    """One connection for several requests in turn: what the daemon ties to a
+    connection (a submission in parts) ends with it."""
+
+    def __init__(self, path: Path, timeout: float = 60.0) -> None:
+        self.path = path
+        self.timeout = timeout
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
-            sock.sendall(encode_request(command, args or {}, stream=True))
+            _connect(self.sock, path, timeout)
+            self.sock.settimeout(timeout)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.lines = _Lines(self.sock, path, timeout)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def call(self, command: str, args: dict[str, Any] | None = None) -> Any:
+        """Send one request on this connection and return its result."""
+        path, timeout = self.path, self.timeout
+        try:
+            self.sock.sendall(encode_request(command, args or {}, stream=True))
         except socket.timeout:
             raise DaemonUnreachable(f"condorpy startd at {path} did not take the request "
                                     f"within {timeout:g} s") from None
         except OSError:
             pass    # it may have answered (a refusal) and closed: its answer says why
-        lines = _Lines(sock, path, timeout)
+        lines = self.lines
         first = lines.reply()
         key = first.get("stream")
         if key is None:
@@ -63,8 +92,6 @@ def call(path: Path, command: str, args: dict[str, Any] | None = None,
                 raise lines.malformed()
             head[key] = items
             return head
-    finally:
-        sock.close()
 
 
 def _connect(sock: socket.socket, path: Path, timeout: float) -> None:

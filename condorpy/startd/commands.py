@@ -31,6 +31,8 @@ from condorpy.queue.projection import project
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
 from condorpy.queue.records import Differ, ad_text, record_of
+from condorpy.queue.staging import SUBMIT_PART_TIMEOUT, OpenSubmissions
+from condorpy.queue.submit_parts import PART_LINES, part_lines
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.reconfig_report import ReconfigReport
 from condorpy.startd.starter_handle import StarterHandle
@@ -86,6 +88,10 @@ class Commands:
         # parts of submissions staged before this start never get their last part
         if not ports.store.readonly:
             ports.store.staged.clear()
+        # submissions in parts under way, each tied to its connection: the daemon
+        # wires ``closed`` to the control socket and ``tick`` to the loop
+        self.submissions = OpenSubmissions(ports.store.staged, lambda: ports.config(
+        ).get_float("CONDORPY_SUBMIT_PART_TIMEOUT", SUBMIT_PART_TIMEOUT))
 
     def dispatch(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
         if command not in control.COMMANDS:
@@ -181,6 +187,7 @@ class Commands:
             except QueueError as exc:
                 raise RequestError(str(exc.message)) from None
             self.d.store.staged.clear(args["cluster"])
+            self.submissions.ended(args["cluster"])
             return {"cluster": args["cluster"], "staged": 0}
         if "common" in args:
             return self._submit_part(args, peer)
@@ -188,6 +195,7 @@ class Commands:
         if not isinstance(texts, list) or not texts or \
                 not all(isinstance(t, str) for t in texts):
             raise RequestError("'ads' must be a non-empty list of job ads")
+        _parse_bounded(texts)
         cluster = args.get("cluster")       # an integer or null (control.ARGS)
         now = int(self.d.clock.time())
         ads = []
@@ -224,7 +232,21 @@ class Commands:
         unset = args.get("unset") or {}
         if not isinstance(unset, dict):
             raise RequestError("'unset' must map job indexes to attribute names")
+        _parse_bounded(procs)
         store = self.d.store
+        if first == 0:
+            try:      # the cluster's own client's only: then what it had staged goes
+                store.stage(cluster, (), owner_uid=peer.uid)
+            except QueueError as exc:
+                raise RequestError(f"submission by {peer.user} refused: "
+                                   f"{exc.message}") from None
+            self.submissions.began(cluster, peer, f"{peer.user} (pid {peer.pid})",
+                                   self.d.clock.monotonic())
+        else:
+            # its earlier parts came on this connection and are still staged
+            why = self.submissions.part(cluster, peer, self.d.clock.monotonic())
+            if why is not None:
+                raise RequestError(why)
         try:
             if first == 0:
                 store.staged.clear(cluster)
@@ -262,15 +284,20 @@ class Commands:
             self._within_limits(peer, total, whole=True)
             count = store.submit_staged(cluster, owner_uid=peer.uid)
         except ClassAdError as exc:
-            store.staged.clear(cluster)
+            self._drop_staged(cluster)
             raise RequestError(str(exc)) from None
         except QueueError as exc:
-            store.staged.clear(cluster)
+            self._drop_staged(cluster)
             raise RequestError(f"submission by {peer.user} refused: {exc.message}") from None
         except RequestError:
-            store.staged.clear(cluster)
+            self._drop_staged(cluster)
             raise
+        self.submissions.ended(cluster)
         return self._queued(cluster, count, peer)
+
+    def _drop_staged(self, cluster: int) -> None:
+        self.submissions.ended(cluster)
+        self.d.store.staged.clear(cluster)
 
     def _not_costly(self, ads: list[ClassAd], peer: control.Peer) -> None:
         """Refuse the ads whose expressions cannot be evaluated within their budget
@@ -568,3 +595,13 @@ def _job_dir(rj: StarterHandle) -> str | None:
         return os.path.dirname(rj.launched.socket_path)
     return None
 
+
+
+def _parse_bounded(texts: list[str]) -> None:
+    """Refuse, before any is parsed, job texts whose lines all told would hold the loop
+    (each ad is held to the parser's own limits as it is read)."""
+    n = part_lines(texts)
+    if n > PART_LINES:
+        raise RequestError(f"a submission request of {n} lines of job ads, more than "
+                           f"{PART_LINES}: send it in parts (condorpy submit does); "
+                           "nothing was submitted")

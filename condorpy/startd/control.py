@@ -142,11 +142,14 @@ _ARG_CHECKS: dict[ArgType, Callable[[Any], bool]] = {
 
 @dataclass(frozen=True)
 class Peer:
-    """Who is on the other end, as the kernel says (SO_PEERCRED)."""
+    """Who is on the other end, as the kernel says (SO_PEERCRED), and which of the
+    control socket's connections it is (``conn``: what lasts as long as a connection,
+    a submission in parts, is tied to it)."""
 
     pid: int
     uid: int
     gid: int
+    conn: int = 0
 
     @property
     def user(self) -> str:

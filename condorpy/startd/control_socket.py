@@ -98,7 +98,10 @@ class ControlSocket:
     def __init__(self, path: Path, sel: selectors.BaseSelector, dispatch: Dispatch,
                  daemon_uid: int, admin_group: Callable[[], str | None], *,
                  monotonic: Callable[[], float],
-                 per_user: int = control.DEFAULT_MAX_CONNECTIONS_PER_USER) -> None:
+                 per_user: int = control.DEFAULT_MAX_CONNECTIONS_PER_USER,
+                 on_close: Callable[[control.Peer], None] = lambda peer: None) -> None:
+        """``on_close``: told of each connection's end, by its peer (whose ``conn``
+        tells it from the others of the same process)."""
         self.path = path
         self.sel = sel
         self.dispatch = dispatch
@@ -106,6 +109,8 @@ class ControlSocket:
         self.admin_group = admin_group
         self.monotonic = monotonic
         self.per_user = per_user
+        self.on_close = on_close
+        self.serial = 0                              # numbers the connections
         self.conns: dict[int, ControlConn] = {}
         self.by_uid: dict[int, int] = {}             # limited connections per uid
         self.throttle = _Throttle(LOG_EVERY)
@@ -192,7 +197,8 @@ class ControlSocket:
             sock.close()
             return
         pid, uid, gid = struct.unpack("3i", creds)
-        peer = control.Peer(pid, uid, gid)
+        self.serial += 1
+        peer = control.Peer(pid, uid, gid, self.serial)
         limited = not control.is_admin(peer, self.daemon_uid, self.admin_group())
         if limited and self.by_uid.get(uid, 0) >= self.per_user:
             why = (f"too many connections from user {peer.user} (at most {self.per_user} "
@@ -360,6 +366,11 @@ class ControlSocket:
         conn.reply = None
         if self.paused_until is not None:
             self._resume()          # a descriptor is free: try the waiting ones now
+        try:
+            self.on_close(conn.peer)
+        except Exception:      # a bug: the socket must still serve the others
+            log.exception("control socket: after closing a connection of %s (pid %d): "
+                          "internal error", conn.peer.user, conn.peer.pid)
 
     def close(self) -> None:
         for conn in list(self.conns.values()):

@@ -36,7 +36,8 @@ from condorpy.machine.roots import HostRoots
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.queue.claim_rows import PoolClaimRows
-from condorpy.queue.jobstore import HistoryLimits, JobId, JobStatus, JobStore
+from condorpy.queue.jobstore import (SCHEMA_VERSION, HistoryLimits, JobId, JobStatus,
+                                     JobStore)
 from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
@@ -221,6 +222,9 @@ class Startd:
         elif fresh:
             log.info("-fresh-queue: the job store %s is sound and is kept as it is",
                      store.path)
+        if store.upgraded_from is not None:
+            log.info("job store %s: schema version %d upgraded to %d", store.path,
+                     store.upgraded_from, SCHEMA_VERSION)
         if store.cluster_floor_raised is not None:
             was, now = store.cluster_floor_raised
             log.warning("job store: the next cluster id was %d, below ids it holds; it "
@@ -244,7 +248,8 @@ class Startd:
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
                                      self.commands.dispatch, self.uid,
                                      lambda: self.cfg.get("CONDORPY_ADMIN_GROUP"),
-                                     monotonic=self.clock.monotonic, per_user=per_user)
+                                     monotonic=self.clock.monotonic, per_user=per_user,
+                                     on_close=self.commands.submissions.closed)
         self.metrics.start()
         self.signals.install()
         self._add_sources(self.control)
@@ -273,6 +278,8 @@ class Startd:
         add("fetch work", Ticker(self.hooks.step, self.hooks.next_due))
         add("policy cycle", Ticker(self.timers.cycle_tick))
         add("job policy", Ticker(self._queue_tick, self._queue_due))
+        subs = self.commands.submissions
+        add("submissions", Ticker(subs.tick, subs.next_due))
         add("metrics", Ticker(lambda t: self.metrics.after_step(len(self.rm))))
         if self.pool is not None:
             pool = self.pool

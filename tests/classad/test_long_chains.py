@@ -1,6 +1,8 @@
 """Long flat operator chains are length, not nesting: they parse, evaluate, unparse and
-compile at any length (HTCondor's parser takes them), with no recursion per term; real
-nesting stays refused at parse time."""
+compile up to the parser's limit on an expression's tokens (HTCondor's parser takes
+them at any length; condorpy's daemon must not stall on one), with no recursion per
+term, and past it they are refused clearly; real nesting stays refused at parse
+time."""
 
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ from condorpy.classad import ClassAd, parse_expr
 from condorpy.classad.ast import unparse
 from condorpy.classad.expr import parse_expr_uncached
 from condorpy.classad.lark_grammar import lark_parse
+from condorpy.classad.lexer import tokenize
 from condorpy.classad.parser import Parser, parse_node
+from condorpy.classad.parser_limits import MAX_EXPR_TOKENS
+from condorpy.errors import ClassAdSyntaxError
 from tests.classad.oracle import classad2
 
 CHAINS = {
@@ -54,9 +59,17 @@ def _expected(name: str, n: int) -> object:
     return n
 
 
-@pytest.mark.parametrize("n", [300, 3000, 20000])
+def _longest(name: str) -> int:
+    """The most terms of the chain ``name`` within the limit on an expression's
+    tokens."""
+    one, two = (len(tokenize(CHAINS[name](n))[0]) - 1 for n in (1, 2))
+    return (MAX_EXPR_TOKENS - one) // (two - one) + 1
+
+
+@pytest.mark.parametrize("n", [300, 3000, 0])
 @pytest.mark.parametrize("name", list(CHAINS))
 def test_long_chains_parse_evaluate_and_unparse(name: str, n: int) -> None:
+    n = n or _longest(name)            # 0: the longest the limit allows (12,500 to 25,000)
     text = CHAINS[name](n)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(400)  # nothing may recurse per term
@@ -69,6 +82,15 @@ def test_long_chains_parse_evaluate_and_unparse(name: str, n: int) -> None:
         assert Parser(text).expr() == e.node
     finally:
         sys.setrecursionlimit(limit)
+
+
+@pytest.mark.parametrize("name", list(CHAINS))
+def test_a_chain_past_the_limit_is_refused_saying_so(name: str) -> None:
+    for n in (_longest(name) + 1, 4 * _longest(name)):
+        with pytest.raises(ClassAdSyntaxError,
+                           match=f"expression of more than {MAX_EXPR_TOKENS} tokens") as info:
+            parse_expr_uncached(CHAINS[name](n))
+        assert len(str(info.value)) < 400          # never the text itself
 
 
 @pytest.mark.parametrize("name", list(CHAINS))

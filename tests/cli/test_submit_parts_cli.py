@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from condorpy.queue.records import ad_of_text
-from condorpy.startd.client import RequestRefused
+from condorpy.startd.client import Connection, RequestRefused
 from tests.startd.daemon_helpers import Daemon
 
 
@@ -70,24 +70,30 @@ def test_a_part_refused_half_way_leaves_nothing_staged(daemon: Daemon) -> None:
     daemon.cli("rm", "-all", check=False)       # room under MAX_JOBS_SUBMITTED
     cluster = daemon.call("new_cluster")
     common = 'MyType = "Job"\nCmd = "/bin/true"\nJobUniverse = 5\n'
-    got = daemon.call("submit", cluster=cluster, common=common, procs=["A = 1", "A = 2"],
-                      first=0, total=4, more=True)
-    assert got == {"cluster": cluster, "staged": 2}
-    with pytest.raises(RequestRefused, match="only the vanilla universe"):
-        daemon.call("submit", cluster=cluster, common=common,
-                    procs=["A = 3", "JobUniverse = 7"], first=2, total=4, more=False)
+    # a submission's parts come on one connection, as condorpy submit sends them
+    with Connection(daemon.socket) as conn:
+        got = conn.call("submit", {"cluster": cluster, "common": common,
+                                   "procs": ["A = 1", "A = 2"], "first": 0, "total": 4,
+                                   "more": True})
+        assert got == {"cluster": cluster, "staged": 2}
+        with pytest.raises(RequestRefused, match="only the vanilla universe"):
+            conn.call("submit", {"cluster": cluster, "common": common,
+                                 "procs": ["A = 3", "JobUniverse = 7"], "first": 2,
+                                 "total": 4, "more": False})
     with daemon.db() as db:
         assert db.execute("SELECT count(*) FROM staged_jobs").fetchone() == (0,)
         assert db.execute("SELECT count(*) FROM jobs WHERE cluster=?",
                           (cluster,)).fetchone() == (0,)
     # a last part that does not bring the announced total queues nothing either
-    daemon.call("submit", cluster=cluster, common=common, procs=["A = 1"], first=0,
-                total=3, more=True)
-    with pytest.raises(RequestRefused, match="1 job.s. arrived of the 3 announced"):
-        daemon.call("submit", cluster=cluster, common=common, procs=[], first=1,
-                    total=3, more=False)
-    daemon.call("submit", cluster=cluster, common=common, procs=["A = 1"], first=0,
-                total=3, more=True)
-    assert daemon.call("submit", cluster=cluster, abort=True)["staged"] == 0
-    with daemon.db() as db:
-        assert db.execute("SELECT count(*) FROM staged_jobs").fetchone() == (0,)
+    with Connection(daemon.socket) as conn:
+        conn.call("submit", {"cluster": cluster, "common": common, "procs": ["A = 1"],
+                             "first": 0, "total": 3, "more": True})
+        with pytest.raises(RequestRefused, match="1 job.s. arrived of the 3 announced"):
+            conn.call("submit", {"cluster": cluster, "common": common, "procs": [],
+                                 "first": 1, "total": 3, "more": False})
+    with Connection(daemon.socket) as conn:
+        conn.call("submit", {"cluster": cluster, "common": common, "procs": ["A = 1"],
+                             "first": 0, "total": 3, "more": True})
+        assert conn.call("submit", {"cluster": cluster, "abort": True})["staged"] == 0
+        with daemon.db() as db:
+            assert db.execute("SELECT count(*) FROM staged_jobs").fetchone() == (0,)
