@@ -92,16 +92,20 @@ class ClaimHandling:
         job_ad = self._job_ad(job, claim_id)
         slot = self._pick_slot(slot_name, (S.MATCHED, S.UNCLAIMED, S.BACKFILL))
         self._cycle.refresh(now, slot)
+        allowance = st.ctx.allowance
+        before = 0 if allowance is None else allowance.exceeded
         ok, why = self._acceptable(slot, job_ad)
         if not ok:
-            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=why))
+            over_budget = allowance is not None and allowance.exceeded > before
+            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=why,
+                                 over_budget=over_budget))
             return st.take_output()
-        allowance = st.ctx.allowance
         spent = 0 if allowance is None else allowance.exceeded
         rank = number(st.backend.evaluate(slot.ad, "RANK", job_ad)) or 0.0
         over = self._over_budget(spent, "RANK") or self._policy_over_budget(slot, job_ad)
         if over:
-            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=over))
+            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id, reason=over,
+                                 over_budget=True))
             return st.take_output()
         claim = Claim(claim_id, job_ad, now, rank, now, self._lease(job_ad), client=client)
         if slot.kind == "partitionable":
@@ -158,22 +162,27 @@ class ClaimHandling:
         # reading as a plain "not True".
         allowance = self._st.ctx.allowance
         spent = 0 if allowance is None else allowance.exceeded
+        # An overrun refuses even where the expression came out True: its Error can
+        # turn true through =!= or isError() (START = TARGET.x =!= 0).
         if machine.draining:
             start = machine.drain_start
-            if start is None or not is_true(b.eval_compiled(b.compile(start), slot.ad, job_ad)):
-                return False, self._over_budget(spent, "the drain's START") or \
-                    "machine is draining"
+            ok = start is not None and is_true(b.eval_compiled(b.compile(start), slot.ad,
+                                                               job_ad))
+            over = self._over_budget(spent, "the drain's START")
+            if over or not ok:
+                return False, over or "machine is draining"
         else:
             start_v = b.evaluate(slot.ad, "START", job_ad)
             if start_v is Error:
                 self._ev.error("START")
-            if not is_true(start_v):
-                return False, self._over_budget(spent, "START") or \
-                    "START is not True for this job"
+            over = self._over_budget(spent, "START")
+            if over or not is_true(start_v):
+                return False, over or "START is not True for this job"
+        spent = 0 if allowance is None else allowance.exceeded
         req = b.evaluate(job_ad, "Requirements", slot.ad)
-        if req is not Undefined and not is_true(req):
-            return False, self._over_budget(spent, "the job's Requirements") or \
-                "the job's Requirements are not True for this slot"
+        over = self._over_budget(spent, "the job's Requirements")
+        if over or (req is not Undefined and not is_true(req)):
+            return False, over or "the job's Requirements are not True for this slot"
         return True, ""
 
     def _policy_over_budget(self, slot: Slot, job_ad: Any) -> str:

@@ -76,6 +76,9 @@ class ClaimAccepted(Action):
 class ClaimRefused(Action):
     claim: str = ""
     reason: str = ""
+    # an expression ran out of its evaluation budget against the request's job ad:
+    # the job's doing, so its schedd holds it rather than offer it again
+    over_budget: bool = False
 
 
 @_action("claim_ended")

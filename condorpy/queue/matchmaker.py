@@ -18,7 +18,7 @@ from condorpy.classad import Allowance, Budget, CallContext, ClassAd
 from condorpy.clock import Clock
 from condorpy.policy import job_policy
 from condorpy.policy.engine import PolicyEngine
-from condorpy.policy.records import Output
+from condorpy.policy.records import ClaimRefused, Output
 from condorpy.policy.states import State
 from condorpy.queue.autocluster import (IdleIndex, Keyer, References, Signature,
                                         significant_from_config, slot_significant)
@@ -348,9 +348,19 @@ class LocalSchedd:
         for _, _, name in sorted(candidates):
             claim_id = new_claim_id(self.started_at)
             # this queue is the machine's own schedd: the claim's client is this host
-            self.execute.apply(self.engine.request_claim(now, claim_id, rec.ad, name,
-                                                         client=self.engine.hostname))
+            outputs = self.engine.request_claim(now, claim_id, rec.ad, name,
+                                                client=self.engine.hostname)
+            self.execute.apply(outputs)
             if not self.engine.has_claim(claim_id):
+                over = next((o for o in outputs
+                             if isinstance(o, ClaimRefused) and o.over_budget), None)
+                if over is not None:
+                    # as a Requirements overrun: offered again, it would cost as much
+                    # on every pass
+                    log.warning("job %s: %s: held", rec.job_id, over.reason)
+                    self.stop_job(rec, JobStatus.HELD, over.reason,
+                                  job_policy.HOLD_SYSTEM_POLICY)
+                    return Offer.HELD
                 continue
             # The claim is on disk before the job is started on it.
             self.store.claims.record(claim_id, self.execute.slot_of(claim_id), "claimed",

@@ -95,3 +95,26 @@ def test_costly_jobs_are_refused_or_held_and_the_daemon_keeps_serving(
         wait_for(lambda: d.statuses().get(ok) == COMPLETED, 60, d.output)
         _answered(d)
         assert "exceeded" in d.whole_log()
+
+
+def test_a_job_that_makes_the_machine_s_start_run_out_is_held_not_offered_again(
+        tmp_path: Path) -> None:
+    """START is the administrator's, but what it reads of the job is the job's: an
+    attribute made to double through 22 references makes the claim refused for its
+    budget, and the local schedd holds the job (code 26, the reason naming START) instead
+    of paying that cost on every match pass."""
+    work = tmp_path / "work"
+    work.mkdir()
+    d = Daemon(tmp_path / "d", extra="START = TARGET.A22 =!= 0\n")
+    with running(d):
+        (work / "job.sub").write_text("executable = /bin/true\nhold = true\nqueue\n")
+        job = f"{_cluster(d.cli('submit', 'job.sub', cwd=work).stdout)}.0"
+        names = [f"A{i}" for i in range(23)]
+        texts = ["1"] + [f"A{i - 1} + A{i - 1}" for i in range(1, 23)]
+        d.call("qedit", ids=[job], attrs=names, values=texts)
+        d.call("release", ids=[job])
+        wait_for(lambda: d.statuses().get(job) == HELD, 60, d.output)
+        ad = _ad(d, job)
+        assert "START exceeded the evaluation budget" in ad, ad
+        assert "HoldReasonCode = 26" in ad, ad
+        _answered(d)
