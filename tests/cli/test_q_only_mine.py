@@ -18,20 +18,15 @@ from condorpy.cli.main import main
 from condorpy.cli.queue_cmds import user_name
 from condorpy.queue.submit import parse_submit
 from condorpy.startd.client import call
-from tests.startd.daemon_helpers import Daemon, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, running, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="submits as another user")
 
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path)
-    d.start()
-    try:
+    with running(Daemon(tmp_path)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _as(uid: int, d: Daemon, fn: Callable[[], object]) -> str:

@@ -11,19 +11,14 @@ from pathlib import Path
 import pytest
 
 from condorpy.startd.client import RequestRefused
-from tests.startd.daemon_helpers import Daemon
+from tests.startd.daemon_helpers import Daemon, running
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     # START = False: jobs stay in the queue, where the test counts them
-    d = Daemon(tmp_path_factory.mktemp("submitchecks"), extra="START = False\n")
-    d.start()
-    try:
+    with running(Daemon(tmp_path_factory.mktemp("submitchecks"), extra="START = False\n")) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def submit(d: Daemon, cwd: Path, text: str) -> tuple[int, str, str]:

@@ -11,20 +11,15 @@ import pytest
 
 from condorpy.queue.records import ad_of_text
 from condorpy.startd.client import Connection, RequestRefused
-from tests.startd.daemon_helpers import Daemon
+from tests.startd.daemon_helpers import Daemon, running
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     # START = False: jobs stay in the queue, where the test counts them
-    d = Daemon(tmp_path_factory.mktemp("bigsubmit"),
-               extra="START = False\nMAX_JOBS_PER_SUBMISSION = 5\nMAX_JOBS_SUBMITTED = 8\n")
-    d.start()
-    try:
+    with running(Daemon(tmp_path_factory.mktemp("bigsubmit"),
+               extra="START = False\nMAX_JOBS_PER_SUBMISSION = 5\nMAX_JOBS_SUBMITTED = 8\n")) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def submit(d: Daemon, cwd: Path, n: int) -> tuple[int, str, str]:

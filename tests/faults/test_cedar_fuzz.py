@@ -40,7 +40,7 @@ from condorpy.pool.security import (DC_AUTHENTICATE, ClientPolicy, Level, Receiv
 from condorpy.pool.sinful import parse_address
 from condorpy.pool.wire_ad import get_classad, put_classad
 from tests.faults.common import fds, replay, seconds, seed, settled_fds, tracebacks
-from tests.startd.daemon_helpers import Daemon, wait_for
+from tests.startd.daemon_helpers import Daemon, running, wait_for
 
 DEFAULT_SECONDS = 6.0
 BATCH = 10
@@ -55,19 +55,14 @@ def _free_port() -> int:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path, f"""
+    with running(Daemon(tmp_path, f"""
 COLLECTOR_HOST = 127.0.0.1:{_free_port()}
 NETWORK_INTERFACE = 127.0.0.1
 CONDORPY_POOL_ACCEPT_CLAIMS = True
 # a method both sides have, so that handshakes go on to authenticate
 SEC_DEFAULT_AUTHENTICATION_METHODS = CLAIMTOBE
-""")
-    d.start()
-    try:
+""")) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def port_of(d: Daemon) -> int:

@@ -27,7 +27,7 @@ from condorpy.startd.client import RequestRefused
 from condorpy.startd.control import (ARGS, COMMANDS, MAX_REQUEST, ArgType, Request,
                                      parse_request)
 from tests.faults.common import fds, replay, seconds, seed, settled_fds, tracebacks
-from tests.startd.daemon_helpers import Daemon
+from tests.startd.daemon_helpers import Daemon, running
 
 DEFAULT_SECONDS = 6.0
 BATCH = 12
@@ -218,13 +218,8 @@ def _exchange(d: Daemon, data: bytes, rng: random.Random, log: list[str],
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path)
-    d.start()
-    try:
+    with running(Daemon(tmp_path)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def test_the_control_socket_survives_a_seeded_fuzzer(daemon: Daemon) -> None:

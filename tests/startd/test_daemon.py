@@ -15,7 +15,7 @@ from typing import Iterator
 import pytest
 
 from condorpy.queue.records import ad_of_text
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
                                 reason="needs a writable /tmp")
@@ -23,13 +23,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path)
-    d.start()
-    try:
+    with running(Daemon(tmp_path)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _jobs_dir(tmp_path: Path) -> Path:

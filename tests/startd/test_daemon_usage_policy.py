@@ -16,7 +16,7 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.queue.records import ad_of_text
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
                                 reason="needs a writable /tmp")
@@ -30,13 +30,8 @@ HOG = (f"executable = {sys.executable}\n"
 
 @pytest.fixture
 def daemon(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Daemon]:
-    d = Daemon(tmp_path, CONFIG + getattr(request, "param", ""))
-    d.start()
-    try:
+    with running(Daemon(tmp_path, CONFIG + getattr(request, "param", ""))) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _ads(d: Daemon) -> list[ClassAd]:

@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from condorpy.classad import ClassAd, Undefined
-from tests.startd.daemon_helpers import Daemon, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, running, submit, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
                                 reason="needs a writable /tmp")
@@ -40,13 +40,8 @@ queue {count}
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path, GPU_CONFIG, cpus=4)
-    d.start()
-    try:
+    with running(Daemon(tmp_path, GPU_CONFIG, cpus=4)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _status(d: Daemon, job: str) -> int | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from condorpy.classad import ClassAd
-from tests.startd.daemon_helpers import Daemon, wait_for
+from tests.startd.daemon_helpers import Daemon, running, wait_for
 
 # a daemon start takes about 2 s on the host, about 30 s under the real-kernel lane
 LEAD = 45.0 if os.environ.get("CONDORPY_VM") else 8.0
@@ -30,15 +30,10 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     # START turns true LEAD seconds from now; nothing else would make the daemon look
     # again for an hour (UPDATE_INTERVAL), so only the POLLING_INTERVAL cadence (1 s)
     # can take the slot out of Owner in time
-    d = Daemon(tmp_path, cpus=1, extra=f"UPDATE_INTERVAL = 3600\n"
+    with running(Daemon(tmp_path, cpus=1, extra=f"UPDATE_INTERVAL = 3600\n"
                f"START = time() >= {int(time.time() + LEAD)}\n"
-               "IS_OWNER = (START =?= False)\n")
-    d.start()
-    try:
+               "IS_OWNER = (START =?= False)\n")) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def test_an_owner_slot_leaves_owner_on_the_polling_cadence(daemon: Daemon,

@@ -17,7 +17,7 @@ import pytest
 from condorpy.classad import ClassAd
 from condorpy.queue.jobstore import DB_NAME, JobStore
 from tests.queue.test_store_faults import _chattr, _fill, small_tmpfs
-from tests.startd.daemon_helpers import Daemon, counts, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, wait_for
 
 SLEEP = "executable = /bin/sleep\narguments = 300\nqueue\n"
 TRUE = "executable = /bin/true\narguments = " + "y" * 3000 + "\nqueue 5\n"
@@ -39,13 +39,8 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
 def plain_daemon(tmp_path: Path) -> Iterator[Daemon]:
     """On the test's own file system (ext4 refuses writes to an immutable file through
     a descriptor opened before; tmpfs does not)."""
-    d = Daemon(tmp_path / "d")
-    d.start()
-    try:
+    with running(Daemon(tmp_path / "d")) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _submit(d: Daemon, text: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 
 pytestmark = pytest.mark.vm
 MOUNT = Path("/sys/fs/cgroup")
@@ -29,13 +29,8 @@ DISABLE_SWAP_FOR_JOB = true
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
     with open(MOUNT / "cgroup.subtree_control", "w") as fh:
         fh.write("+cpu +memory +pids")
-    d = Daemon(tmp_path, extra=CGROUPS)
-    d.start()
-    try:
+    with running(Daemon(tmp_path, extra=CGROUPS)) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _job_cgroup(pid: int) -> Path:

@@ -11,20 +11,15 @@ from pathlib import Path
 import pytest
 
 from condorpy.classad import ClassAd
-from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
+from tests.startd.daemon_helpers import Daemon, counts, running, submit, wait_for
 
 PSLOT = "NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\nSLOT_TYPE_1_PARTITIONABLE = True\n"
 
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(tmp_path, extra=PSLOT + "UID_DOMAIN = where.example\n")
-    d.start()
-    try:
+    with running(Daemon(tmp_path, extra=PSLOT + "UID_DOMAIN = where.example\n")) as d:
         yield d
-    finally:
-        d.stop()
-        d.kill_leftovers()
 
 
 def _slot_ads(d: Daemon) -> dict[str, ClassAd]:
