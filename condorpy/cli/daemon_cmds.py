@@ -231,18 +231,24 @@ def drain_main(argv: list[str]) -> int:
     return 0
 
 
+def _shutdown_modes(p: argparse.ArgumentParser, graceful: str, fast: str,
+                    peaceful: str) -> None:
+    """condor_off's and condor_restart's -graceful/-fast/-peaceful, with each
+    command's words for what follows."""
+    how = p.add_mutually_exclusive_group()
+    for name, text in (("graceful", graceful), ("fast", fast), ("peaceful", peaceful)):
+        how.add_argument(f"-{name}", dest="how", action="store_const", const=name,
+                         help=text)
+
+
 def off_parser() -> argparse.ArgumentParser:
     p = tool_parser("condorpy off", "shut the daemon down, ending its jobs "
                                     "(like condor_off -startd)")
     _config_arg(p)
-    how = p.add_mutually_exclusive_group()
-    how.add_argument("-graceful", dest="how", action="store_const", const="graceful",
-                     help="give running jobs their retirement and vacate time, then "
-                          "stop (the default)")
-    how.add_argument("-fast", dest="how", action="store_const", const="fast",
-                     help="hard-kill running jobs and stop at once")
-    how.add_argument("-peaceful", dest="how", action="store_const", const="peaceful",
-                     help="take no new jobs and stop once the running ones end")
+    _shutdown_modes(p, graceful="give running jobs their retirement and vacate time, "
+                                "then stop (the default)",
+                    fast="hard-kill running jobs and stop at once",
+                    peaceful="take no new jobs and stop once the running ones end")
     return p
 
 
@@ -312,14 +318,10 @@ def restart_parser() -> argparse.ArgumentParser:
                     "running jobs keep running and the new daemon re-adopts them, "
                     "unless -graceful, -fast or -peaceful says to end them first")
     _config_arg(p)
-    how = p.add_mutually_exclusive_group()
-    how.add_argument("-graceful", dest="how", action="store_const", const="graceful",
-                     help="first end running jobs as `condorpy off -graceful` does "
-                          "(retirement, then vacate time), then restart")
-    how.add_argument("-fast", dest="how", action="store_const", const="fast",
-                     help="first hard-kill running jobs, then restart")
-    how.add_argument("-peaceful", dest="how", action="store_const", const="peaceful",
-                     help="take no new jobs, and restart once the running ones end")
+    _shutdown_modes(p, graceful="first end running jobs as `condorpy off -graceful` does "
+                                "(retirement, then vacate time), then restart",
+                    fast="first hard-kill running jobs, then restart",
+                    peaceful="take no new jobs, and restart once the running ones end")
     p.add_argument("-nowait", "--nowait", action="store_true",
                    help="do not wait for the new daemon to answer")
     return p
