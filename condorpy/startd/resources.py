@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -468,6 +469,10 @@ class ResourceManager:
                                      claim_id=h.claim_id)
             if status is JobStatus.IDLE:
                 self.queue.job_back(new)
+            elif status in (JobStatus.COMPLETED, JobStatus.REMOVED):
+                # its ads and any output spooled for a next run are no longer needed;
+                # rmtree does not follow the links a job may have left in it
+                shutil.rmtree(self.job_dir(h), ignore_errors=True)
             if self.job_log is not None and \
                     (h.stop is not None or (final is None and status is JobStatus.HELD)):
                 self.job_log.stopped(rec.ad, status, reason, code, subcode)
