@@ -310,7 +310,8 @@ def test_condorpy_restart_keeps_the_job_and_the_main_pid(deb: Path) -> None:
     out = sh("condorpy", "restart", timeout=300).stdout
     kept = out.split("; ")[-1].split()[0]       # "N running job(s) kept"
     assert "running job(s) kept" in out and int(kept) >= 1, out
-    assert main_pid() == daemon and running_active()
+    assert main_pid() == daemon and running_active(), \
+        sh("journalctl", "-u", UNIT, "--no-pager", "-o", "cat").stdout[-4000:]
     assert int(show("NRestarts")["NRestarts"]) == restarts
     assert Path(f"/proc/{daemon}/cgroup").read_text().strip().endswith("/daemon.leaf")
     assert alive(pid) and queue_status(cluster) == 2
