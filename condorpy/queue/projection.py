@@ -146,21 +146,63 @@ class TextProjector:
             ad = ad_of_text(text)
             cut = project(ad, self.names)
             return text if cut is ad else cut.to_old()
+        # A proc's row is its cluster's first ad followed by the lines that differ:
+        # the lines of that first ad are found (and checked) once, and only the rest
+        # is searched.
+        base = self._base
+        if base is not None and text.startswith(base[0]):
+            lines = base[1]
+            extra = self._find(text[len(base[0]):], self.names, {})
+            if not extra:
+                return base[2]
+            if all(self._within(expr) for _, expr in extra.values()):
+                lines = dict(lines)
+                for lc, (name, expr) in extra.items():
+                    was = lines.get(lc)
+                    lines[lc] = (was[0] if was is not None else name, expr)
+                return "".join(f"{name} = {expr}\n" for name, expr in lines.values())
+        found = self._find(text, self.names, {})
+        out = self._closed(text, found)
+        if out is None:
+            return text
+        if text.endswith("\n") and all(self._within(e) for _, e in found.values()):
+            self._base = (text, found, out)
+        return out
+
+    # the last row read whole: its text, the lines found in it and its projection
+    _base: tuple[str, dict[str, tuple[str, str]], str] | None = None
+
+    def _within(self, expr: str) -> bool:
+        """Whether ``expr`` refers to nothing but the projector's names."""
+        refs = self._references(expr)
+        return refs is not None and refs <= self.names
+
+    def _find(self, text: str, want: frozenset[str], found: dict[str, tuple[str, str]]
+              ) -> dict[str, tuple[str, str]]:
+        """``found`` with the lines of ``text`` for the names in ``want``: by name in
+        lower case, the first line's spelling (and place) and the last line's
+        expression, as the ad read from ``text`` holds them."""
+        for name, expr in self._pattern(want).findall(text):
+            lc = name.lower()
+            was = found.get(lc)
+            found[lc] = (name if was is None else was[0], expr)
+        return found
+
+    def _closed(self, text: str, found: dict[str, tuple[str, str]]) -> str | None:
+        """The lines ``found``, with those their expressions refer to (in ``text``),
+        however deep; None when one names attributes at run time."""
         want = self.names
         while True:
-            found: dict[str, tuple[str, str]] = {}
-            for name, expr in self._pattern(want).findall(text):
-                # the first line's place, the last line's expression
-                found[name.lower()] = (found.get(name.lower(), (name, ""))[0], expr)
             more: set[str] = set()
             for _, expr in found.values():
                 refs = self._references(expr)
                 if refs is None:
-                    return text
+                    return None
                 more |= refs
             if more <= want:
                 return "".join(f"{name} = {expr}\n" for name, expr in found.values())
             want = want | more
+            found = self._find(text, want, {})
 
 
 def _dynamic(expr: Expr) -> bool:
