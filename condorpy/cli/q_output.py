@@ -36,7 +36,8 @@ class QueuePrinter:
         self.table: QueueTable | None = None
         if query.output not in AD_AT_A_TIME:
             self.table = QueueTable(schedd=schedd, now=now, utc_offset=utc_offset,
-                                    layout=layout, me=me, width=width)
+                                    layout=layout, me=me, width=width,
+                                    stream=query.stream_results)
             out.write(self.table.title())
             out.flush()
 
@@ -59,11 +60,11 @@ class QueuePrinter:
             if self._selects(ad):
                 chosen.append(ad)
         if self.table is not None:
-            for ad in chosen:
-                self.table.add(ad)
-            return
-        if chosen:
-            self.out.write(self._text(chosen))
+            text = "".join([self.table.add(ad) for ad in chosen])
+        else:
+            text = self._text(chosen) if chosen else ""
+        if text:
+            self.out.write(text)
             self.out.flush()
 
     def _text(self, ads: list[ClassAd]) -> str:

@@ -75,6 +75,10 @@ def q_parser() -> "argparse.ArgumentParser":
     p.add_argument("-run", action="store_true",
                    help="only running jobs, with the slot each runs in (HOST(S))")
     p.add_argument("-idle", action="store_true", help="only idle jobs, one line each")
+    p.add_argument("-stream-results", action="store_true",
+                   help="print each job's row as it arrives, its columns as wide as "
+                        "their headings (the rows otherwise wait for the last job, so "
+                        "that each column fits its widest cell); one row per job")
     p.add_argument("-allusers", "-all-users", action="store_true",
                    help="every user's jobs; without it (and without job ids or owners) "
                         "only the caller's, root's included, unless "

@@ -342,18 +342,32 @@ class QueueTable:
 
     def __init__(self, *, schedd: ScheddLabel | str, now: float, utc_offset: Offset,
                  layout: QueueLayout = "batch", me: str | None = None,
-                 width: int | None = None) -> None:
+                 width: int | None = None, stream: bool = False) -> None:
         self.schedd, self.now, self.offset = schedd, now, utc_offset
         self.layout, self.me, self.width = layout, me, width
         self.from_file = isinstance(schedd, str)
         self.query, self.mine, self.everyone = _Counter(), _Counter(), _Counter()
         self._rows: list[_JobRow] = []
         self._batches = _Batches(utc_offset)
+        # condor_q -stream-results: each job's row as it comes, columns never widened
+        self.stream = stream and layout in ("nobatch", "hold", "run")
+        self._trim = width is None or layout == "hold"
 
     def title(self) -> str:
+        """The schedd line; with ``stream``, the heading too."""
         if isinstance(self.schedd, str):
-            return _title_of(self.schedd, self.now, self.offset)
-        return _title(self.schedd, self.now, self.offset)
+            title = _title_of(self.schedd, self.now, self.offset)
+        else:
+            title = _title(self.schedd, self.now, self.offset)
+        if self.stream:
+            title += self._cut(_table(_job_cols(self.layout, fixed=True), [],
+                                      trim=self._trim)[0]) + "\n"
+        return title
+
+    def _cut(self, line: str) -> str:
+        if self.width is not None and self.layout != "hold":
+            return line[:self.width - 1]
+        return line
 
     def count(self, ad: ClassAd) -> None:
         """A job of the queue, selected or not."""
@@ -362,14 +376,18 @@ class QueueTable:
         if self.me is not None and _str(ad, "Owner") == self.me:
             self.mine.add(status)
 
-    def add(self, ad: ClassAd) -> None:
-        """A job the query selected."""
+    def add(self, ad: ClassAd) -> str:
+        """A job the query selected; with ``stream``, its row (else the rows wait for
+        :meth:`finish`, and this is empty)."""
         self.query.add(_int(ad, "JobStatus") or 0)
         if self.layout == "batch":
             self._batches.add(ad)
         elif self.layout != "totals":
-            self._rows.append(_job_row(ad, self.layout, self.now, self.offset,
-                                       self.from_file))
+            row = _job_row(ad, self.layout, self.now, self.offset, self.from_file)
+            if self.stream:
+                return self._cut(_job_line(row, self.layout, trim=self._trim)) + "\n"
+            self._rows.append(row)
+        return ""
 
     def totals(self) -> str:
         if self.from_file:
@@ -389,14 +407,13 @@ class QueueTable:
         """Everything after the title: the heading and rows, then the totals."""
         if self.layout == "totals":
             return self.totals()
+        if self.stream:
+            return "" if self.layout == "run" else "\n" + self.totals()
         if self.layout == "batch":
             heading, lines = self._batches.table()
         else:
-            heading, lines = _job_table(self._rows, self.layout,
-                                        trim=self.width is None or self.layout == "hold")
-        if self.width is not None and self.layout != "hold":
-            heading, lines = heading[:self.width - 1], [ln[:self.width - 1] for ln in lines]
-        out = heading + "\n" + "".join(line + "\n" for line in lines)
+            heading, lines = _job_table(self._rows, self.layout, trim=self._trim)
+        out = "".join(self._cut(line) + "\n" for line in (heading, *lines))
         if self.layout != "run":
             out += "\n" + self.totals()
         return out
@@ -461,21 +478,37 @@ def _job_table(jobs: Sequence[_JobRow], layout: str, *, trim: bool = True
         biggest = max([j.size for j in jobs if j.size is not None], default=0.0)
         size_w = max(size_w, len(f"{biggest:.1f}"))
 
+    cols = _job_cols(layout, cw, pw, size_w)
+    rows = [[f"{j.cluster:{cw}d}.", f"{j.proc:<{pw}d}", *j.cells] for j in jobs]
+    return _table(cols, rows, trim=trim)
+
+
+def _job_cols(layout: str, cw: int = 4, pw: int = 3, size_w: int = 4, *,
+              fixed: bool = False) -> list[_Col]:
+    """The columns of a job table; ``fixed``: none widens to its cells (condor_q
+    -stream-results, which prints each row before it sees the next)."""
+    auto = not fixed
     cols = [_Col(" ID", cw + 1), _Col(" ", pw, left=True, prefix=False),
             _Col("OWNER", 14, left=True, alt="??" if layout in ("hold", "run") else "")]
     if layout == "hold":
-        cols += [_Col("HELD_SINCE", 11, alt="??"), _Col("CODE", 4, left=True, auto=True, alt="?"),
-                 _Col("/SUB", 4, left=True, auto=True, prefix=False),
+        cols += [_Col("HELD_SINCE", 11, alt="??"), _Col("CODE", 4, left=True, auto=auto, alt="?"),
+                 _Col("/SUB", 4, left=True, auto=auto, prefix=False),
                  _Col("HOLD_REASON", 0)]
     elif layout == "run":
         cols += [_Col("  SUBMITTED", 11, alt="??"), _Col("    RUN_TIME", 12, alt="??"),
                  _Col("HOST(S)", 0, alt="??")]
     else:
         cols += [_Col("  SUBMITTED", 11), _Col("    RUN_TIME", 12), _Col("ST", 2, left=True),
-                 _Col("PRI", 3, left=True, auto=True), _Col("SIZE", size_w),
+                 _Col("PRI", 3, left=True, auto=auto), _Col("SIZE", size_w),
                  _Col("CMD", 0)]
-    rows = [[f"{j.cluster:{cw}d}.", f"{j.proc:<{pw}d}", *j.cells] for j in jobs]
-    return _table(cols, rows, trim=trim)
+    return cols
+
+
+def _job_line(job: _JobRow, layout: str, *, trim: bool) -> str:
+    """One job's row as condor_q -stream-results prints it: the columns as wide as
+    their headings, never widened (a wider cell pushes the rest of the row right)."""
+    cells = [f"{job.cluster:4d}.", f"{job.proc:<3d}", *job.cells]
+    return _table(_job_cols(layout, fixed=True), [cells], trim=trim)[1][0]
 
 
 @dataclass

@@ -269,3 +269,51 @@ def test_the_client_takes_a_one_line_answer_as_one_part(tmp_path: Path) -> None:
         assert list(got.parts()) == [["A = 1\n"]]
     t.join()
     srv.close()
+
+
+# --- -stream-results: rows as they come, as condor_q -stream-results prints them -------
+
+@pytest.mark.parametrize("layout", [["-nobatch"], ["-hold"], ["-run"], []], ids=" ".join)
+def test_stream_results_writes_each_row_as_its_job_comes(layout: list[str]) -> None:
+    out, seen = _streamed(["-stream-results", "-allusers", *layout], None, 1)
+    heading = seen[0].splitlines()[-1]
+    assert heading.startswith(" ID      OWNER")
+    query = parse_query(["-allusers", *(layout or ["-nobatch"])], "q")
+    rows = [ad for ad in QUEUE if query.matches(ad)]
+    # a part with a selected job adds its row at once
+    assert sum(b > a for a, b in zip(seen, seen[1:])) == len(rows)
+    assert out.count("\n") == seen[0].count("\n") + len(rows) + \
+        (0 if layout == ["-run"] else 3)     # an empty line, the query's and everyone's
+
+
+def test_stream_results_prints_what_the_table_does_when_no_column_widens() -> None:
+    narrow = [ad for ad in QUEUE if ad.evaluate("ClusterId") != 12345]
+    for argv in (["-nobatch"], ["-hold"], ["-run"]):
+        query = parse_query(["-stream-results", *argv], "q")
+        whole = render_queue(query.select(narrow), schedd=SCHEDD, now=NOW, utc_offset=0,
+                             layout=argv[0][1:], all_ads=narrow)  # type: ignore[arg-type]
+        out = io.StringIO()
+        printer = QueuePrinter(query, out, schedd=SCHEDD, now=NOW, utc_offset=0,
+                               layout=argv[0][1:], me=None,  # type: ignore[arg-type]
+                               width=None)
+        printer.take(narrow)
+        printer.finish()
+        assert out.getvalue() == whole, argv
+
+
+def test_stream_results_never_widens_a_column_and_a_wide_cell_pushes_the_row() -> None:
+    out, _ = _streamed(["-stream-results", "-allusers"], None, 2)
+    lines = out.splitlines()
+    assert lines[3].startswith(" ID      OWNER            SUBMITTED")
+    assert any(line.startswith("12345.1000 carol ") for line in lines)
+    assert any(line.startswith("   1.0   alice ") for line in lines)
+    whole = _whole(["-nobatch"], None)
+    assert "    1.0    alice" in whole         # the table widens for 12345.1000
+
+
+def test_stream_results_cannot_be_batched() -> None:
+    from condorpy.queue.query import QueryArgumentError
+    with pytest.raises(QueryArgumentError, match="-stream-results: cannot be combined"):
+        parse_query(["-batch", "-stream-results"], "q")
+    assert parse_query(["-stream"], "q").output == "nobatch"
+    assert parse_query(["-st", "-hold"], "q").output == "hold"
