@@ -284,19 +284,28 @@ def job_counts(ads: Sequence[ClassAd]) -> JobCounts:
 
 # --- condor_q -------------------------------------------------------------------------
 
-# What the condor_q layouts read of a job ad (and the daemon need send of it).
-QUEUE_ATTRS = (
-    "ClusterId", "ProcId", "Owner", "QDate", "JobStatus", "EnteredCurrentStatus",
-    "RemoteUserCpu", "RemoteWallClockTime", "ShadowBday", "JobCurrentStartDate",
-    "TransferQueued", "TransferringInput", "TransferringOutput", "JobCoolDownExpiration",
-    "JobPrio", "MemoryUsage", "ImageSize", "Cmd", "MATCH_EXP_JobDescription",
-    "JobDescription", "Arguments", "Args", "HoldReasonCode", "HoldReasonSubCode",
-    "HoldReason", "RemoteHost", "JobBatchName", "TotalSubmitProcs")
+# What the condor_q layouts read of a job ad (and so what the daemon sends of it): the
+# totals read JobStatus and Owner of every job; the rest, each layout's columns.
+_TOTALS_ATTRS = ("ClusterId", "ProcId", "Owner", "JobStatus")
+_RUN_TIME_ATTRS = ("QDate", "RemoteUserCpu", "RemoteWallClockTime", "ShadowBday",
+                   "JobCurrentStartDate")
+_LAYOUT_ATTRS: dict[str, tuple[str, ...]] = {
+    "totals": (),
+    "batch": ("JobBatchName", "QDate", "TotalSubmitProcs"),
+    "nobatch": (*_RUN_TIME_ATTRS, "TransferQueued", "TransferringInput",
+                "TransferringOutput", "JobCoolDownExpiration", "JobPrio", "MemoryUsage",
+                "ImageSize", "Cmd", "MATCH_EXP_JobDescription", "JobDescription",
+                "Arguments", "Args"),
+    "hold": ("EnteredCurrentStatus", "HoldReasonCode", "HoldReasonSubCode", "HoldReason"),
+    "run": (*_RUN_TIME_ATTRS, "RemoteHost"),
+}
+QUEUE_ATTRS = tuple(dict.fromkeys(
+    _TOTALS_ATTRS + tuple(a for attrs in _LAYOUT_ATTRS.values() for a in attrs)))
 
 
 def layout_attrs(layout: str) -> tuple[str, ...]:
     """The job attributes a condor_q layout (:data:`QueueLayout`) reads."""
-    return QUEUE_ATTRS
+    return _TOTALS_ATTRS + _LAYOUT_ATTRS.get(layout, QUEUE_ATTRS)
 
 
 def _job_key(ad: ClassAd) -> tuple[int, int]:

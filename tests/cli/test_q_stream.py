@@ -54,7 +54,11 @@ def _job(cluster: int, proc: int, owner: str, status: int, **more: Any) -> Class
 QUEUE = [_job(1, p, "alice", 1 + (p == 1)) for p in range(4)] + \
     [_job(2, 0, "bob", 5, HoldReason="held by test", HoldReasonCode=1,
           HoldReasonSubCode=0),
-     _job(3, 0, "alice", 2, RemoteHost="slot1_1@host", JobBatchName="nightly"),
+     _job(3, 0, "alice", 2, RemoteHost="slot1_1@host", JobBatchName="nightly",
+          JobCurrentStartDate=1700000300, ShadowBday=1700000310, MemoryUsage=12,
+          TransferQueued=True, TransferringOutput=True, JobDescription="nightly run"),
+     _job(4, 0, "bob", 6, JobCoolDownExpiration=1700009999, RemoteWallClockTime=60.0,
+          JobBatchName="nightly"),
      _job(12345, 1000, "carol", 1)]
 
 

@@ -96,9 +96,15 @@ def test_projected_chunks_select_limit_and_cut(tmp_path: Path) -> None:
 def test_q_projection_reads_what_each_layout_prints() -> None:
     for argv in (["-long"], ["-json"], ["-analyze"]):
         assert q_projection(parse_query(argv, "q")) is None, argv
-    for argv in ([], ["-nobatch"], ["-hold"], ["-run"], ["-totals"]):
-        names = q_projection(parse_query(argv, "q"))
-        assert names is not None and {"owner", "jobstatus", "cmd", "holdreason",
-                                      "jobbatchname", "remotehost"} <= set(names), argv
+    wanted = {"-batch": {"jobbatchname", "totalsubmitprocs", "qdate"},
+              "-nobatch": {"cmd", "arguments", "jobprio", "imagesize", "memoryusage"},
+              "-hold": {"holdreason", "holdreasoncode", "enteredcurrentstatus"},
+              "-run": {"remotehost", "remoteusercpu", "jobcurrentstartdate"},
+              "-totals": set()}
+    for arg, more in wanted.items():
+        names = q_projection(parse_query([arg], "q"))
+        assert names is not None, arg
+        assert {"clusterid", "procid", "owner", "jobstatus"} | more <= set(names), arg
+    assert "cmd" not in (q_projection(parse_query(["-totals"], "q")) or ["cmd"])
     fmt = q_projection(parse_query(["-format", "%d\\n", "RequestMemory + 1"], "q"))
     assert fmt is not None and "requestmemory" in fmt
