@@ -250,6 +250,13 @@ def test_q_stopped_by_sigstop_holds_up_no_one_and_reads_the_queue_as_it_goes(
         assert ads[-1].evaluate("ChangedWhileStopped") == 42
         assert "ChangedWhileStopped" not in ads[0]
 
+        # a reader that goes away early (a pager quit, `| head`) ends q quietly
+        argv = " ".join([*d.cli_argv(), "q", "-allusers", "-long"])
+        head = subprocess.run(["/bin/sh", "-c", f"{argv} | head -1"],
+                              env=d.env(), capture_output=True, text=True, timeout=120)
+        assert head.stdout.startswith("Args = ") and head.stdout.count("\n") == 1
+        assert head.stderr == ""
+
 
 def test_the_client_takes_a_one_line_answer_as_one_part(tmp_path: Path) -> None:
     """A daemon that answers with one line (one that predates streams) still serves
