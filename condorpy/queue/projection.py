@@ -98,6 +98,10 @@ _LITERAL = re.compile(r'-?[0-9][0-9.eE+-]*|"[^"\\]*"|true|false|undefined|error'
                       re.IGNORECASE)
 
 
+_NONE: frozenset[str] = frozenset()
+_EXPRS_KEPT = 4096       # distinct expressions a projector remembers (a queue has few)
+
+
 class TextProjector:
     """:func:`project` on an ad's stored text, without parsing the ad: the lines of the
     wanted names are picked out, and only their expressions that are not literals are
@@ -123,18 +127,17 @@ class TextProjector:
         return pat
 
     def _references(self, text: str) -> frozenset[str] | None:
+        if _LITERAL.fullmatch(text):
+            return _NONE          # most of a job's values: not kept, never parsed
         if text in self._refs:
             return self._refs[text]
         refs: frozenset[str] | None
-        if _LITERAL.fullmatch(text):
-            refs = frozenset()
-        else:
-            try:
-                expr = parse_expr(text)
-            except ClassAdError:
-                expr = None
-            refs = None if expr is None or _dynamic(expr) else frozenset(expr.references())
-        if len(self._refs) > 100_000:
+        try:
+            expr = parse_expr(text)
+        except ClassAdError:
+            expr = None
+        refs = None if expr is None or _dynamic(expr) else frozenset(expr.references())
+        if len(self._refs) >= _EXPRS_KEPT:
             self._refs.clear()
         self._refs[text] = refs
         return refs
