@@ -98,6 +98,7 @@ _LITERAL = re.compile(r'-?[0-9][0-9.eE+-]*|"[^"\\]*"|true|false|undefined|error'
                       re.IGNORECASE)
 
 
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _NONE: frozenset[str] = frozenset()
 _EXPRS_KEPT = 4096       # distinct expressions a projector remembers (a queue has few)
 
@@ -111,6 +112,8 @@ class TextProjector:
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = frozenset(n.lower() for n in names)
+        # a name the old format writes quoted ('a b' = ...) is found by parsing
+        self._plain = all(_NAME.fullmatch(n) for n in self.names)
         self._patterns: dict[frozenset[str], re.Pattern[str]] = {}
         # an expression's text -> the names it refers to, or None: it names some at
         # run time (DYNAMIC_CALLS), and the ad is sent whole
@@ -145,7 +148,7 @@ class TextProjector:
     def project(self, text: str) -> str:
         """``text`` (a stored row's ad) cut to the names and what they refer to, in the
         old format; the whole text where :func:`project` would send the whole ad."""
-        if text.startswith("["):
+        if text.startswith("[") or not self._plain:
             ad = ad_of_text(text)
             cut = project(ad, self.names)
             return text if cut is ad else cut.to_old()
@@ -204,6 +207,8 @@ class TextProjector:
                 more |= refs
             if more <= want:
                 return "".join(f"{name} = {expr}\n" for name, expr in found.values())
+            if not all(_NAME.fullmatch(n) for n in more):
+                return None
             want = want | more
             found = self._find(text, want, {})
 

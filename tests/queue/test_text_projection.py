@@ -62,6 +62,18 @@ def test_a_call_that_names_attributes_at_run_time_sends_the_whole_text() -> None
     assert TextProjector(["indirect"]).project(text) == text
 
 
+def test_a_name_written_quoted_is_found_by_parsing() -> None:
+    ad = ClassAd.parse_old(BASE)
+    ad.set_expr("Odd Name", "ResidentSetSize * 2")
+    ad.set_expr("Uses", "'Odd Name' + 1")
+    text = ad.to_old()
+    assert "'Odd Name' = " in text
+    for names in (["odd name"], ["uses"]):
+        cut = ClassAd.parse_old(TextProjector(names).project(text))
+        assert cut.evaluate("Uses") == 4097 or names == ["odd name"]
+        assert cut.evaluate("Odd Name") == 4096
+
+
 def test_new_format_rows_are_cut_through_the_parsed_ad() -> None:
     ad = ClassAd.parse_old(BASE)
     ad["Note"] = "a\\b"
