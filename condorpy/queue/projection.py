@@ -223,19 +223,24 @@ def _dynamic(expr: Expr) -> bool:
     return False
 
 
-def projected_chunks(chunks: Iterable[list[JobRow]], names: Iterable[str],
+def projected_chunks(chunks: Iterable[list[JobRow]], names: Iterable[str] | None,
                      constraint: Expr | None, *, path: str, clock: Callable[[], float],
                      limit: int | None = None) -> Iterator[list[str]]:
     """The ads of ``chunks`` (a store's rows, a chunk at a time) whose ad makes
-    ``constraint`` true, each cut to ``names`` as :class:`TextProjector` cuts it,
-    a list per chunk (maybe empty); the first ``limit`` of them. The constraint is
-    tried on the row cut to what it refers to as well, which it evaluates as on the
-    whole ad; all its evaluations share a user's budget, as the store's own
-    selection does (:func:`condorpy.queue.records.select`)."""
-    wanted = set(names)
-    if constraint is not None:
-        wanted |= constraint.references()
-    projector = TextProjector(wanted)
+    ``constraint`` true, each cut to ``names`` as :class:`TextProjector` cuts it (or
+    whole, with ``names`` None), in the old format, a list per chunk (maybe empty);
+    the first ``limit`` of them. The constraint is tried on the row cut to what it
+    refers to as well, which it evaluates as on the whole ad; all its evaluations
+    share a user's budget, as the store's own selection does
+    (:func:`condorpy.queue.records.select`). A whole ad goes as the store keeps it
+    (its cluster's first ad and the lines that differ read as the ad itself), not
+    parsed and written again."""
+    projector: TextProjector | None = None
+    if names is not None:
+        wanted = set(names)
+        if constraint is not None:
+            wanted |= constraint.references()
+        projector = TextProjector(wanted)
     budget = Budget.for_user()
     ctx = CallContext(now=clock, budget=budget)
     left = limit
@@ -244,7 +249,7 @@ def projected_chunks(chunks: Iterable[list[JobRow]], names: Iterable[str],
     for rows in chunks:
         out: list[str] = []
         for cluster, proc, status, entered, text in rows:
-            cut = projector.project(text)
+            cut = projector.project(text) if projector is not None else text
             if constraint is not None:
                 ad = record_of((cluster, proc, status, entered, cut), path).ad
                 ok = ad.eval_expr(constraint, None, ctx) is True
@@ -253,6 +258,8 @@ def projected_chunks(chunks: Iterable[list[JobRow]], names: Iterable[str],
                                      f"exceeded its budget ({budget.describe()})")
                 if not ok:
                     continue
+            if cut.startswith("["):         # a row in the new format
+                cut = record_of((cluster, proc, status, entered, cut), path).ad.to_old()
             out.append(cut)
             if left is not None:
                 left -= 1

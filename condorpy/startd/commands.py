@@ -120,16 +120,13 @@ class Commands:
         # a long queue is never held whole, and others are answered meanwhile
         head = {"schedd": self.d.schedd_name(), "address": str(self.d.socket),
                 "now": self.d.clock.time()}
-        constraint = parse_constraint(args.get("constraint"))
-        if args.get("projection"):
-            # only the names the client reads, cut from each row's text: no ad is
-            # parsed whole (queue.projection.TextProjector)
-            texts = projected_chunks(self.d.store.row_chunks(), args["projection"],
-                                     constraint, path=self.d.store.path,
-                                     limit=args.get("limit"), clock=self.d.clock.time)
-            return control.Streamed(head, "ads", _paused_texts(texts))
-        chunks = self.d.store.chunks(constraint, limit=args.get("limit"))
-        return control.Streamed(head, "ads", _paused(chunks, _ad_text(args)))
+        # each ad as stored, or only the names the client reads cut from its text:
+        # no ad is parsed that the constraint does not need (queue.projection)
+        texts = projected_chunks(self.d.store.row_chunks(), args.get("projection") or None,
+                                 parse_constraint(args.get("constraint")),
+                                 path=self.d.store.path, limit=args.get("limit"),
+                                 clock=self.d.clock.time)
+        return control.Streamed(head, "ads", _paused_texts(texts))
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # newest first, read only as far as the limit needs (history -limit N), each
