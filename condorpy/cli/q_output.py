@@ -4,7 +4,8 @@ each ad is selected and, for the layouts that print an ad at a time (-af, -forma
 (the default batches, -nobatch, -run, -hold) begin with their schedd line at once and
 keep only each selected job's cells until the end, since their columns are as wide
 as the widest of those jobs needs (condor_q holds its rows until the end for the same
-reason); their totals count every job of the queue as it passes.
+reason), unless -stream-results asks for each row as it comes; their totals count
+every job of the queue as it passes.
 """
 
 from __future__ import annotations
