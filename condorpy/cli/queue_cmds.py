@@ -13,9 +13,10 @@ from condorpy.cli.parsing import wants_help
 from condorpy.clock import SystemClock
 from condorpy.config import KnobReader, load_config
 from condorpy.slots.status_format import render_autoformat, render_json, render_long
-from condorpy.startd.client import call
+from condorpy.startd.client import call, stream
 from condorpy.startd.paths import client_socket
-from condorpy.queue.projection import af_projection
+from condorpy.cli.q_output import QueuePrinter
+from condorpy.queue.projection import af_projection, q_projection
 from condorpy.queue.query import Query, parse_query
 from condorpy.queue.formats import (QueueLayout, ScheddLabel, render_history,
                                     render_queue, render_who)
@@ -74,6 +75,10 @@ def q_parser() -> "argparse.ArgumentParser":
     p.add_argument("-run", action="store_true",
                    help="only running jobs, with the slot each runs in (HOST(S))")
     p.add_argument("-idle", action="store_true", help="only idle jobs, one line each")
+    p.add_argument("-stream-results", action="store_true",
+                   help="print each job's row as it arrives, its columns as wide as "
+                        "their headings (the rows otherwise wait for the last job, so "
+                        "that each column fits its widest cell); one row per job")
     p.add_argument("-allusers", "-all-users", action="store_true",
                    help="every user's jobs; without it (and without job ids or owners) "
                         "only the caller's, root's included, unless "
@@ -171,21 +176,26 @@ def q_main(argv: list[str]) -> int:
     if query.userlog is not None:
         return _q_userlog(query)
     cfg = load_config(config)
-    got = call(client_socket(cfg), "q", _projection(query))
-    every = _ads(got["ads"], "the daemon's queue")
     me = only_my_jobs(query, cfg)
-    chosen = query.select([ad for ad in every if me is None or _owner(ad) == me])
     if query.output in ("analyze", "better-analyze"):
         from condorpy.cli.analyze import analyze_main
+        got = call(client_socket(cfg), "q", {})
+        every = _ads(got["ads"], "the daemon's queue")
+        chosen = query.select([ad for ad in every if me is None or _owner(ad) == me])
         return analyze_main(config, query, chosen,
                             ScheddLabel(got["schedd"], got["address"]))
-    out = _other_output(query, chosen)
-    if out is None:
-        out = render_queue(chosen, schedd=ScheddLabel(got["schedd"], got["address"]),
-                           now=float(got["now"]), utc_offset=SystemClock().utc_offset,
-                           layout=_layout(query), all_ads=every, me=me,
-                           width=_terminal_width(query))
-    sys.stdout.write(out)
+    # printed as it comes (cli/q_output.py); the daemon sends only what the output
+    # and the selection read of each ad
+    names = q_projection(query)
+    with stream(client_socket(cfg), "q", {"projection": names} if names else {}) as got:
+        printer = QueuePrinter(query, sys.stdout,
+                               schedd=ScheddLabel(got.head["schedd"], got.head["address"]),
+                               now=float(got.head["now"]),
+                               utc_offset=SystemClock().utc_offset, layout=_layout(query),
+                               me=me, width=_terminal_width(query))
+        for part in got.parts():
+            printer.take(_ads(part, "the daemon's queue"))
+        printer.finish()
     return 0
 
 

@@ -39,7 +39,8 @@ from condorpy.slots.status_format import render_autoformat, render_json, render_
 __all__ = [
     "ScheddLabel", "QueueLayout", "Offset", "render_queue", "render_history",
     "render_who", "render_long", "render_json", "render_autoformat", "format_date",
-    "format_duration", "status_letters", "job_counts", "JobCounts",
+    "format_duration", "status_letters", "job_counts", "JobCounts", "QueueTable",
+    "QUEUE_ATTRS", "layout_attrs",
 ]
 
 # Job states, as HTCondor numbers them.
@@ -252,32 +253,60 @@ class JobCounts:
                 f"{self.held} held, {self.suspended} suspended")
 
 
-def job_counts(ads: Sequence[ClassAd]) -> JobCounts:
-    """The schedd's summary counts (count_job in queue.cpp): transferring output counts
-    as running."""
-    n = [0] * 8
-    for ad in ads:
-        status = _int(ad, "JobStatus") or 0
+class _Counter:
+    """The schedd's summary counts (count_job in queue.cpp), a job at a time:
+    transferring output counts as running."""
+
+    def __init__(self) -> None:
+        self.n = [0] * 8
+        self.jobs = 0
+
+    def add(self, status: int) -> None:
+        self.jobs += 1
         if status == TRANSFERRING_OUTPUT:
             status = RUNNING
         if 1 <= status <= SUSPENDED and status != TRANSFERRING_OUTPUT:
-            n[status] += 1
-    return JobCounts(len(ads), n[COMPLETED], n[REMOVED], n[IDLE], n[RUNNING], n[HELD],
-                     n[SUSPENDED])
+            self.n[status] += 1
+
+    def counts(self) -> JobCounts:
+        n = self.n
+        return JobCounts(self.jobs, n[COMPLETED], n[REMOVED], n[IDLE], n[RUNNING], n[HELD],
+                         n[SUSPENDED])
 
 
-def _totals(ads: Sequence[ClassAd], all_ads: Sequence[ClassAd], me: str | None) -> str:
-    # Each line but the last ends in a space: condor_q puts the next line's newline in
-    # that line's first field, after the usual field separator.
-    lines = [job_counts(ads).line("query")]
-    if me is not None:
-        mine = [ad for ad in all_ads if _str(ad, "Owner") == me]
-        lines.append(job_counts(mine).line(me))
-    lines.append(job_counts(all_ads).line("all users"))
-    return " \n".join(lines) + "\n"
+def job_counts(ads: Sequence[ClassAd]) -> JobCounts:
+    """The schedd's summary counts of ``ads``."""
+    counter = _Counter()
+    for ad in ads:
+        counter.add(_int(ad, "JobStatus") or 0)
+    return counter.counts()
 
 
 # --- condor_q -------------------------------------------------------------------------
+
+# What the condor_q layouts read of a job ad (and so what the daemon sends of it): the
+# totals read JobStatus and Owner of every job; the rest, each layout's columns.
+_TOTALS_ATTRS = ("ClusterId", "ProcId", "Owner", "JobStatus")
+_RUN_TIME_ATTRS = ("QDate", "RemoteUserCpu", "RemoteWallClockTime", "ShadowBday",
+                   "JobCurrentStartDate")
+_LAYOUT_ATTRS: dict[str, tuple[str, ...]] = {
+    "totals": (),
+    "batch": ("JobBatchName", "QDate", "TotalSubmitProcs"),
+    "nobatch": (*_RUN_TIME_ATTRS, "TransferQueued", "TransferringInput",
+                "TransferringOutput", "JobCoolDownExpiration", "JobPrio", "MemoryUsage",
+                "ImageSize", "Cmd", "MATCH_EXP_JobDescription", "JobDescription",
+                "Arguments", "Args"),
+    "hold": ("EnteredCurrentStatus", "HoldReasonCode", "HoldReasonSubCode", "HoldReason"),
+    "run": (*_RUN_TIME_ATTRS, "RemoteHost"),
+}
+QUEUE_ATTRS = tuple(dict.fromkeys(
+    _TOTALS_ATTRS + tuple(a for attrs in _LAYOUT_ATTRS.values() for a in attrs)))
+
+
+def layout_attrs(layout: str) -> tuple[str, ...]:
+    """The job attributes a condor_q layout (:data:`QueueLayout`) reads."""
+    return _TOTALS_ATTRS + _LAYOUT_ATTRS.get(layout, QUEUE_ATTRS)
+
 
 def _job_key(ad: ClassAd) -> tuple[int, int]:
     return (_int(ad, "ClusterId") or 0, _int(ad, "ProcId") or 0)
@@ -300,27 +329,103 @@ def render_queue(ads: Sequence[ClassAd], *, schedd: ScheddLabel | str, now: floa
     alone, and a running job's RUN_TIME counts only what the ads record (no shadow's
     start time, and no stand-in for it). ``width`` is a terminal's: the heading and
     job rows are cut to one character less, as condor_q cuts them without -wide (its
-    -hold layout is never cut).
+    -hold layout is never cut). :class:`QueueTable` makes the same text a job at a
+    time.
     """
-    jobs = sorted(ads, key=_job_key)
-    everyone = jobs if all_ads is None else list(all_ads)
-    from_file = isinstance(schedd, str)
-    out = (_title_of(schedd, now, utc_offset) if isinstance(schedd, str)
-           else _title(schedd, now, utc_offset))
-    if layout == "totals":
-        return out + (_query_total(jobs) if from_file else _totals(jobs, everyone, me))
-    if layout == "batch":
-        heading, lines = _batch_table(jobs, utc_offset)
-    else:
-        heading, lines = _job_table(jobs, layout, now, utc_offset,
-                                    trim=width is None or layout == "hold",
-                                    shadowless=from_file)
-    if width is not None and layout != "hold":
-        heading, lines = heading[:width - 1], [line[:width - 1] for line in lines]
-    out += heading + "\n" + "".join(line + "\n" for line in lines)
-    if layout != "run":
-        out += "\n" + (_query_total(jobs) if from_file else _totals(jobs, everyone, me))
-    return out
+    table = QueueTable(schedd=schedd, now=now, utc_offset=utc_offset, layout=layout,
+                       me=me, width=width)
+    for ad in (ads if all_ads is None else all_ads):
+        table.count(ad)
+    for ad in sorted(ads, key=_job_key):
+        table.add(ad)
+    return table.title() + table.finish()
+
+
+class QueueTable:
+    """condor_q's output made as the jobs come: :meth:`title` at once, :meth:`add` for
+    each selected job (in id order, as the daemon sends them), :meth:`count` for every
+    job of the queue (the totals for the caller and for all users), then
+    :meth:`finish` for the rest. The rows wait for :meth:`finish`, as condor_q's do:
+    their columns are as wide as the widest of the selected jobs needs. Only the
+    facts each row needs are kept, not the ads."""
+
+    def __init__(self, *, schedd: ScheddLabel | str, now: float, utc_offset: Offset,
+                 layout: QueueLayout = "batch", me: str | None = None,
+                 width: int | None = None, stream: bool = False) -> None:
+        self.schedd, self.now, self.offset = schedd, now, utc_offset
+        self.layout, self.me, self.width = layout, me, width
+        self.from_file = isinstance(schedd, str)
+        self.query, self.mine, self.everyone = _Counter(), _Counter(), _Counter()
+        self._rows: list[_JobRow] = []
+        self._batches = _Batches(utc_offset)
+        # condor_q -stream-results: each job's row as it comes, columns never widened
+        self.stream = stream and layout in ("nobatch", "hold", "run")
+        self._trim = width is None or layout == "hold"
+
+    def title(self) -> str:
+        """The schedd line; with ``stream``, the heading too."""
+        if isinstance(self.schedd, str):
+            title = _title_of(self.schedd, self.now, self.offset)
+        else:
+            title = _title(self.schedd, self.now, self.offset)
+        if self.stream:
+            title += self._cut(_table(_job_cols(self.layout, fixed=True), [],
+                                      trim=self._trim)[0]) + "\n"
+        return title
+
+    def _cut(self, line: str) -> str:
+        if self.width is not None and self.layout != "hold":
+            return line[:self.width - 1]
+        return line
+
+    def count(self, ad: ClassAd) -> None:
+        """A job of the queue, selected or not."""
+        status = _int(ad, "JobStatus") or 0
+        self.everyone.add(status)
+        if self.me is not None and _str(ad, "Owner") == self.me:
+            self.mine.add(status)
+
+    def add(self, ad: ClassAd) -> str:
+        """A job the query selected; with ``stream``, its row (else the rows wait for
+        :meth:`finish`, and this is empty)."""
+        self.query.add(_int(ad, "JobStatus") or 0)
+        if self.layout == "batch":
+            self._batches.add(ad)
+        elif self.layout != "totals":
+            row = _job_row(ad, self.layout, self.now, self.offset, self.from_file)
+            if self.stream:
+                return self._cut(_job_line(row, self.layout, trim=self._trim)) + "\n"
+            self._rows.append(row)
+        return ""
+
+    def totals(self) -> str:
+        if self.from_file:
+            # condor_q's summary of jobs read from a file: the all-users fields, which
+            # a file cannot fill, print as blanks after the query's line; an empty line
+            # ends it
+            return self.query.counts().line("query") + " " * 51 + "\n\n"
+        # Each line but the last ends in a space: condor_q puts the next line's newline
+        # in that line's first field, after the usual field separator.
+        lines = [self.query.counts().line("query")]
+        if self.me is not None:
+            lines.append(self.mine.counts().line(self.me))
+        lines.append(self.everyone.counts().line("all users"))
+        return " \n".join(lines) + "\n"
+
+    def finish(self) -> str:
+        """Everything after the title: the heading and rows, then the totals."""
+        if self.layout == "totals":
+            return self.totals()
+        if self.stream:
+            return "" if self.layout == "run" else "\n" + self.totals()
+        if self.layout == "batch":
+            heading, lines = self._batches.table()
+        else:
+            heading, lines = _job_table(self._rows, self.layout, trim=self._trim)
+        out = "".join(self._cut(line) + "\n" for line in (heading, *lines))
+        if self.layout != "run":
+            out += "\n" + self.totals()
+        return out
 
 
 def _title_of(label: str, now: float, offset: Offset) -> str:
@@ -328,68 +433,91 @@ def _title_of(label: str, now: float, offset: Offset) -> str:
     return f"\n\n-- {label} @ {stamp}\n"
 
 
-def _query_total(ads: Sequence[ClassAd]) -> str:
-    # condor_q's summary of jobs read from a file: the all-users fields, which a file
-    # cannot fill, print as blanks after the query's line; an empty line ends it
-    return job_counts(ads).line("query") + " " * 51 + "\n\n"
+@dataclass(frozen=True)
+class _JobRow:
+    cluster: int
+    proc: int
+    owner_len: int
+    size: float | None
+    cells: list[str | None]     # after the id columns
 
 
-def _job_table(jobs: Sequence[ClassAd], layout: str, now: float, offset: Offset, *,
-               trim: bool = True, shadowless: bool = False) -> tuple[str, list[str]]:
+def _job_row(ad: ClassAd, layout: str, now: float, offset: Offset,
+             shadowless: bool) -> _JobRow:
+    cluster, proc = _job_key(ad)
+    owner = _str(ad, "Owner")
+    size = _memory_mb(ad)
+    row: list[str | None] = [owner]
+    qdate = _int(ad, "QDate")
+    submitted = format_date(qdate, offset) if qdate is not None else None
+    wall = _wall_time(ad, now, shadowless)
+    run_time = format_duration(wall) if wall is not None else None
+    if layout == "hold":
+        since = _int(ad, "EnteredCurrentStatus")
+        code, sub = _int(ad, "HoldReasonCode"), _int(ad, "HoldReasonSubCode")
+        row += [format_date(since, offset) if since is not None else None,
+                f"{code:4d}" if code is not None else None,
+                # condor_q cuts this one to the column: '/%-3d' TRUNCATE
+                f"/{sub:<3d}"[:4] if sub is not None else None,
+                _str(ad, "HoldReason")]
+    elif layout == "run":
+        row += [submitted, run_time, _str(ad, "RemoteHost")]
+    else:
+        prio = _int(ad, "JobPrio")
+        row += [submitted, run_time, status_letters(ad, now),
+                str(prio) if prio is not None else None,
+                f"{size:.1f}" if size is not None else None, _description(ad)]
+    return _JobRow(cluster, proc, len(owner or ""), size, row)
+
+
+def _job_table(jobs: Sequence[_JobRow], layout: str, *, trim: bool = True
+               ) -> tuple[str, list[str]]:
     # condor_q widens the id columns for clusters of five digits or more and procs of
     # four or more, and then (only then) widens SIZE to its widest value; an owner
     # longer than 14 characters also sets this off.
-    max_cluster = max([_job_key(ad)[0] for ad in jobs], default=0)
-    max_proc = max([_job_key(ad)[1] for ad in jobs], default=0)
-    longest_owner = max([len(_str(ad, "Owner") or "") for ad in jobs], default=0)
-    sizes = [_memory_mb(ad) for ad in jobs]
+    max_cluster = max([j.cluster for j in jobs], default=0)
+    max_proc = max([j.proc for j in jobs], default=0)
+    longest_owner = max([j.owner_len for j in jobs], default=0)
     cw, pw, size_w = 4, 3, 4
     if max_cluster >= 9999 or max_proc >= 999 or longest_owner > 14:
         if 4 < len(str(max_cluster)) <= 9:
             cw = len(str(max_cluster))
         if 3 < len(str(max_proc)) <= 9:
             pw = len(str(max_proc))
-        size_w = max(size_w, len(f"{max([s for s in sizes if s is not None], default=0.0):.1f}"))
+        biggest = max([j.size for j in jobs if j.size is not None], default=0.0)
+        size_w = max(size_w, len(f"{biggest:.1f}"))
 
+    cols = _job_cols(layout, cw, pw, size_w)
+    rows = [[f"{j.cluster:{cw}d}.", f"{j.proc:<{pw}d}", *j.cells] for j in jobs]
+    return _table(cols, rows, trim=trim)
+
+
+def _job_cols(layout: str, cw: int = 4, pw: int = 3, size_w: int = 4, *,
+              fixed: bool = False) -> list[_Col]:
+    """The columns of a job table; ``fixed``: none widens to its cells (condor_q
+    -stream-results, which prints each row before it sees the next)."""
+    auto = not fixed
     cols = [_Col(" ID", cw + 1), _Col(" ", pw, left=True, prefix=False),
             _Col("OWNER", 14, left=True, alt="??" if layout in ("hold", "run") else "")]
     if layout == "hold":
-        cols += [_Col("HELD_SINCE", 11, alt="??"), _Col("CODE", 4, left=True, auto=True, alt="?"),
-                 _Col("/SUB", 4, left=True, auto=True, prefix=False),
+        cols += [_Col("HELD_SINCE", 11, alt="??"), _Col("CODE", 4, left=True, auto=auto, alt="?"),
+                 _Col("/SUB", 4, left=True, auto=auto, prefix=False),
                  _Col("HOLD_REASON", 0)]
     elif layout == "run":
         cols += [_Col("  SUBMITTED", 11, alt="??"), _Col("    RUN_TIME", 12, alt="??"),
                  _Col("HOST(S)", 0, alt="??")]
     else:
         cols += [_Col("  SUBMITTED", 11), _Col("    RUN_TIME", 12), _Col("ST", 2, left=True),
-                 _Col("PRI", 3, left=True, auto=True), _Col("SIZE", size_w),
+                 _Col("PRI", 3, left=True, auto=auto), _Col("SIZE", size_w),
                  _Col("CMD", 0)]
+    return cols
 
-    rows: list[list[str | None]] = []
-    for ad, size in zip(jobs, sizes):
-        cluster, proc = _job_key(ad)
-        row: list[str | None] = [f"{cluster:{cw}d}.", f"{proc:<{pw}d}", _str(ad, "Owner")]
-        qdate = _int(ad, "QDate")
-        submitted = format_date(qdate, offset) if qdate is not None else None
-        wall = _wall_time(ad, now, shadowless)
-        run_time = format_duration(wall) if wall is not None else None
-        if layout == "hold":
-            since = _int(ad, "EnteredCurrentStatus")
-            code, sub = _int(ad, "HoldReasonCode"), _int(ad, "HoldReasonSubCode")
-            row += [format_date(since, offset) if since is not None else None,
-                    f"{code:4d}" if code is not None else None,
-                    # condor_q cuts this one to the column: '/%-3d' TRUNCATE
-                    f"/{sub:<3d}"[:4] if sub is not None else None,
-                    _str(ad, "HoldReason")]
-        elif layout == "run":
-            row += [submitted, run_time, _str(ad, "RemoteHost")]
-        else:
-            prio = _int(ad, "JobPrio")
-            row += [submitted, run_time, status_letters(ad, now),
-                    str(prio) if prio is not None else None,
-                    f"{size:.1f}" if size is not None else None, _description(ad)]
-        rows.append(row)
-    return _table(cols, rows, trim=trim)
+
+def _job_line(job: _JobRow, layout: str, *, trim: bool) -> str:
+    """One job's row as condor_q -stream-results prints it: the columns as wide as
+    their headings, never widened (a wider cell pushes the rest of the row right)."""
+    cells = [f"{job.cluster:4d}.", f"{job.proc:<3d}", *job.cells]
+    return _table(_job_cols(layout, fixed=True), [cells], trim=trim)[1][0]
 
 
 @dataclass
@@ -404,20 +532,26 @@ class _Batch:
     totals: dict[int, int | None]   # cluster -> TotalSubmitProcs
 
 
-def _batch_table(jobs: Sequence[ClassAd], offset: Offset) -> tuple[str, list[str]]:
+class _Batches:
     """condor_q's default: one row per batch. Jobs with the same JobBatchName and Owner
-    form a batch, any other cluster is a batch of its own named ``ID: C``."""
-    batches: dict[tuple[str, ...], _Batch] = {}
-    for ad in jobs:
+    form a batch, any other cluster is a batch of its own named ``ID: C``. Jobs come
+    in id order: a batch's row is where its first job is."""
+
+    def __init__(self, offset: Offset) -> None:
+        self.offset = offset
+        self.batches: dict[tuple[str, ...], _Batch] = {}
+
+    def add(self, ad: ClassAd) -> None:
         cluster, proc = _job_key(ad)
         owner = _str(ad, "Owner")
         name = _str(ad, "JobBatchName")
         key = ("name", name, owner or "") if name is not None else ("cluster", str(cluster))
-        batch = batches.get(key)
+        batch = self.batches.get(key)
         if batch is None:
-            batch = batches[key] = _Batch(owner if owner is not None else "", name or
-                                          f"ID: {cluster}", _int(ad, "QDate"),
-                                          (cluster, proc), (cluster, proc), [0] * 11, {}, {})
+            batch = self.batches[key] = _Batch(owner if owner is not None else "", name or
+                                               f"ID: {cluster}", _int(ad, "QDate"),
+                                               (cluster, proc), (cluster, proc), [0] * 11,
+                                               {}, {})
         batch.last = max(batch.last, (cluster, proc))
         batch.first = min(batch.first, (cluster, proc))
         status = _int(ad, "JobStatus") or 0
@@ -426,49 +560,51 @@ def _batch_table(jobs: Sequence[ClassAd], offset: Offset) -> tuple[str, list[str
         if cluster not in batch.totals:
             batch.totals[cluster] = _int(ad, "TotalSubmitProcs")
 
-    rows: list[list[int | str]] = []
-    for b in batches.values():
-        # DONE is what left the queue: TotalSubmitProcs less the jobs still in it. A
-        # cluster without TotalSubmitProcs makes both DONE and TOTAL unknown (shown _).
-        known = all(t is not None for t in b.totals.values())
-        total = sum(t or 0 for t in b.totals.values()) if known else 0
-        done = total - sum(b.clusters.values()) if known else 0
-        first, last = b.first, b.last
-        if first == last:
-            ids = f"{first[0]}.{first[1]}"
-        elif first[0] == last[0]:
-            ids = f"{first[0]}.{first[1]}-{last[1]}"
+    def table(self) -> tuple[str, list[str]]:
+        offset = self.offset
+        rows: list[list[int | str]] = []
+        for b in self.batches.values():
+            # DONE is what left the queue: TotalSubmitProcs less the jobs still in it. A
+            # cluster without TotalSubmitProcs makes both DONE and TOTAL unknown (shown _).
+            known = all(t is not None for t in b.totals.values())
+            total = sum(t or 0 for t in b.totals.values()) if known else 0
+            done = total - sum(b.clusters.values()) if known else 0
+            first, last = b.first, b.last
+            if first == last:
+                ids = f"{first[0]}.{first[1]}"
+            elif first[0] == last[0]:
+                ids = f"{first[0]}.{first[1]}-{last[1]}"
+            else:
+                ids = f"{first[0]}.{first[1]} ... {last[0]}.{last[1]}"
+            c = b.counts
+            rows.append([b.owner, b.name,
+                         format_date(b.qdate, offset) if b.qdate is not None else "",
+                         done, c[RUNNING] + c[TRANSFERRING_OUTPUT], c[IDLE] + c[SUSPENDED],
+                         c[HELD], total, ids])
+
+        counter_heads = ["  DONE", "  RUN ", "  IDLE", "  HOLD", " TOTAL"]
+        if not rows:
+            # condor_q fits the columns to the rows only when there are rows.
+            owner_w, name_w, show_hold, count_w = 5, 12, True, [6] * 5
         else:
-            ids = f"{first[0]}.{first[1]} ... {last[0]}.{last[1]}"
-        c = b.counts
-        rows.append([b.owner, b.name,
-                     format_date(b.qdate, offset) if b.qdate is not None else "",
-                     done, c[RUNNING] + c[TRANSFERRING_OUTPUT], c[IDLE] + c[SUSPENDED],
-                     c[HELD], total, ids])
+            longest = max(len(str(r[0])) for r in rows)
+            owner_w = max(8, longest) if longest < 5 else longest
+            name_w = max(10, max(len(str(r[1])) for r in rows))
+            show_hold = any(int(r[6]) > 0 for r in rows)
+            count_w = [max(6, max(len(str(r[3 + i])) for r in rows)) for i in range(5)]
 
-    counter_heads = ["  DONE", "  RUN ", "  IDLE", "  HOLD", " TOTAL"]
-    if not rows:
-        # condor_q fits the columns to the rows only when there are rows.
-        owner_w, name_w, show_hold, count_w = 5, 12, True, [6] * 5
-    else:
-        longest = max(len(str(r[0])) for r in rows)
-        owner_w = max(8, longest) if longest < 5 else longest
-        name_w = max(10, max(len(str(r[1])) for r in rows))
-        show_hold = any(int(r[6]) > 0 for r in rows)
-        count_w = [max(6, max(len(str(r[3 + i])) for r in rows)) for i in range(5)]
+        def line(cells: Sequence[str]) -> str:
+            return " ".join(cell for i, cell in enumerate(cells) if show_hold or i != 6)
 
-    def line(cells: Sequence[str]) -> str:
-        return " ".join(cell for i, cell in enumerate(cells) if show_hold or i != 6)
-
-    heading = line(["OWNER".ljust(owner_w), "BATCH_NAME".ljust(name_w), "   SUBMITTED"]
-                   + [h.ljust(w) for h, w in zip(counter_heads, count_w)] + ["JOB_IDS"])
-    lines = []
-    for r in rows:
-        counts = [(str(r[3 + i]) if int(r[3 + i]) > 0 else "_").rjust(count_w[i])
-                  for i in range(5)]
-        lines.append(line([str(r[0]).ljust(owner_w), str(r[1]).ljust(name_w),
-                           str(r[2]).rjust(12)] + counts + [str(r[8])]).rstrip())
-    return heading, lines
+        heading = line(["OWNER".ljust(owner_w), "BATCH_NAME".ljust(name_w), "   SUBMITTED"]
+                       + [h.ljust(w) for h, w in zip(counter_heads, count_w)] + ["JOB_IDS"])
+        lines = []
+        for r in rows:
+            counts = [(str(r[3 + i]) if int(r[3 + i]) > 0 else "_").rjust(count_w[i])
+                      for i in range(5)]
+            lines.append(line([str(r[0]).ljust(owner_w), str(r[1]).ljust(name_w),
+                               str(r[2]).rjust(12)] + counts + [str(r[8])]).rstrip())
+        return heading, lines
 
 
 # --- condor_history -----------------------------------------------------------------------

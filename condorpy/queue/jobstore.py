@@ -252,33 +252,45 @@ class JobStore:
         if left is not None and left <= 0:
             return
         budget = Budget.for_user()      # one for the whole walk, as history's
-        last = (0, -1) if cluster is None else (cluster, -1)
-        where = "" if cluster is None else f"cluster = {int(cluster)} AND "
-        while True:
-            chunk = _CHUNK if expr is not None or left is None else min(_CHUNK, left)
-            cur = self.db.conn().execute(
-                "SELECT cluster, proc, status, entered, ad FROM jobs "
-                f"WHERE {where}(cluster, proc) > (?, ?) ORDER BY cluster, proc "
-                f"LIMIT {chunk}", last)
-            # bounded in bytes too: a reply to a reader that stalls holds one chunk
-            rows, size = [], 0
-            for row in cur:
-                rows.append(row)
-                size += len(row[4])
-                if size >= _CHUNK_BYTES:
-                    break
-            cur.close()
-            if not rows:
-                return
-            last = (rows[-1][0], rows[-1][1])
-            if size >= _CHUNK_BYTES and len(rows) < chunk:
-                chunk = len(rows)       # cut short by size, not the end of the queue
+        size = _CHUNK if expr is not None or left is None else min(_CHUNK, left)
+        for rows in self.row_chunks(cluster=cluster, size=size):
             found = select(rows, expr, path=self.path, clock=self.db.clock, limit=left,
                            budget=budget)
             if left is not None:
                 left -= len(found)
             yield found
-            if (left is not None and left <= 0) or len(rows) < chunk:
+            if left is not None and left <= 0:
+                return
+
+    def row_chunks(self, *, cluster: int | None = None, size: int = _CHUNK
+                   ) -> Iterator[list[JobRow]]:
+        """The queue's rows as stored, unparsed, in id order (of one ``cluster``, if
+        given), ``size`` rows at a time or fewer when their ads hold
+        :data:`_CHUNK_BYTES` of text: a reply to a reader that stalls holds one chunk.
+        No statement stays open between chunks: the store may be written meanwhile
+        (a job changed since is read as it is then)."""
+        last = (0, -1) if cluster is None else (cluster, -1)
+        where = "" if cluster is None else f"cluster = {int(cluster)} AND "
+        chunk = size
+        while True:
+            cur = self.db.conn().execute(
+                "SELECT cluster, proc, status, entered, ad FROM jobs "
+                f"WHERE {where}(cluster, proc) > (?, ?) ORDER BY cluster, proc "
+                f"LIMIT {chunk}", last)
+            rows, held = [], 0
+            for row in cur:
+                rows.append(row)
+                held += len(row[4])
+                if held >= _CHUNK_BYTES:
+                    break
+            cur.close()
+            if not rows:
+                return
+            last = (rows[-1][0], rows[-1][1])
+            if held >= _CHUNK_BYTES and len(rows) < chunk:
+                chunk = len(rows)       # cut short by size, not the end of the queue
+            yield rows
+            if len(rows) < chunk:
                 return
 
     def cluster(self, cluster_id: int) -> Iterator[JobRecord]:

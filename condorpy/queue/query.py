@@ -31,11 +31,12 @@ _OPTIONS: dict[str, int] = {
     "match": 1, "all": 3, "reason": 3, "wide": 1, "format": 1, "allusers": 2,
     "all-users": 2, "userlog": 1, "file": 2, "forwards": 4, "backwards": 1,
     "analyze": 2, "analyse": 2, "better-analyze": 2, "better-analyse": 2,
+    "stream-results": 2,
 }
 _BY_COMMAND: dict[str, set[str]] = {
     "q": {"constraint", "af", "long", "json", "nobatch", "batch", "hold", "run", "idle",
           "limit", "totals", "wide", "format", "allusers", "userlog", "analyze",
-          "better-analyze"},
+          "better-analyze", "stream-results"},
     "history": {"constraint", "af", "long", "json", "limit", "wide", "format", "file",
                 "forwards", "backwards"},
     "rm": {"constraint", "all"},
@@ -96,6 +97,7 @@ class Query:
     userlog: str | None = None         # q -userlog FILE
     history_file: str | None = None    # history -file FILE
     forwards: bool = False             # history -forwards: oldest first
+    stream_results: bool = False       # q -stream-results: rows as they come
 
     def matches(self, ad: ClassAd, ctx: CallContext | None = None) -> bool:
         """Whether ``ad`` is selected; the constraints are evaluated in ``ctx`` (with its
@@ -175,7 +177,7 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
     reason: str | None = None
     state_arg: str | None = None
     formats: list[FormatItem] = []
-    wide = all_users = forwards = False
+    wide = all_users = forwards = stream_results = False
     width: int | None = None
     userlog: str | None = None
     history_file: str | None = None
@@ -254,6 +256,8 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
                 width, wide = int(text), False
         elif name == "allusers":
             all_users = True
+        elif name == "stream-results":
+            stream_results = True
         elif name == "userlog":
             userlog = value()
         elif name == "file":
@@ -301,6 +305,11 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
             raise QueryArgumentError("cannot be combined with job ids or owners",
                                      argument="-all")
 
+    if stream_results and output == "batch":
+        # condor_q: a batch's row needs all its jobs
+        raise QueryArgumentError("cannot be combined with -batch", argument="-stream-results")
+    if stream_results and output is None and state_arg is None:
+        output = "nobatch"
     if command == "q" and output in (None, "batch", "nobatch") and state_arg is not None:
         # condor_q: -hold and -run have layouts of their own; -idle lists job by job
         if status == 5:
@@ -315,4 +324,5 @@ def parse_query(argv: Sequence[str], command: Command) -> Query:
                  all_jobs=all_jobs, reason=reason,
                  formats=tuple(formats) if output == "format" else (), wide=wide,
                  width=width, all_users=all_users, userlog=userlog,
-                 history_file=history_file, forwards=forwards)
+                 history_file=history_file, forwards=forwards,
+                 stream_results=stream_results)

@@ -1,5 +1,6 @@
 """Talking to the running daemon: one request over the control socket, one answer
-(:func:`call`), or several in turn over one connection (:class:`Connection`).
+(:func:`call`), or several in turn over one connection (:class:`Connection`), or one
+whose long list is read as it comes (:func:`stream`).
 
 The client asks for a streamed reply (see :mod:`condorpy.startd.control`): a long
 list comes in lines of bounded size, so a queue or history of any length can be read,
@@ -12,7 +13,7 @@ import json
 import socket
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, Generator, Iterator
 
 from condorpy.errors import StartdError
 from condorpy.inputs import loads_json
@@ -63,9 +64,27 @@ class Connection:
 
     def call(self, command: str, args: dict[str, Any] | None = None) -> Any:
         """Send one request on this connection and return its result."""
+        replies = self.exchange(command, args or {})
+        try:
+            head, key = next(replies)
+            if key is None:
+                return head
+            items: list[Any] = []
+            for part in replies:
+                items.extend(part)
+            head[key] = items
+            return head
+        finally:
+            replies.close()
+
+    def exchange(self, command: str, args: dict[str, Any]
+                 ) -> Generator[Any, None, None]:
+        """Send one request; first (result, its stream key or None), then each part of
+        a streamed list as it arrives, the end line checked. Errors are one clear
+        line."""
         path, timeout = self.path, self.timeout
         try:
-            self.sock.sendall(encode_request(command, args or {}, stream=True))
+            self.sock.sendall(encode_request(command, args, stream=True))
         except socket.timeout:
             raise DaemonUnreachable(f"condorpy startd at {path} did not take the request "
                                     f"within {timeout:g} s") from None
@@ -75,23 +94,74 @@ class Connection:
         first = lines.reply()
         key = first.get("stream")
         if key is None:
-            return _result(first)
+            yield _result(first), None
+            return
         head = _result(first)
         if not isinstance(key, str) or not isinstance(head, dict):
             raise lines.malformed()
-        items: list[Any] = []
+        yield head, key
+        count = 0
         while True:
             line = lines.next()
             if isinstance(line, list):
-                items.extend(line)
+                count += len(line)
+                yield line
                 continue
             if not isinstance(line, dict) or "ok" not in line:
                 raise lines.malformed()
             _result(line)
-            if line.get("end") != len(items):
+            if line.get("end") != count:
                 raise lines.malformed()
-            head[key] = items
-            return head
+            return
+
+
+class Streaming:
+    """A streamed reply read as it comes: :attr:`head` (the result without its list),
+    then :meth:`parts`, each the next items of the list. The connection closes at
+    :meth:`close` (also as a context manager)."""
+
+    def __init__(self, conn: Connection, command: str, args: dict[str, Any],
+                 key: str) -> None:
+        self._conn = conn
+        self._replies = conn.exchange(command, args)
+        try:
+            head, streamed = next(self._replies)
+        except BaseException:
+            conn.close()
+            raise
+        self._whole: list[Any] | None = None
+        if streamed is None:
+            # a one-line answer (a daemon that streams no list): its list is one part
+            if not isinstance(head, dict):
+                conn.close()
+                raise conn.lines.malformed()
+            whole = head.pop(key, [])
+            self._whole = whole if isinstance(whole, list) else []
+        self.head: dict[str, Any] = head
+
+    def parts(self) -> Iterator[list[Any]]:
+        if self._whole is not None:
+            yield self._whole
+            return
+        yield from self._replies
+
+    def close(self) -> None:
+        self._replies.close()
+        self._conn.close()
+
+    def __enter__(self) -> Streaming:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def stream(path: Path, command: str, args: dict[str, Any] | None = None, *,
+           key: str = "ads", timeout: float = 60.0) -> Streaming:
+    """Send one request whose result has a long list ``key`` and read its answer as it
+    comes (see :class:`Streaming`), so that a caller may show the first items before
+    the last arrive and never hold them all."""
+    return Streaming(Connection(path, timeout), command, args or {}, key)
 
 
 def _connect(sock: socket.socket, path: Path, timeout: float) -> None:

@@ -27,7 +27,7 @@ from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.queue.edit import EditRules, check_edit
 from condorpy.queue.submit_checks import costly_expression
 from condorpy.queue.limits import QueueLimits
-from condorpy.queue.projection import project
+from condorpy.queue.projection import project, projected_chunks
 from condorpy.startd import control, job_tail
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, JobStore, parse_constraint
 from condorpy.queue.records import Differ, ad_text, record_of
@@ -118,11 +118,15 @@ class Commands:
     def q(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # a chunk of the queue at a time, the loop's turn given back between chunks:
         # a long queue is never held whole, and others are answered meanwhile
-        chunks = self.d.store.chunks(parse_constraint(args.get("constraint")),
-                                     limit=args.get("limit"))
-        return control.Streamed(
-            {"schedd": self.d.schedd_name(), "address": str(self.d.socket),
-             "now": self.d.clock.time()}, "ads", _paused(chunks, _ad_text(args)))
+        head = {"schedd": self.d.schedd_name(), "address": str(self.d.socket),
+                "now": self.d.clock.time()}
+        # each ad as stored, or only the names the client reads cut from its text:
+        # no ad is parsed that the constraint does not need (queue.projection)
+        texts = projected_chunks(self.d.store.row_chunks(), args.get("projection") or None,
+                                 parse_constraint(args.get("constraint")),
+                                 path=self.d.store.path, limit=args.get("limit"),
+                                 clock=self.d.clock.time)
+        return control.Streamed(head, "ads", _paused_texts(texts))
 
     def history(self, args: dict[str, Any], peer: control.Peer) -> Any:
         # newest first, read only as far as the limit needs (history -limit N), each
@@ -580,6 +584,13 @@ def _paused(chunks: Iterator[list[JobRecord]], text: Callable[[ClassAd], str]
     for chunk in chunks:
         for rec in chunk:
             yield text(rec.ad)
+        yield control.PAUSE
+
+
+def _paused_texts(chunks: Iterator[list[str]]) -> Iterator[Any]:
+    """:func:`_paused` for ads already text."""
+    for chunk in chunks:
+        yield from chunk
         yield control.PAUSE
 
 
