@@ -249,7 +249,12 @@ def projected_chunks(chunks: Iterable[list[JobRow]], names: Iterable[str] | None
     for rows in chunks:
         out: list[str] = []
         for cluster, proc, status, entered, text in rows:
-            cut = projector.project(text) if projector is not None else text
+            try:
+                cut = projector.project(text) if projector is not None else text
+            except ClassAdError:
+                # only the store wrote the row: name it as damage, as a whole read does
+                record_of((cluster, proc, status, entered, text), path)
+                raise
             if constraint is not None:
                 ad = record_of((cluster, proc, status, entered, cut), path).ad
                 ok = ad.eval_expr(constraint, None, ctx) is True
