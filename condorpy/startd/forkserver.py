@@ -79,7 +79,7 @@ from condorpy.starter.ads import (ad_values, custom_memory_limit, final_ad_text,
                                   write_atomically)
 from condorpy.starter.knobs import settings_from_knobs
 from condorpy.starter.settings import StarterSettings
-from condorpy.starter.starter import Starter
+from condorpy.starter.starter import Abandoned, Starter
 from condorpy.startd.starter_logs import open_starter_log
 
 PROTOCOL_VERSION = 1
@@ -582,12 +582,8 @@ class _Server:
                 return
             os.write(wfd, b"ready\n")
             os.close(wfd)
-            if go_r >= 0 and not _released(go_r):
-                print(f"condorpy starter: job {prep.request.job_id}: the startd went "
-                      f"away before it recorded this starter; the job was not started",
-                      file=sys.stderr, flush=True)
-                code = _EXIT_VACATED
-                return
+            if go_r >= 0:
+                starter.gate = lambda: _released(go_r)
             code = _run_starter(prep, starter)
         except BaseException:       # a starter must never fall back into the server loop
             traceback.print_exc()
@@ -700,6 +696,11 @@ def _run_starter(prep: _Prepared, starter: Starter) -> int:
     req = prep.request
     try:
         outcome = starter.run()
+    except Abandoned:
+        print(f"condorpy starter: job {req.job_id}: the startd went away before it "
+              f"recorded this starter; the job was not started", file=sys.stderr,
+              flush=True)
+        return _EXIT_VACATED
     except CondorpyError as exc:
         print(f"condorpy starter: job {req.job_id}: {exc}", file=sys.stderr, flush=True)
         return _EXIT_FAILED

@@ -53,6 +53,11 @@ def _stderr_notice(text: str) -> None:
     print(f"condorpy starter: {text}", file=sys.stderr, flush=True)
 
 
+class Abandoned(Exception):
+    """The startd went away before it recorded this starter: the job must not start
+    (the next startd runs it from its queue) and nothing of it may be reported."""
+
+
 class Starter:
     def __init__(self, job_ad: Mapping[str, object], slot_ad: Mapping[str, object],
                  settings: StarterSettings, *, job_ad_text: str = "",
@@ -87,6 +92,10 @@ class Starter:
         self.xfer: LocalTransfer | None = None  # a local job's file transfer
         self.notices: list[str] = []
         self.memory_limit: int | None = None
+        # The startd's word that it recorded this starter (the fork server's hold):
+        # asked just before the job starts or anything is reported, so that the set-up
+        # (sandbox, input, cgroup) overlaps the startd's record.
+        self.gate: Callable[[], bool] | None = None
 
     @property
     def socket_path(self) -> str:
@@ -135,8 +144,14 @@ class Starter:
             for signum_int, handler in early.items():
                 signal.signal(signum_int, handler)
 
+    def _go(self) -> None:
+        gate, self.gate = self.gate, None
+        if gate is not None and not gate():
+            raise Abandoned("the startd went away before it recorded this starter")
+
     def _held_before_start(self, hold: JobHold, ident: JobIdentity,
                            user: JobUser | None) -> Outcome:
+        self._go()
         if self.userlog is None:
             self.userlog = open_log_for_hold(hold, ident, self.submitter or user,
                                              self.slot_ad, self.settings, self.wall,
@@ -185,6 +200,7 @@ class Starter:
                                     disk_limit_kb(self.slot_ad, self.job_ad)
                                     if self.settings.enforce_disk else None,
                                     self.settings.update_interval_s, self.clock)
+        self._go()
         start = self.clock()
         self.proc = launch(plan, job_id=job.job_id)
         family = None if self.cgroup is not None else proctrack.ProcessFamily(

@@ -429,6 +429,10 @@ def test_a_held_starter_whose_startd_goes_runs_nothing(env: Env, server: ForkSer
     assert not (marks / "ran").exists()
     assert not os.path.exists(launched.result_path)
     assert "the job was not started" in Path(launched.log_path).read_text()
+    # the set-up it made while it waited (the starter prepares the job while the
+    # startd records it) is gone with it: no scratch directory, no socket
+    left = [p.name for p in env.execute.iterdir() if p.is_dir() or p.suffix == ".sock"]
+    assert left == [], left
 
 
 CLIENT = textwrap.dedent("""
