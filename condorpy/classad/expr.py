@@ -108,6 +108,17 @@ class Expr:
         refs = self.scoped_references()
         return refs["my"] | refs["target"] | refs["unscoped"]
 
+    def calls_any(self, names: frozenset[str]) -> bool:
+        """Whether the expression calls a function named in ``names`` (lower-cased):
+        one whose result the attributes it names do not fix (eval, random...)."""
+        stack: list[Node] = [self.node]
+        while stack:
+            n = stack.pop()
+            if type(n) is Call and n.name.lower() in names:
+                return True
+            stack.extend(n.children())
+        return False
+
     def scoped_references(self) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {"my": set(), "target": set(), "unscoped": set()}
         stack: list[Node] = [self.node]

@@ -204,12 +204,8 @@ def leaf_refs(ad: Any, name: str) -> frozenset[str]:
             if attr != name.lower():
                 leaves.add(attr)      # a slot value: shareable only if machine-wide
             continue
-        nodes = [expr.node]
-        while nodes:
-            n = nodes.pop()
-            if type(n) is ast.Call and n.name.lower() in _DYNAMIC_CALLS:
-                return _NOT_SHAREABLE
-            nodes.extend(n.children())
+        if expr.calls_any(_DYNAMIC_CALLS):
+            return _NOT_SHAREABLE
         refs = expr.scoped_references()
         if refs["target"]:
             return _NOT_SHAREABLE

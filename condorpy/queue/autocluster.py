@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from condorpy.classad import ClassAd, Expr, parse_expr
-from condorpy.classad.ast import Call, unparse
+from condorpy.classad.ast import unparse
 from condorpy.errors import ClassAdError
 from condorpy.queue.records import JobId
 
@@ -41,16 +41,6 @@ _DYNAMIC_CALLS = frozenset({"eval"})
 _JOB_ROOTS = ("requirements", "rank")
 _REQUEST_PREFIXES = ("request", "require")
 _CACHE_MAX = 8192
-
-
-def _dynamic(expr: Expr) -> bool:
-    nodes = [expr.node]
-    while nodes:
-        n = nodes.pop()
-        if type(n) is Call and n.name.lower() in _DYNAMIC_CALLS:
-            return True
-        nodes.extend(n.children())
-    return False
 
 
 class References:
@@ -88,7 +78,7 @@ class References:
 
     @staticmethod
     def of_expr(expr: Expr) -> dict[str, set[str]] | None:
-        return None if _dynamic(expr) else expr.scoped_references()
+        return None if expr.calls_any(_DYNAMIC_CALLS) else expr.scoped_references()
 
 
 def slot_significant(ads: Iterable[ClassAd], carve_texts: Iterable[str] = (),

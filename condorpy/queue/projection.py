@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr, parse_expr
-from condorpy.classad.ast import Call
 from condorpy.errors import ClassAdError, QueueError
 from condorpy.inputs import shorten
 from condorpy.queue.formats import layout_attrs
@@ -83,7 +82,7 @@ def project(ad: ClassAd, names: Iterable[str]) -> ClassAd:
         expr = ad.lookup(name)
         if expr is None:
             continue
-        if _dynamic(expr):
+        if expr.calls_any(DYNAMIC_CALLS):
             return ad
         keep.add(name)
         stack.extend(expr.references())
@@ -139,7 +138,8 @@ class TextProjector:
             expr = parse_expr(text)
         except ClassAdError:
             expr = None
-        refs = None if expr is None or _dynamic(expr) else frozenset(expr.references())
+        refs = None if expr is None or expr.calls_any(DYNAMIC_CALLS) \
+            else frozenset(expr.references())
         if len(self._refs) >= _EXPRS_KEPT:
             self._refs.clear()
         self._refs[text] = refs
@@ -211,16 +211,6 @@ class TextProjector:
                 return None
             want = want | more
             found = self._find(text, want, {})
-
-
-def _dynamic(expr: Expr) -> bool:
-    nodes = [expr.node]
-    while nodes:
-        node = nodes.pop()
-        if type(node) is Call and node.name.lower() in DYNAMIC_CALLS:
-            return True
-        nodes.extend(node.children())
-    return False
 
 
 def projected_chunks(chunks: Iterable[list[JobRow]], names: Iterable[str] | None,
