@@ -9,6 +9,8 @@ import random
 import time
 from pathlib import Path
 
+from tests.startd.daemon_helpers import Daemon
+
 SEED_VAR = "CONDORPY_FAULT_SEED"
 RUNS_VAR = "CONDORPY_FAULT_RUNS"
 SECONDS_VAR = "CONDORPY_FUZZ_SECONDS"
@@ -65,6 +67,17 @@ def tracebacks(log: str) -> list[str]:
         if "Traceback" in line or "internal error" in line:
             hits.append("\n".join(lines[max(0, i - 2):i + 12]))
     return hits
+
+
+def assert_unharmed(daemon: Daemon, s: int, before: set[str], after: set[str]) -> None:
+    """What a fuzzer's run must leave: the daemon up, no descriptor more than at its
+    start, no traceback or internal error in its log (each message names the seed)."""
+    assert daemon.proc is not None and daemon.proc.poll() is None, \
+        f"{replay(s)}: the daemon died\n{daemon.output()}"
+    assert len(after) <= len(before), (f"{replay(s)}: descriptors leaked: "
+                                       f"{sorted(after - before)}")
+    found = tracebacks(daemon.whole_log())
+    assert not found, f"{replay(s)}:\n" + "\n---\n".join(found[:3])
 
 
 def processes_naming(mark: str) -> list[str]:

@@ -39,7 +39,8 @@ from condorpy.pool.security import (DC_AUTHENTICATE, ClientPolicy, Level, Receiv
                                     StartCrypto, auth_request_ad, client_handshake)
 from condorpy.pool.sinful import parse_address
 from condorpy.pool.wire_ad import get_classad, put_classad
-from tests.faults.common import fds, replay, seconds, seed, settled_fds, tracebacks
+from tests.faults.common import (assert_unharmed, fds, replay, seconds, seed,
+                                 settled_fds, tracebacks)
 from tests.startd.daemon_helpers import Daemon, running, wait_for
 
 DEFAULT_SECONDS = 6.0
@@ -305,11 +306,7 @@ def test_the_cedar_port_survives_a_seeded_fuzzer(daemon: Daemon) -> None:
             + "\n".join(f"{x[:100]!r} ({len(x)} B)" for x in sent[-BATCH:])
             + f"\n{daemon.output()}") from exc
     print(f"{batches} batches of {BATCH} (handshakes: {dict(deep)}), {replay(s)}")
-    assert daemon.proc.poll() is None, f"{replay(s)}: the daemon died\n{daemon.output()}"
-    assert len(after) <= len(before), (f"{replay(s)}: descriptors leaked: "
-                                       f"{sorted(after - before)}")
-    found = tracebacks(daemon.whole_log())
-    assert not found, f"{replay(s)}:\n" + "\n---\n".join(found[:3])
+    assert_unharmed(daemon, s, before, after)
     # every connection it dropped is named by its peer
     dropped = [ln for ln in daemon.output().splitlines() if "pool:" in ln]
     assert dropped and all("127.0.0.1" in ln for ln in dropped), dropped[:5]

@@ -26,7 +26,7 @@ import pytest
 from condorpy.startd.client import RequestRefused
 from condorpy.startd.control import (ARGS, COMMANDS, MAX_REQUEST, ArgType, Request,
                                      parse_request)
-from tests.faults.common import fds, replay, seconds, seed, settled_fds, tracebacks
+from tests.faults.common import assert_unharmed, fds, replay, seconds, seed, settled_fds
 from tests.startd.daemon_helpers import Daemon, running
 
 DEFAULT_SECONDS = 6.0
@@ -247,8 +247,4 @@ def test_the_control_socket_survives_a_seeded_fuzzer(daemon: Daemon) -> None:
         raise AssertionError(f"{replay(s)}: {exc!r} after batch {batches}; last sent:\n"
                              + "\n".join(sent[-BATCH:]) + f"\n{daemon.output()}") from exc
     print(f"{batches} batches of {BATCH} ({dict(seen)}), {replay(s)}")
-    assert daemon.proc.poll() is None, f"{replay(s)}: the daemon died\n{daemon.output()}"
-    assert len(after) <= len(before), (f"{replay(s)}: descriptors leaked: "
-                                       f"{sorted(after - before)}")
-    found = tracebacks(daemon.whole_log())
-    assert not found, f"{replay(s)}:\n" + "\n---\n".join(found[:3])
+    assert_unharmed(daemon, s, before, after)

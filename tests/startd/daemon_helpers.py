@@ -15,6 +15,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any, Callable
 
+from condorpy.classad import ClassAd
 from condorpy.startd.client import call
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,6 +166,16 @@ class Daemon:
                     os.kill(int(entry.name), signal.SIGKILL)
             except OSError:
                 pass
+
+
+
+def slot_values(d: Daemon) -> list[dict[str, object]]:
+    """Each live slot ad of ``d``'s `status`, its attributes evaluated."""
+    out = []
+    for text in d.call("status")["ads"]:
+        ad = ClassAd.parse_old(text)
+        out.append({k: ad.evaluate(k) for k in ad.keys()})
+    return out
 
 
 @contextlib.contextmanager

@@ -6,9 +6,12 @@ in-process on the resource manager: tests/startd/test_resource_manager.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
+import time
+import tty as tty_mod
 from pathlib import Path
 from typing import Iterator
 
@@ -189,47 +192,55 @@ PREEMPT = False
 """
 
 
-def test_desktop_policy_suspends_on_a_keystroke_and_resumes(tmp_path: Path) -> None:
-    """A real idle measurement: the atime of a terminal device the configuration names
-    as the console, which is what a keystroke on it changes."""
-    import time
+@contextlib.contextmanager
+def _desktop_job(tmp_path: Path, *, raw: bool = False
+                 ) -> Iterator[tuple[Daemon, Path, int, int, str]]:
+    """A daemon under the desktop policy whose console is a fresh pty, idle for an
+    hour, running one sleep job: (daemon, its jobs' directory, the pty's master and
+    slave ends, the tty's path). ``raw``: keystrokes are read as they come, as a
+    shell's line editor reads them."""
     master, slave = os.openpty()
+    if raw:
+        tty_mod.setraw(slave)
     tty = os.ttyname(slave)
     try:
         then = time.time() - 3600
         os.utime(tty, (then, then))
-        d = Daemon(tmp_path, extra=DESKTOP.format(tty=tty.removeprefix("/dev/")))
-        d.start()
-        try:
+        with running(Daemon(tmp_path, extra=DESKTOP.format(
+                tty=tty.removeprefix("/dev/")))) as d:
             work = _jobs_dir(tmp_path)
             submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
                       "log = job.log\nqueue\n", work)
             wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
-            os.utime(tty, None)               # someone types: the device's atime moves
-            t0 = time.monotonic()
-            wait_for(lambda: counts(d).get(7) == 1, 10, d.output)
-            assert time.monotonic() - t0 < 5
-            assert "Suspended" in d.cli("status").stdout
-            away = time.time() - 600
-            os.utime(tty, (away, away))         # and goes away again
-            wait_for(lambda: counts(d).get(2) == 1, 10, d.output)
-            import htcondor2
-
-            def kinds() -> list[str]:
-                return [e.type.name for e in
-                        htcondor2.JobEventLog(str(work / "job.log")).events(stop_after=0)]
-            # The queue says Running once the starter is told; the starter writes the
-            # event once it has resumed the job.
-            wait_for(lambda: "JOB_UNSUSPENDED" in kinds(), 10, d.output)
-            assert "JOB_SUSPENDED" in kinds()
-            d.cli("rm", "-all")
-            wait_for(lambda: counts(d).get(3) == 1, 30, d.output)
-        finally:
-            d.stop()
-            d.kill_leftovers()
+            yield d, work, master, slave, tty
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_desktop_policy_suspends_on_a_keystroke_and_resumes(tmp_path: Path) -> None:
+    """A real idle measurement: the atime of a terminal device the configuration names
+    as the console, which is what a keystroke on it changes."""
+    with _desktop_job(tmp_path) as (d, work, _master, _slave, tty):
+        os.utime(tty, None)               # someone types: the device's atime moves
+        t0 = time.monotonic()
+        wait_for(lambda: counts(d).get(7) == 1, 10, d.output)
+        assert time.monotonic() - t0 < 5
+        assert "Suspended" in d.cli("status").stdout
+        away = time.time() - 600
+        os.utime(tty, (away, away))         # and goes away again
+        wait_for(lambda: counts(d).get(2) == 1, 10, d.output)
+        import htcondor2
+
+        def kinds() -> list[str]:
+            return [e.type.name for e in
+                    htcondor2.JobEventLog(str(work / "job.log")).events(stop_after=0)]
+        # The queue says Running once the starter is told; the starter writes the
+        # event once it has resumed the job.
+        wait_for(lambda: "JOB_UNSUSPENDED" in kinds(), 10, d.output)
+        assert "JOB_SUSPENDED" in kinds()
+        d.cli("rm", "-all")
+        wait_for(lambda: counts(d).get(3) == 1, 30, d.output)
 
 
 def test_a_keystroke_suspends_even_where_the_terminal_s_atime_does_not_move(
@@ -238,36 +249,17 @@ def test_a_keystroke_suspends_even_where_the_terminal_s_atime_does_not_move(
     keystroke itself (inotify on the console device). The test types on a raw pty as a
     shell would read it, then puts the atime back an hour: only the keystroke seen as
     it happened can suspend the job."""
-    import time
-    import tty as tty_mod
-    master, slave = os.openpty()
-    tty_mod.setraw(slave)
-    tty = os.ttyname(slave)
-    try:
+    with _desktop_job(tmp_path, raw=True) as (d, _work, master, slave, tty):
         then = time.time() - 3600
-        os.utime(tty, (then, then))
-        d = Daemon(tmp_path, extra=DESKTOP.format(tty=tty.removeprefix("/dev/")))
-        d.start()
-        try:
-            work = _jobs_dir(tmp_path)
-            submit(d, "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
-                      "queue\n", work)
-            wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
-            time.sleep(1.5)                     # the probe has read the hour-old atime
-            os.write(master, b"k")              # the owner types; the shell reads it
-            os.read(slave, 1)
-            os.utime(tty, (then, then))         # as if the kernel had not moved the atime
-            wait_for(lambda: counts(d).get(7) == 1, 30, d.output)
-            ads = d.call("status")["ads"]
-            assert any("KeyboardIdle = " in a and "Suspended" in a for a in ads), ads
-            d.cli("rm", "-all")
-            wait_for(lambda: counts(d).get(3) == 1, 30, d.output)
-        finally:
-            d.stop()
-            d.kill_leftovers()
-    finally:
-        os.close(master)
-        os.close(slave)
+        time.sleep(1.5)                     # the probe has read the hour-old atime
+        os.write(master, b"k")              # the owner types; the shell reads it
+        os.read(slave, 1)
+        os.utime(tty, (then, then))         # as if the kernel had not moved the atime
+        wait_for(lambda: counts(d).get(7) == 1, 30, d.output)
+        ads = d.call("status")["ads"]
+        assert any("KeyboardIdle = " in a and "Suspended" in a for a in ads), ads
+        d.cli("rm", "-all")
+        wait_for(lambda: counts(d).get(3) == 1, 30, d.output)
 
 
 def test_off_ends_the_jobs_and_the_daemon(tmp_path: Path) -> None:

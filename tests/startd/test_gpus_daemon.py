@@ -13,7 +13,8 @@ from typing import Iterator
 import pytest
 
 from condorpy.classad import ClassAd, Undefined
-from tests.startd.daemon_helpers import Daemon, running, submit, wait_for
+from tests.startd.daemon_helpers import (Daemon, running, slot_values, submit,
+                                         wait_for)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/tmp", os.W_OK),
                                 reason="needs a writable /tmp")
@@ -124,14 +125,6 @@ while True:
 """
 
 
-def _slot_ads(d: Daemon) -> list[dict[str, object]]:
-    out = []
-    for text in d.call("status")["ads"]:
-        ad = ClassAd.parse_old(text)
-        out.append({k: ad.evaluate(k) for k in ad.keys()})
-    return out
-
-
 def _job_attrs(text: str) -> dict[str, object]:
     ad = ClassAd.parse_old(text)
     return {k: ad.evaluate(k) for k in ad.keys()}
@@ -152,7 +145,7 @@ def test_the_gpu_monitors_metrics_reach_the_slot_and_the_jobs_ad(tmp_path: Path)
         # while it runs: the slot holding the V100 shows the job's figures, and so does
         # the job's ad (its usage updates carry them)
         def running_slot() -> dict[str, object] | None:
-            return next((a for a in _slot_ads(d) if a.get("JobId") == "1.0" and
+            return next((a for a in slot_values(d) if a.get("JobId") == "1.0" and
                          isinstance(a.get("GPUsUsage"), float)), None)
         wait_for(lambda: running_slot() is not None, 120, d.whole_log)
         slot = running_slot()
@@ -174,7 +167,7 @@ def test_the_gpu_monitors_metrics_reach_the_slot_and_the_jobs_ad(tmp_path: Path)
         assert ended["GPUsAverageUsage"] == ended["GPUsUsage"]
         assert ended["GPUsMemoryUsage"] == 1009
         # the other slots never held the V100: no figures of a job there
-        assert not any("GPUsUsage" in a for a in _slot_ads(d))
+        assert not any("GPUsUsage" in a for a in slot_values(d))
     finally:
         d.stop()
         d.kill_leftovers()
@@ -200,7 +193,7 @@ queue
 """, work)
 
         def cuda0() -> dict[str, object]:
-            return next(a for a in _slot_ads(d) if a.get("AssignedGPUs") == "CUDA0")
+            return next(a for a in slot_values(d) if a.get("AssignedGPUs") == "CUDA0")
         wait_for(lambda: isinstance(cuda0().get("GPUsUsage"), float), 120, d.whole_log)
         assert cuda0()["JobId"] == "1.0"
         # no sample from here on: the job's end alone takes its figures away
@@ -215,7 +208,7 @@ queue
         slot = cuda0()
         assert slot["DeviceGPUsMemoryPeakUsage"] == 1009
         assert isinstance(slot["DeviceGPUsAverageUsage"], float)
-        other = next(a for a in _slot_ads(d) if a.get("AssignedGPUs") == "CUDA1")
+        other = next(a for a in slot_values(d) if a.get("AssignedGPUs") == "CUDA1")
         assert "DeviceGPUsAverageUsage" not in other     # its GPU was never reported
     finally:
         d.stop()

@@ -14,7 +14,7 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.queue.records import ad_of_text
-from tests.startd.daemon_helpers import Daemon, wait_for
+from tests.startd.daemon_helpers import Daemon, slot_values, wait_for
 
 # A fetch hook that hands out the job ads it finds in a directory, one per call,
 # moving each to "taken" so that no job is handed out twice.
@@ -147,7 +147,7 @@ def test_rejected_by_policy_then_evicted(hooks: Hooks, tmp_path: Path,
     _job(hooks.queue, 1, args="-c 'sleep 300'")
     wait_for(lambda: "reply accept j1 claim" in hooks.lines(), 30, d.output)
     wait_for(lambda: any(a.get("State") == "Claimed" and a.get("Activity") == "Busy"
-                         for a in _slot_ads(d)), 30, d.output)
+                         for a in slot_values(d)), 30, d.output)
     # The fetched job is on record like a local one: `who` and `q` show it.
     who = [ClassAd.parse_old(t) for t in d.call("who")["ads"]]
     assert [a.evaluate("JobId") for a in who if isinstance(a.evaluate("JobId"), str)] == ["1.0"]
@@ -162,14 +162,6 @@ def test_rejected_by_policy_then_evicted(hooks: Hooks, tmp_path: Path,
     time.sleep(1.5)
     assert d.statuses() == {"1.0": 3}    # the rejected job was never stored
     assert hooks.lines().count("reply accept j1 claim") == 1
-
-
-def _slot_ads(d: Daemon) -> list[dict[str, object]]:
-    out = []
-    for text in d.call("status")["ads"]:
-        ad = ClassAd.parse_old(text)
-        out.append({k: ad.evaluate(k) for k in ad.keys()})
-    return out
 
 
 @pytest.mark.parametrize("case,body,expect", [
@@ -196,7 +188,7 @@ def test_misbehaving_fetch_hooks(hooks: Hooks, tmp_path: Path, stop: list[Daemon
     wait_for(lambda: not _processes_of(bad), 10, lambda: str(_processes_of(bad)))
     assert "Traceback" not in d.output()
     assert "TEST_HOOK_FETCH_WORK" in d.output()
-    ads = _slot_ads(d)
+    ads = slot_values(d)
     assert [a["State"] for a in ads] == ["Unclaimed"]
     assert d.call("ping")["running"] == 0
     assert d.statuses() == {}

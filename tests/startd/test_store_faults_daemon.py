@@ -26,13 +26,8 @@ TRUE = "executable = /bin/true\narguments = " + "y" * 3000 + "\nqueue 5\n"
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
     d = Daemon(tmp_path / "d")
-    with small_tmpfs(d.state / "spool", "2m"):
-        d.start()
-        try:
-            yield d
-        finally:
-            d.stop()
-            d.kill_leftovers()
+    with small_tmpfs(d.state / "spool", "2m"), running(d):
+        yield d
 
 
 @pytest.fixture
