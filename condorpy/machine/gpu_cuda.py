@@ -25,9 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from condorpy.machine.gpus import GpuDevice
+from condorpy.machine.roots import CUDA_LIBRARY, NVML_LIBRARY
 
-CUDA_LIBRARY = "libcuda.so.1"
-NVML_LIBRARY = "libnvidia-ml.so.1"
 
 # CUdevice_attribute values (cuda.h)
 _CLOCK_RATE = 13

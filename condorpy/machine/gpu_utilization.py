@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from typing import Protocol, TextIO
 
 from condorpy.machine.gpus import gpu_id
+from condorpy.machine.roots import NVML_LIBRARY
 
 REPORT_INTERVAL_S = 10.0
 SAMPLE_INTERVAL_S = 1.0
-NVML_LIBRARY = "libnvidia-ml.so.1"
 _MIB = 1024 * 1024
 
 

@@ -635,7 +635,7 @@ def _driver_devices(opts: GpuOptions, roots: HostRoots) \
 
     nvml = _nvml_devices()
     # no NVIDIA driver, no CUDA: spare every start-up a child process
-    if not (roots.dev / "nvidiactl").exists() and roots.cuda_library == "libcuda.so.1":
+    if not (roots.dev / "nvidiactl").exists():
         return nvml
     cuda = cuda_devices(roots.environ(), dynamic=opts.dynamic, hidden=VISIBILITY_VARS,
                         cuda_library=roots.cuda_library, nvml_library=roots.nvml_library)

@@ -31,6 +31,11 @@ class Uname:
         return cls(u.sysname, u.nodename, u.release, u.version, u.machine)
 
 
+# the NVIDIA driver's own libraries, by their sonames
+CUDA_LIBRARY = "libcuda.so.1"
+NVML_LIBRARY = "libnvidia-ml.so.1"
+
+
 @dataclass(frozen=True)
 class HostRoots:
     """The paths and system calls the probes read; defaults are the real host's."""
@@ -53,8 +58,8 @@ class HostRoots:
     # whether the GPU driver's libraries (CUDA, NVML) may be tried; tests of fake trees
     # turn it off
     use_nvml: bool = True
-    cuda_library: str = "libcuda.so.1"
-    nvml_library: str = "libnvidia-ml.so.1"
+    cuda_library: str = CUDA_LIBRARY
+    nvml_library: str = NVML_LIBRARY
 
     def environ(self) -> Mapping[str, str]:
         return os.environ if self.env is None else self.env

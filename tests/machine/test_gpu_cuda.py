@@ -76,6 +76,9 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 
 def _ad(argv: list[str], tmp: Path, libs: tuple[str, str], **kw: object) -> dict[str, object]:
+    # the driver's control node: what the probe looks for before it asks CUDA
+    (tmp / "dev").mkdir(exist_ok=True)
+    (tmp / "dev" / "nvidiactl").touch()
     r = roots(tmp, use_nvml=True, cuda_library=libs[0], nvml_library=libs[1], **kw)
     return parse_ad_lines(gpus.discover(argv, r), "test")
 
@@ -129,3 +132,9 @@ def test_no_driver_or_a_failing_one_is_no_gpu_and_falls_back(
     assert cuda_devices({"FAKE_CUDA_FAIL": "1"}, dynamic=False, cuda_library=libs[0]) is None
     ad = _ad([], tmp_path, libs, env={"FAKE_CUDA_FAIL": "1"})
     assert ad == {"DetectedGPUs": 0}
+
+
+def test_without_the_driver_s_control_node_cuda_is_not_asked(
+        tmp_path: Path, libs: tuple[str, str]) -> None:
+    r = roots(tmp_path, use_nvml=True, cuda_library=libs[0], nvml_library=libs[1])
+    assert parse_ad_lines(gpus.discover([], r), "test") == {"DetectedGPUs": 0}
