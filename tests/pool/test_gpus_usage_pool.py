@@ -13,8 +13,8 @@ import pytest
 from tests.pool.jobs import submit
 from tests.pool.refpool import RefPool
 from tests.pool.test_gpus_pool import CONFIG, HOST
-from tests.startd.daemon_helpers import Daemon, wait_for
-from tests.startd.test_gpus_daemon import FAKE_MONITOR, _slot_ads
+from tests.startd.daemon_helpers import Daemon, slot_values, wait_for
+from tests.startd.test_gpus_daemon import FAKE_MONITOR
 
 pytestmark = pytest.mark.pool
 POOL_TESTS_APART = True
@@ -57,7 +57,7 @@ def test_the_shadow_gets_the_gpu_figures_as_the_job_runs_and_at_its_end(
         # update; condor_q shows them once the shadow updates the schedd's queue,
         # SHADOW_QUEUE_UPDATE_INTERVAL)
         wait_for(lambda: any(a.get("JobId") == f"{cluster}.0" and
-                             isinstance(a.get("GPUsUsage"), float) for a in _slot_ads(d)),
+                             isinstance(a.get("GPUsUsage"), float) for a in slot_values(d)),
                  300, diag)
         flag.write_text("")
         wait_for(lambda: _af(refpool, "condor_history", cluster)[:1] == ["4"], 300, diag)
