@@ -340,6 +340,10 @@ NETWORK_INTERFACE = 127.0.0.1
         for s in socks:
             s.close()
         socks.clear()
+        # The daemon learns of each close when it next reads that connection; until
+        # then the host still holds its 50 and a new command from it is refused.
+        wait_for(lambda: len(fds(d.proc.pid)) <= before + 2, 30,
+                 lambda: f"{len(fds(d.proc.pid))} descriptors open, {before} before")
         assert _query(port) >= 1
         assert not tracebacks(d.whole_log())
     finally:
