@@ -30,6 +30,8 @@ from condorpy.classad import ClassAd  # noqa: E402
 from condorpy.config import load_config  # noqa: E402
 from condorpy.errors import CondorpyError  # noqa: E402
 from condorpy.queue.submit import parse_submit  # noqa: E402
+from condorpy.queue.submit_parts import parts  # noqa: E402
+from condorpy.startd.client import Connection  # noqa: E402
 from starter_bench import bare_true  # noqa: E402  (the same floor as the starter's)
 from tests.startd.daemon_helpers import Daemon, counts, wait_for  # noqa: E402
 
@@ -62,13 +64,15 @@ def htcondor_reference(n: int = 40) -> tuple[float, str]:
 def _submit_in_process(d: Daemon, text: str, work: Path) -> float:
     """Submit as `condorpy submit` does, timing from the request (no CLI start-up)."""
     t0 = time.time()
-    cluster = d.call("new_cluster")
     cfg = load_config(str(d.config))
-    ads = parse_submit(text, "bench.sub", cluster_id=int(cluster), owner="root",
-                       submit_dir=str(work), qdate=int(t0),
-                       uid_domain=cfg.get("UID_DOMAIN") or "localhost",
-                       filesystem_domain=cfg.get("FILESYSTEM_DOMAIN"))
-    d.call("submit", cluster=int(cluster), ads=[a.to_old() for a in ads])
+    with Connection(d.socket) as conn:
+        cluster = int(conn.call("new_cluster", {}))
+        ads = parse_submit(text, "bench.sub", cluster_id=cluster, owner="root",
+                           submit_dir=str(work), qdate=int(t0),
+                           uid_domain=cfg.get("UID_DOMAIN") or "localhost",
+                           filesystem_domain=cfg.get("FILESYSTEM_DOMAIN"))
+        for part in parts(cluster, len(ads), ads):
+            conn.call("submit", part)
     return t0
 
 
