@@ -59,6 +59,7 @@ import argparse
 import gc
 import json
 import os
+import pwd
 import select
 import signal
 import socket
@@ -78,6 +79,7 @@ from condorpy.inputs import loads_json
 from condorpy.starter.ads import (ad_values, custom_memory_limit, final_ad_text,
                                   write_atomically)
 from condorpy.starter.knobs import settings_from_knobs
+from condorpy.starter.libc import libc
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.starter import Abandoned, Starter
 from condorpy.startd.starter_logs import open_starter_log
@@ -730,6 +732,14 @@ def _warm_up() -> None:
     ad_values(slot, job)
     final_ad_text(job, {"ExitCode": 0, "ExitBySignal": False})
     settings_from_knobs(Config.from_mapping({}, subsystem="STARTER"), execute="/")
+    # The C library's name service modules and the ctypes handle are loaded on first
+    # use: once here, rather than in every starter before its job can start.
+    libc()
+    try:
+        me = pwd.getpwuid(os.geteuid())
+        os.getgrouplist(me.pw_name, me.pw_gid)
+    except (KeyError, OSError):
+        pass
 
 
 def serve_fd(fd: int) -> int:

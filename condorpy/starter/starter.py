@@ -24,7 +24,7 @@ from condorpy.starter.cgroup import JobCgroup
 from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
-from condorpy.starter.launcher import Launched, launch
+from condorpy.starter.launcher import Launched, prepare_launch
 from condorpy.starter.localxfer import LocalTransfer
 from condorpy.starter.meter import UsageMeter
 from condorpy.starter.prepare import cgroup_limits, cgroup_tree, launch_plan, \
@@ -200,9 +200,16 @@ class Starter:
                                     disk_limit_kb(self.slot_ad, self.job_ad)
                                     if self.settings.enforce_disk else None,
                                     self.settings.update_interval_s, self.clock)
-        self._go()
+        # forked and set up while the startd records this starter; it runs the job only
+        # once the startd's word has come
+        pending = prepare_launch(plan, job_id=job.job_id)
+        try:
+            self._go()
+        except BaseException:
+            pending.cancel()
+            raise
         start = self.clock()
-        self.proc = launch(plan, job_id=job.job_id)
+        self.proc = pending.start()
         family = None if self.cgroup is not None else proctrack.ProcessFamily(
             self.settings.proc_root, self.proc.pid, self.proc.session,
             adopter=os.getpid() if subreaper else None)
