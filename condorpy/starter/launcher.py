@@ -19,7 +19,9 @@ namespace and still the starter's own child, then goes back to its original name
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
+import json
 import os
 import signal
 from dataclasses import dataclass
@@ -222,6 +224,92 @@ class PendingLaunch:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
+
+
+class Vessel:
+    """A child forked before its job is known (a spare starter makes one while it waits
+    for its own request), waiting for the plan: :meth:`load` hands it one and returns
+    the :class:`PendingLaunch`, with no fork while a job waits to start. Not for a PID
+    namespace, which must be entered around the fork."""
+
+    def __init__(self, pid: int, plan_w: int, report: int, go: int) -> None:
+        self.pid = pid
+        # The cgroup its starter moved into after forking it: a job without a cgroup of
+        # its own runs there, as it would had the starter forked it.
+        self.home: str | None = None
+        self._plan_w = plan_w
+        self._report = report
+        self._go = go
+
+    @classmethod
+    def fork(cls) -> Vessel:
+        plan_r, plan_w = os.pipe2(os.O_CLOEXEC)
+        rfd, wfd = os.pipe2(os.O_CLOEXEC)
+        go_r, go_w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                # nothing of the forking process's is kept, its other pipes above all
+                keep = sorted((plan_r, wfd, go_r))
+                os.closerange(3, keep[0])
+                os.closerange(keep[0] + 1, keep[1])
+                os.closerange(keep[1] + 1, keep[2])
+                os.closerange(keep[2] + 1, 65536)
+                plan = _read_plan(plan_r)
+            except BaseException:
+                plan = None
+            if plan is None:
+                os._exit(0)             # not needed after all
+            env = {k.encode(): v.encode() for k, v in plan.env.items()}
+            _child(plan, wfd, go_r, env)
+        for fd in (plan_r, wfd, go_r):
+            os.close(fd)
+        return cls(pid, plan_w, rfd, go_w)
+
+    def load(self, plan: LaunchPlan, *, job_id: str) -> PendingLaunch:
+        data = json.dumps({"executable": plan.executable, "argv": list(plan.argv),
+                           "env": plan.env, "cwd": plan.cwd, "stdin": plan.stdin,
+                           "stdout": plan.stdout, "stderr": plan.stderr,
+                           "user": dataclasses.asdict(plan.user),
+                           "cgroup_procs": plan.cgroup_procs, "home": self.home}).encode()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._plan_w, view):]
+        except OSError:
+            pass            # it has gone: PendingLaunch.start reports no exec
+        finally:
+            os.close(self._plan_w)
+        return PendingLaunch(plan, job_id, self.pid, self._report, self._go)
+
+    def cancel(self) -> None:
+        """Not needed: it exits on its plan pipe's end of file; reaped here."""
+        for fd in (self._plan_w, self._report, self._go):
+            os.close(fd)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _read_plan(fd: int) -> LaunchPlan | None:
+    chunks = []
+    while True:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(fd)
+    if not chunks:
+        return None
+    d = json.loads(b"".join(chunks))
+    return LaunchPlan(executable=d["executable"], argv=tuple(d["argv"]), env=d["env"],
+                      cwd=d["cwd"], stdin=d["stdin"], stdout=d["stdout"],
+                      stderr=d["stderr"],
+                      user=JobUser(**{**d["user"], "groups": tuple(d["user"]["groups"])}),
+                      cgroup_procs=d["cgroup_procs"] or (
+                          os.path.join(d["home"], "cgroup.procs") if d["home"] else None),
+                      pid_namespace=False)
 
 
 def prepare_launch(plan: LaunchPlan, *, job_id: str) -> PendingLaunch:
