@@ -376,6 +376,8 @@ def main() -> None:
     ap.add_argument("--idle", type=int, default=60)
     ap.add_argument("--compare", metavar="REV",
                     help="measure a git revision's daemon too, alternated with this tree's")
+    ap.add_argument("--latency-rounds", type=int, default=3,
+                    help="latency with --compare: rounds, each daemon once per round")
     ap.add_argument("--no-htcondor", action="store_true",
                     help="print the quoted HTCondor figure instead of running its pool")
     parts = ("throughput", "latency", "keystroke", "idle", "busy")
@@ -391,7 +393,7 @@ def main() -> None:
                 if args.no_htcondor else htcondor_reference()
             throughput(base, args.jobs, reference)
         if "latency" in run:
-            latency(base, compare=args.compare)
+            latency(base, compare=args.compare, rounds=args.latency_rounds)
         if "keystroke" in run:
             keystroke(base)
         if "idle" in run:
