@@ -29,9 +29,8 @@ STARTER subsystem and cached by value), appends to its slot's StarterLog (the
 request's ``log_path``; without one, ``EXECUTE/starter_<pid>.log``), moves itself into
 the requested cgroup, and only then tells the server "ready" on a pipe and runs
 :class:`Starter`. A request it cannot use it reports as refused, and the server answers
-with the reason; after each launch the server prepares the same request itself while
-quiet, so that what it built on first use (configuration, ClassAd functions) is the
-next spare's already. The server answers the startd once "ready" (or the reason it
+with the reason; while quiet the server reads the last launch's configuration itself,
+so that the next spares inherit it read. The server answers the startd once "ready" (or the reason it
 failed) has arrived, so a set-up failure is an error reply, not a starter that
 silently died.
 
@@ -465,7 +464,7 @@ class _Server:
         # held starters: pid -> the write end of the pipe each waits on
         self.held: dict[int, int] = {}
         self.spare: _Spare | None = None
-        self.last: LaunchRequest | None = None      # the last launch, for the warm-up
+        self.knobs: Mapping[str, str] | None = None     # the last launch's
 
     # -- preparing, in the server, so that errors become replies --------------------
 
@@ -509,15 +508,12 @@ class _Server:
         """A starter forked ahead of its request and set up as far as it can be
         without one; it parses the request itself when it comes. ``warm``: while the
         server is quiet (not while a launch waits)."""
-        if warm and self.last is not None:
-            # The last request prepared here too: what it made on first use (the
-            # configuration, ClassAd functions' modules, caches) the next spare inherits
-            # instead of making again while its job waits.
+        if warm and self.knobs is not None:
+            # the launches' configuration read here once: the next spares inherit it
             try:
-                self.prepare(self.last)
-            except _Refused:
+                self._config(self.knobs)
+            except CondorpyError:
                 pass
-            self.last = None
         req_r, req_w = os.pipe2(os.O_CLOEXEC)
         rfd, wfd = os.pipe2(os.O_CLOEXEC)
         go_r, go_w = os.pipe2(os.O_CLOEXEC)
@@ -551,7 +547,7 @@ class _Server:
 
     def launch(self, req: LaunchRequest, line: bytes) -> Launched:
         _check_paths(req)
-        self.last = req
+        self.knobs = req.knobs
         spare, self.spare = self.spare, None
         if spare is not None:
             try:
@@ -874,8 +870,10 @@ def _warm_up() -> None:
     """Run once what every launch runs, so that lazily built state (the ClassAd
     parser's tables, the configuration defaults) is built here, shared by every child,
     rather than rebuilt in each one."""
+    # a function call loads the ClassAd function modules (slot ads call several)
     job = ClassAd.parse_old('Cmd = "/bin/true"\nClusterId = 1\nProcId = 0\n'
-                            'RequestCpus = 1 + 0\n', source="warm-up")
+                            'RequestCpus = 1 + 0\nWarm = strcat("a", "b")\n',
+                            source="warm-up")
     slot = ClassAd.parse_old('Name = "slot1@warm-up"\nCpus = 1\nMemory = 128\n',
                              source="warm-up")
     ad_values(job, slot)
