@@ -14,7 +14,10 @@ A piece is what the text holds between spaces: ``((KeyboardIdle``, ``60)``, ``&&
 time it is met and kept in a memo (bounded: cleared when full), so that a piece costs one
 dictionary look-up: configuration and ads repeat the same pieces endlessly, and nodes are
 immutable, so one node serves every parse. The memo never changes a tree: a parse that
-finds it cleared under it works the pieces out again.
+finds it cleared under it works the pieces out again (or leaves the text to the Parser).
+Making out a new piece such as ``((KeyboardIdle`` costs more than a bare token, so the
+first few parses after a start or a clear (a cold memo, where every piece is new) space
+out brackets and commas and read tokens, remembering names and numbers.
 
 Two memos, by where the piece stands: where an operand belongs, a piece is a leaf
 (``_LEAVES``: its node) or a leaf with parentheses before or after it (``_OPERANDS``:
@@ -108,10 +111,15 @@ _ALIASES: dict[str, str] = dict(_ALIASES_START)
 # what _OGEN, _OCALL, _OSPLIT and _PSPLIT pieces stand for
 _DETAILS: dict[str, Any] = {}
 _MEMO_MAX = 8192
+# parses left that read tokens rather than whole pieces (see quick_parse)
+_WARM_UP = 8
+_WARMING = _WARM_UP
 
 
 def clear_memo() -> None:
     """Forget every piece (what a cold start sees; the benchmark's cold rows)."""
+    global _WARMING
+    _WARMING = _WARM_UP
     memos: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
         (_LEAVES, _KW_NODES), (_OPERANDS, _OPERANDS_START), (_OPERATORS, _OPERATORS_START),
         (_ALIASES, _ALIASES_START))
@@ -129,9 +137,18 @@ def memo_size() -> int:
 
 def quick_parse(text: str) -> Node | None:
     """The tree of a common expression, or None where the Parser must read the text."""
+    global _WARMING
     if "\\" in text or "'" in text or "/*" in text or "\0" in text:
         return None
-    if text.isascii():
+    if memo_size() > _MEMO_MAX:
+        clear_memo()
+    if _WARMING:
+        # The first parses after a start or a clear meet new pieces only, and a bare
+        # token costs less to make out than a piece such as "((KeyboardIdle": brackets
+        # and commas are spaced out and strings taken out of the text, and only names
+        # and numbers are remembered.
+        _WARMING -= 1
+    elif text.isascii():
         # strings stay in their pieces; one holding a space (or anything else the
         # pieces cannot take) makes the loop give up, and the strings are taken out
         node = _parse(text.split(), None)
@@ -144,7 +161,11 @@ def quick_parse(text: str) -> Node | None:
     text = " \0 ".join(segs[::2])
     if not text.isascii():
         return None  # (outside strings) so that a name is [A-Za-z_][A-Za-z0-9_]*
-    return _parse(text.split(), bodies)
+    return _parse(_spaced(text).split(), bodies)
+
+
+def _spaced(text: str) -> str:
+    return text.replace("(", " ( ").replace(")", " ) ").replace(",", " , ")
 
 
 def _leaf(t: str) -> Node | None:
@@ -362,8 +383,6 @@ def _parse(toks: list[str], bodies: list[str] | None) -> Node | None:
     """The loop over the pieces (with ``bodies``: strings were taken out of the text,
     each piece _STRING_PIECE stands for the next)."""
     toks.append(_END_PIECE)
-    if memo_size() > _MEMO_MAX:
-        clear_memo()
     leaf = _LEAVES.get
     xget = _OPERANDS.get
     pget = _OPERATORS.get
@@ -389,7 +408,14 @@ def _parse(toks: list[str], bodies: list[str] | None) -> Node | None:
                     if c == _OMISS:  # a piece never read before
                         # the common ones here: a name, string or number with or
                         # without parentheses around it (a cold parse meets each)
-                        if t[0] == '"' and t[-1] == '"' and t.count('"') == 2:
+                        if t.isidentifier():
+                            if t not in _KW_ANY:  # a name
+                                cur = new(AttrRef)
+                                cur.name = t
+                                cur.scope = ""
+                                _LEAVES[t] = cur
+                                continue
+                        elif t[0] == '"' and t[-1] == '"' and t.count('"') == 2:
                             cur = new(Literal)  # a string
                             cur.value = t[1:-1]
                             _LEAVES[t] = cur
@@ -405,13 +431,20 @@ def _parse(toks: list[str], bodies: list[str] | None) -> Node | None:
                             if len(mid) < 19 and (mid[0] != "0" or len(mid) == 1):
                                 cur = new(Literal)
                                 cur.value = int(mid)
+                        elif "." in mid:
+                            scope, _, name = mid.partition(".")
+                            if scope.lower() in _SCOPES and name.isidentifier() \
+                                    and name not in _KW_ANY:
+                                cur = new(AttrRef)  # MY.x, TARGET.x
+                                cur.name = name
+                                cur.scope = scope
+                            elif mid[-1] != "." and mid.replace(".", "", 1).isdigit():
+                                cur = new(Literal)
+                                cur.value = float(mid)
                         elif mid[:1] == '"':
                             if mid[-1] == '"' and mid.count('"') == 2:
                                 cur = new(Literal)
                                 cur.value = mid[1:-1]
-                        elif mid[-1:] != "." and mid.replace(".", "", 1).isdigit():
-                            cur = new(Literal)
-                            cur.value = float(mid)
                         if cur is None:
                             o, cur, c = _operand_piece(t)
                         else:
