@@ -334,7 +334,7 @@ def _operand_meaning(t: str) -> tuple[int, Any, int]:
         if i < n:
             node = _leaf("".join(toks[i:]))
             if node is None:
-                return _osplit(t)
+                return _osplit(t, toks if mid is t else None)
         elif c and pre and pre[-1] is not None and pre[-1] not in _PREFIX_OPS:
             node = new_call(str(pre.pop()), ())  # f()
             c -= 1
@@ -353,9 +353,11 @@ def _operand_meaning(t: str) -> tuple[int, Any, int]:
     return (0, None, _OGEN)
 
 
-def _osplit(t: str) -> tuple[int, Any, int]:
-    """A piece to read as its tokens ("x>=5", "f(a,b)"), or one that is not tokens."""
-    parts = split_piece(t)
+def _osplit(t: str, parts: list[str] | None = None) -> tuple[int, Any, int]:
+    """A piece to read as its tokens ("x>=5", "f(a,b)"), or one that is not tokens
+    (``parts``: its tokens, where already known)."""
+    if parts is None:
+        parts = split_piece(t)
     if parts is None or len(parts) < 2:
         return (0, None, _OBAD)
     _DETAILS[t] = tuple(parts)
