@@ -120,18 +120,21 @@ def clear_memo() -> None:
     """Forget every piece (what a cold start sees; the benchmark's cold rows)."""
     global _WARMING
     _WARMING = _WARM_UP
-    memos: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
-        (_LEAVES, _KW_NODES), (_OPERANDS, _OPERANDS_START), (_OPERATORS, _OPERATORS_START),
-        (_ALIASES, _ALIASES_START))
-    for memo, start in memos:
-        if len(memo) != len(start):
-            memo.clear()
-            memo.update(start)
+    _LEAVES.clear()
+    _LEAVES.update(_KW_NODES)
+    _OPERANDS.clear()
+    _OPERANDS.update(_OPERANDS_START)
     _DETAILS.clear()
+    if len(_OPERATORS) != len(_OPERATORS_START):
+        _OPERATORS.clear()
+        _OPERATORS.update(_OPERATORS_START)
+        _ALIASES.clear()
+        _ALIASES.update(_ALIASES_START)
 
 
 def memo_size() -> int:
-    """Pieces the memo holds (at most _MEMO_MAX, and the pieces of the last parse)."""
+    """Entries the memos hold: bounded (each is cleared past _MEMO_MAX, before a parse),
+    with the tables of operators and punctuation they start from."""
     return len(_LEAVES) + len(_OPERANDS) + len(_OPERATORS) + len(_DETAILS)
 
 
@@ -140,7 +143,7 @@ def quick_parse(text: str) -> Node | None:
     global _WARMING
     if "\\" in text or "'" in text or "/*" in text or "\0" in text:
         return None
-    if memo_size() > _MEMO_MAX:
+    if len(_LEAVES) + len(_OPERANDS) > _MEMO_MAX:  # (_operator_piece bounds the rest)
         clear_memo()
     if _WARMING:
         # The first parses after a start or a clear meet new pieces only, and a bare
@@ -367,6 +370,8 @@ def _osplit(t: str, parts: list[str] | None = None) -> tuple[int, Any, int]:
 def _operator_piece(t: str) -> int:
     """What a piece read where an operator belongs stands for (and not in the memo): an
     odd spelling of is / isnt, or tokens to read one by one (else an error)."""
+    if len(_OPERATORS) > _MEMO_MAX:  # (odd pieces where an operator belongs are rare)
+        clear_memo()
     low = t.lower()
     if low == "is" or low == "isnt":
         _ALIASES[t] = low
@@ -464,6 +469,13 @@ def _parse(toks: list[str], bodies: list[str] | None) -> Node | None:
                     if cur is None:
                         if not c:
                             continue  # opening parentheses alone
+                        if c == _OSTR:  # a string taken out of the text
+                            if bodies is None:
+                                return None
+                            cur = new(Literal)
+                            cur.value = bodies[k]
+                            k += 1
+                            continue
                         if c == _OCALL:
                             head, cur = _DETAILS[t]
                             L += _STEP
@@ -495,13 +507,6 @@ def _parse(toks: list[str], bodies: list[str] | None) -> Node | None:
                             nest += 1
                             if nest > _MAX_NEST:
                                 return None
-                            continue
-                        elif c == _OSTR:
-                            if bodies is None:
-                                return None
-                            cur = new(Literal)
-                            cur.value = bodies[k]
-                            k += 1
                             continue
                         elif c == _OSPLIT:
                             break
