@@ -7,9 +7,15 @@ distinct literal appended on every call (no cache can answer); reading a 108-att
 job ad as ``condor_q -l`` prints it and matching it against a slot. Prints microseconds
 per operation for both engines and the ratio condorpy / classad2 (below 1.0: condorpy is
 faster). Parsing is measured without condorpy's parse cache (``parse_expr_uncached``);
-one extra row shows a cache hit.
+one extra row shows a cache hit, and the "cold" rows parse with the parser's memo of
+pieces emptied before every parse (what a fresh process or a text of unseen names sees).
 
-    .venv/bin/python benchmarks/classad_bench.py [--refresh] [--seconds S]
+    .venv/bin/python benchmarks/classad_bench.py [--refresh] [--seconds S] [--compare REV]
+
+``--compare REV`` measures the condorpy of a git revision (``git archive``) beside this
+tree's in the same run: each side runs in a process of its own, and the rounds of a row
+alternate between them and classad2 (best round of each), with the machine's load
+printed before and after.
 
 ``--refresh`` re-reads the expressions from HTCondor's own configuration templates
 (via htcondor2.param, CONDOR_CONFIG pointing at ``use POLICY : Desktop``) and prints
@@ -26,7 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DESKTOP: dict[str, str] = {
     "START": "((KeyboardIdle > 15 * 60) && ( ((LoadAvg - CondorLoadAvg) <= 0.3) || (State != \"Unclaimed\" && State != \"Owner\")) )",
@@ -196,29 +205,22 @@ def _run(fn: Callable[[], Any], n: int) -> float:
     return time.perf_counter() - t0
 
 
-def pair(ours: Callable[[], Any], ref: Callable[[], Any], seconds: float,
-         rounds: int = 7) -> tuple[float, float]:
-    """Microseconds per call for both, timed in alternating rounds, best round of each:
-    the machine is shared, and alternating exposes both to the same disturbances."""
-    n1 = _calibrate(ours, seconds / rounds / 2)
-    n2 = _calibrate(ref, seconds / rounds / 2)
-    b1 = b2 = float("inf")
-    for _ in range(rounds):
-        b1 = min(b1, _run(ours, n1))
-        b2 = min(b2, _run(ref, n2))
-    return b1 / n1 * 1e6, b2 / n2 * 1e6
+def cold_clearer() -> Callable[[], None]:
+    """What empties the parser's memo of pieces, in this tree or an older revision's."""
+    from condorpy.classad import quickparse
+    clear = getattr(quickparse, "clear_memo", None)
+    if clear is not None:
+        return clear  # type: ignore[no-any-return]
+    memo, start = quickparse._MEMO, quickparse._MEMO_START  # (revisions before clear_memo)
+    return lambda: (memo.clear(), memo.update(start))  # type: ignore[func-returns-value]
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--refresh", action="store_true")
-    ap.add_argument("--seconds", type=float, default=0.3, help="time per measurement")
-    args = ap.parse_args(argv)
-    exprs = DESKTOP
-    if args.refresh:
-        exprs = refresh()
-        print(json.dumps(exprs, indent=1))
+Row = tuple[str, Callable[[], Any], Callable[[], Any]]
 
+
+def build_rows(exprs: dict[str, str]) -> list[Row]:
+    """(label, condorpy's operation, classad2's) for every row, in this process's
+    condorpy."""
     import classad2
     from condorpy.classad import CallContext, ClassAd, parse_expr
     from condorpy.classad.expr import parse_expr_uncached
@@ -231,35 +233,46 @@ def main(argv: list[str]) -> int:
         c_slot.set_expr(name, text)
         r_slot[name] = classad2.ExprTree(text)
     ctx = CallContext()
+    rows: list[Row] = []
 
-    print(f"{'operation':<36}{'condorpy us':>12}{'classad2 us':>12}{'ratio':>8}")
-    rows: list[tuple[str, float, float]] = []
+    def row(label: str, ours: Callable[[], Any], ref: Callable[[], Any]) -> None:
+        rows.append((label, ours, ref))
+
     for name, text in exprs.items():
         ce, re_ = parse_expr(text), classad2.ExprTree(text)
         cv = ce.evaluate(c_slot, c_job, ctx)
         rv = re_.eval(r_slot, r_job)
         if cv != rv:
-            print(f"  ! {name}: condorpy {cv!r} classad2 {rv!r}")
-        rows.append((f"eval {name}", *pair(lambda: ce.evaluate(c_slot, c_job, ctx),
-                                           lambda: re_.eval(r_slot, r_job), args.seconds)))
+            print(f"  ! {name}: condorpy {cv!r} classad2 {rv!r}", file=sys.stderr)
+        row(f"eval {name}", lambda ce=ce: ce.evaluate(c_slot, c_job, ctx),
+            lambda re_=re_: re_.eval(r_slot, r_job))
     # START against the slot ad alone (no TARGET), as the reference notes quote it
     cs, rs = parse_expr(exprs["START"]), classad2.ExprTree(exprs["START"])
-    rows.append(("eval START, MY only", *pair(lambda: cs.evaluate(c_slot, None, ctx),
-                                              lambda: rs.eval(r_slot), args.seconds)))
+    row("eval START, MY only", lambda: cs.evaluate(c_slot, None, ctx), lambda: rs.eval(r_slot))
     for name, text in exprs.items():
-        rows.append((f"parse {name}", *pair(lambda: parse_expr_uncached(text),
-                                            lambda: classad2.ExprTree(text), args.seconds)))
+        row(f"parse {name}", lambda text=text: parse_expr_uncached(text),
+            lambda text=text: classad2.ExprTree(text))
+    # the same with nothing remembered of earlier parses
+    clear = cold_clearer()
+
+    def cold(text: str) -> Any:
+        clear()
+        return parse_expr_uncached(text)
+
+    for name, text in exprs.items():
+        if len(text) >= 100:
+            row(f"parse {name}, cold", lambda text=text: cold(text),
+                lambda text=text: classad2.ExprTree(text))
     # what repeated parsing of the same text costs through parse_expr (its cache)
     start = exprs["START"]
-    rows.append(("parse START, cache hit", *pair(lambda: parse_expr(start),
-                                                 lambda: classad2.ExprTree(start), args.seconds)))
+    row("parse START, cache hit", lambda: parse_expr(start), lambda: classad2.ExprTree(start))
     c_job.set_expr("Requirements", "TARGET.Memory >= RequestMemory && TARGET.Cpus >= 1")
     r_job["Requirements"] = classad2.ExprTree("TARGET.Memory >= RequestMemory && TARGET.Cpus >= 1")
     req_c = c_job.lookup("Requirements")
     req_r = classad2.ExprTree("TARGET.Memory >= RequestMemory && TARGET.Cpus >= 1")
     assert req_c is not None
-    rows.append(("eval job Requirements", *pair(lambda: req_c.evaluate(c_job, c_slot, ctx),
-                                                lambda: req_r.eval(r_job, r_slot), args.seconds)))
+    row("eval job Requirements", lambda: req_c.evaluate(c_job, c_slot, ctx),
+        lambda: req_r.eval(r_job, r_slot))
     # Parsing long texts nobody has seen before: each call appends a distinct literal, so
     # neither condorpy's cache nor any in the reference can answer.
     counter = itertools.count()
@@ -272,12 +285,14 @@ def main(argv: list[str]) -> int:
         try:
             parse_expr_uncached(text)
         except ClassAdSyntaxError as e:  # (before condorpy took long chains)
-            print(f"  ! parse {label}: condorpy refuses it: {e.reason}")
+            print(f"  ! parse {label}: condorpy refuses it: {e.reason}", file=sys.stderr)
             continue
-        rows.append((f"parse {label}",
-                     *pair(lambda: parse_expr_uncached(f"{text} || {next(counter)}"),
-                           lambda: classad2.ExprTree(f"{text} || {next(counter)}"),
-                           args.seconds)))
+        row(f"parse {label}", lambda text=text: parse_expr_uncached(f"{text} || {next(counter)}"),
+            lambda text=text: classad2.ExprTree(f"{text} || {next(counter)}"))
+    for label in ("gen 40-term mix", "gen 300 owners"):
+        text = longs[label]
+        row(f"parse {label}, cold", lambda text=text: cold(f"{text} || {next(counter)}"),
+            lambda text=text: classad2.ExprTree(f"{text} || {next(counter)}"))
     # Reading a whole job ad and matching it: the slot's START and the job's
     # Requirements evaluated against it. "same exprs": only the ids vary (the jobs of a
     # submit file); "new exprs": Requirements and PeriodicHold are new texts as well.
@@ -304,17 +319,130 @@ def main(argv: list[str]) -> int:
 
     for fresh in (False, True):
         if ours(fresh) != ref(fresh):
-            print(f"  ! job ad: condorpy {ours(fresh)!r} classad2 {ref(fresh)!r}")
-        rows.append((f"read job ad+match, {'new' if fresh else 'same'} exprs",
-                     *pair(lambda: ours(fresh), lambda: ref(fresh), args.seconds)))
-    for label, c, r in rows:
-        print(f"{label:<36}{c:>12.2f}{r:>12.2f}{c / r:>8.2f}")
-    ev = [c / r for label, c, r in rows if label.startswith("eval")]
-    pa = [c / r for label, c, r in rows if label.startswith("parse") and "cache" not in label]
-    rd = [c / r for label, c, r in rows if label.startswith("read")]
-    print(f"\nmean ratio eval {sum(ev) / len(ev):.2f}  parse {sum(pa) / len(pa):.2f}"
-          f"  read {sum(rd) / len(rd):.2f}"
-          f"  (goal: eval <= 1.0, every parse row <= 2.0, read <= 1.0)")
+            print(f"  ! job ad: condorpy {ours(fresh)!r} classad2 {ref(fresh)!r}",
+                  file=sys.stderr)
+        row(f"read job ad+match, {'new' if fresh else 'same'} exprs",
+            lambda fresh=fresh: ours(fresh), lambda fresh=fresh: ref(fresh))
+    return rows
+
+
+def worker(exprs: dict[str, str]) -> None:
+    """Serve the parent: "cal I W S" (calls of row I's side W, 0 ours or 1 classad2,
+    that take S seconds) and "run I W N" (seconds for N calls); the labels first."""
+    rows = build_rows(exprs)
+    print(json.dumps([label for label, _, _ in rows]), flush=True)
+    for line in sys.stdin:
+        cmd, i, w, arg = line.split()
+        fn = rows[int(i)][1 + int(w)]
+        if cmd == "cal":
+            print(_calibrate(fn, float(arg)), flush=True)
+        else:
+            print(_run(fn, int(arg)), flush=True)
+
+
+class Side:
+    """A worker process running one checkout's condorpy."""
+
+    def __init__(self, code: Path, exprs: dict[str, str]) -> None:
+        env = dict(os.environ, PYTHONPATH=str(code))
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", json.dumps(exprs)], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.labels: list[str] = json.loads(self.ask(None))
+
+    def ask(self, line: str | None) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if line is not None:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        return self.proc.stdout.readline()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def measure(sides: list[Side], seconds: float, rounds: int = 7,
+            only: str | None = None) -> list[tuple[str, list[float]]]:
+    """For each row: microseconds per call of each side's condorpy, then classad2's
+    (in the first side's process), timed in alternating rounds, best round of each: the
+    machine is shared, and alternating exposes all to the same disturbances."""
+    out = []
+    main = sides[0]
+    for i, label in enumerate(main.labels):
+        if only and only not in label:
+            continue
+        runs: list[tuple[Side, int, int]] = []
+        for side in sides:
+            if label in side.labels:
+                j = side.labels.index(label)
+                runs.append((side, j, int(side.ask(f"cal {j} 0 {seconds / rounds / 2}"))))
+        runs.append((main, i, int(main.ask(f"cal {i} 1 {seconds / rounds / 2}"))))
+        best = [float("inf")] * len(runs)
+        for _ in range(rounds):
+            for k, (side, j, n) in enumerate(runs):
+                w = 1 if k == len(runs) - 1 else 0
+                best[k] = min(best[k], float(side.ask(f"run {j} {w} {n}")) / n)
+        us = [b * 1e6 for b in best]
+        if len(runs) < len(sides) + 1:  # a row the older revision lacks
+            us = [float("nan")] * (len(sides) + 1 - len(runs)) + us
+        out.append((label, us))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--refresh", action="store_true")
+    ap.add_argument("--seconds", type=float, default=0.3, help="time per measurement")
+    ap.add_argument("--compare", metavar="REV", help="a git revision to measure beside")
+    ap.add_argument("--rows", metavar="TEXT", help="only the rows whose label holds TEXT")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        worker(json.loads(args.worker))
+        return 0
+    exprs = DESKTOP
+    if args.refresh:
+        exprs = refresh()
+        print(json.dumps(exprs, indent=1))
+    print("load:", os.getloadavg())
+    with tempfile.TemporaryDirectory() as old:
+        codes: list[tuple[str, Path]] = []
+        if args.compare:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare,
+                                      "condorpy"], capture_output=True, check=True)
+            subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+            codes.append((args.compare, Path(old)))
+        codes.insert(0, ("this tree", ROOT))
+        sides = [Side(code, exprs) for _, code in codes]
+        try:
+            rows = measure(sides, args.seconds, only=args.rows)
+        finally:
+            for side in sides:
+                side.close()
+    names = [label for label, _ in codes]
+    head = f"{'operation':<36}{'condorpy us':>12}{'classad2 us':>12}{'ratio':>8}"
+    if len(codes) > 1:
+        head = (f"{'operation':<36}{names[1][:10] + ' us':>14}{'this us':>10}{'classad2 us':>12}"
+                f"{'ratio then':>11}{'ratio now':>10}")
+    print(head)
+    for label, us in rows:
+        ref = us[-1]
+        if len(codes) > 1:
+            print(f"{label:<36}{us[1]:>14.2f}{us[0]:>10.2f}{ref:>12.2f}{us[1] / ref:>11.2f}"
+                  f"{us[0] / ref:>10.2f}")
+        else:
+            print(f"{label:<36}{us[0]:>12.2f}{ref:>12.2f}{us[0] / ref:>8.2f}")
+    for k, name in enumerate(names):
+        ev = [us[k] / us[-1] for label, us in rows if label.startswith("eval")]
+        pa = [us[k] / us[-1] for label, us in rows
+              if label.startswith("parse") and "cache" not in label and us[k] == us[k]]
+        rd = [us[k] / us[-1] for label, us in rows if label.startswith("read")]
+        print(f"{name}: worst ratio eval {max(ev, default=0):.2f}  parse "
+              f"{max(pa, default=0):.2f}  read {max(rd, default=0):.2f}"
+              "  (goal: eval <= 0.5, every parse row <= 1.0)")
+    print("load:", os.getloadavg())
     return 0
 
 

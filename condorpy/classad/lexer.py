@@ -80,43 +80,18 @@ def tokenize(text: str) -> tuple[list[str], list[str]]:
     return toks, raw
 
 
-# --- the quick split ---------------------------------------------------------------
-# Regular-expression tokenizing costs a match per token. Most expressions (everything
-# policy configuration writes) have no comments, escapes or quoted names, and there a
-# str.split after spacing out the brackets and commas gives the same tokens in C, with
-# pieces such as "TARGET.Memory" or "x>=5" left whole for split_piece to open up. The
-# splits agree with tokenize because no token but a string or comment holds a space and
-# "(", ")" and "," are never part of a longer token.
+# --- pieces ---------------------------------------------------------------------
+# The quick path (quickparse.py) reads the pieces str.split() leaves; a piece holding
+# several tokens ("x>=5", "f(a,b)") is opened up by split_piece.
 
-STRING_MARK = "\0"  # stands for a string literal in quick_split's pieces (NUL is refused)
 # one number token, optionally with the '-' the parser joins to it
 NUMBER_RE = re.compile(r"-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?"
                        r"|[0-9]+[eE][+-]?[0-9]+|0[xX][0-9a-fA-F]+|[0-9]+)")
 
 
-def quick_split(text: str) -> tuple[list[str], list[str]] | None:
-    """(pieces, string bodies) for text the quick split can read, else None.
-
-    Each piece is one or more tokens written without space between them; every string
-    literal is the piece STRING_MARK, its undecoded body the next of the bodies. Outside
-    strings the text is ASCII."""
-    if "\\" in text or "'" in text or "/*" in text or "\0" in text:
-        return None
-    bodies: list[str] = []
-    if '"' in text:
-        segs = text.split('"')
-        if not len(segs) & 1:
-            return None  # an unterminated string
-        bodies = segs[1::2]
-        text = " \0 ".join(segs[::2])
-    if not text.isascii():
-        return None  # (outside strings) so the parser need not ask of each piece
-    return text.replace("(", " ( ").replace(")", " ) ").replace(",", " , ").split(), bodies
-
-
 def split_piece(piece: str) -> list[str] | None:
-    """The tokens of a piece from quick_split (None: it holds something that is not a
-    token), with a '-' joined to the number right after it, as the parser reads them
+    """The tokens of a piece of text without spaces (None: it holds something that is
+    not a token), with a '-' joined to the number right after it, as the parser reads them
     where an operand is expected."""
     parts: list[str] = _ONE_RE.findall(piece)
     if sum(map(len, parts)) != len(piece):

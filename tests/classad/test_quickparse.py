@@ -104,12 +104,25 @@ def test_the_node_memo_is_bounded_and_never_changes_a_tree() -> None:
     want = repr(Parser(text).expr())
     for i in range(quickparse._MEMO_MAX + 10):  # fills the memo past its bound
         quick_parse(f"name{i} + {i}")
-    assert len(quickparse._MEMO) <= quickparse._MEMO_MAX
+    # cleared when full, before a parse: at most the bound, one parse's pieces and the
+    # tables of operators and punctuation the memos start from
+    assert quickparse.memo_size() <= quickparse._MEMO_MAX + 3 + 64
     assert repr(quick_parse(text)) == want
-    quickparse._MEMO.clear()  # as another thread clearing it mid-parse would leave it
-    assert quick_parse(text) is None or repr(quick_parse(text)) == want
-    quickparse._MEMO.update(quickparse._MEMO_START)
+    quickparse.clear_memo()  # a cold start
     assert repr(quick_parse(text)) == want
+    assert repr(quick_parse(text)) == want
+
+
+def test_a_memo_cleared_under_a_parse_gives_the_text_to_the_parser() -> None:
+    from condorpy.classad import quickparse
+    text = "ifThenElse(x, 1, 2) + f(a,b) + (y)"
+    for i in range(100):  # past a cold start: whole pieces are remembered
+        quick_parse(f"w{i} + 1")
+    assert quick_parse(text) is not None
+    quickparse._DETAILS.clear()  # as another thread clearing the memo would leave it
+    assert quick_parse(text) is None
+    quickparse.clear_memo()
+    assert repr(quick_parse(text)) == repr(Parser(text).expr())
 
 
 def test_glued_pieces_are_split_once_and_read_alike() -> None:
