@@ -28,7 +28,7 @@ from condorpy.starter.sandbox import Sandbox, remove_sandbox
 from condorpy.starter.userlog import UserLog
 from condorpy.starter.users import JobUser
 from tests.attackers import User, attacker, fingerprint, open_base, victim  # noqa: F401
-from tests.startd.daemon_helpers import Daemon, wait_for
+from tests.startd.daemon_helpers import Daemon, no_sandbox_left, wait_for
 
 ROOT = os.geteuid() == 0
 
@@ -417,11 +417,6 @@ def _status(d: Daemon, cluster: int) -> int | None:
     return d.statuses().get(f"{cluster}.0")
 
 
-def _sandboxes(d: Daemon) -> list[str]:
-    exe = d.state / "execute"
-    return sorted(p.name for p in exe.iterdir() if p.name.startswith("dir_")) \
-        if exe.exists() else []
-
 
 def _answers(d: Daemon) -> float:
     """How long ``status`` and ``q`` took; a blocked daemon fails the call (30 s)."""
@@ -544,7 +539,7 @@ def test_a_fifo_as_log_or_output_blocks_nothing(open_base: Path, attacker: User)
         warnings = [line for line in out.splitlines()
                     if "cannot write its log" in line and "fifo.log" in line]
         assert warnings and f"job {c1}.0" in warnings[0] and "FIFO" in warnings[0]
-        assert _sandboxes(d) == []
+        no_sandbox_left(d)
         assert stat.S_ISFIFO(os.lstat(attacker.home / "fifo.log").st_mode)
     finally:
         d.stop()
@@ -587,7 +582,7 @@ def test_a_scratch_directory_left_in_an_old_queue_is_not_obeyed(
         where = env["_CONDOR_SCRATCH_DIR"]
         assert where.startswith(str(d.state / "execute" / "dir_")), where
         assert fingerprint(Path("/etc")) == etc_before
-        assert _sandboxes(d) == []
+        no_sandbox_left(d)
         d.call("status")
     finally:
         d.stop()

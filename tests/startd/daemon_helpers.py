@@ -241,6 +241,21 @@ def wait_for(cond: Callable[[], bool], timeout: float,
     raise AssertionError(why() if why else "timed out")
 
 
+def sandboxes(d: Daemon) -> list[str]:
+    """The job scratch directories under the daemon's EXECUTE."""
+    exe = d.state / "execute"
+    return sorted(p.name for p in exe.iterdir() if p.name.startswith("dir_")) \
+        if exe.exists() else []
+
+
+def no_sandbox_left(d: Daemon, timeout: float = 30.0) -> None:
+    """Every scratch directory is removed. A starter reports the job's end before it
+    removes the directory (as HTCondor's does), so a completed job's may still be
+    going for a moment; one that stays is a leak."""
+    wait_for(lambda: sandboxes(d) == [], timeout,
+             lambda: f"scratch directories left: {sandboxes(d)}")
+
+
 def submit(d: Daemon, text: str, cwd: Path) -> str:
     (cwd / "job.sub").write_text(text)
     res = d.cli("submit", "job.sub", cwd=cwd)

@@ -19,7 +19,7 @@ import pytest
 
 from condorpy.queue.records import ad_of_text
 from tests.attackers import User, attacker, open_base  # noqa: F401
-from tests.startd.daemon_helpers import Daemon, wait_for
+from tests.startd.daemon_helpers import Daemon, no_sandbox_left, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: makes users")
 
@@ -55,11 +55,6 @@ def _done(d: Daemon, cluster: int, count: int = 1, status: int = 4) -> None:
             == count
     wait_for(ended, 90, lambda: f"{d.statuses()} {_ads(d, cluster)} {d.output()}")
 
-
-def _sandboxes(d: Daemon) -> list[str]:
-    exe = d.state / "execute"
-    return sorted(p.name for p in exe.iterdir() if p.name.startswith("dir_")) \
-        if exe.exists() else []
 
 
 @pytest.fixture
@@ -130,7 +125,7 @@ queue
         assert (u.home / name).stat().st_uid == u.uid, name
     assert not (u.home / "_condor_stdout").exists()
     assert "Job terminated" in (u.home / "job.log").read_text()
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
 
 
 def test_named_outputs_directories_with_and_without_slash(daemon: Daemon,
@@ -151,7 +146,7 @@ queue
     assert (u.home / "y").read_text() == "2\n" and not (u.home / "e").exists()
     assert (u.home / "z").read_text() == "3\n" and not (u.home / "f").exists()
     assert not (u.home / "other").exists()
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
 
 
 def test_a_missing_input_file_holds_the_job_as_htcondor_does(daemon: Daemon,
@@ -175,7 +170,7 @@ queue
     log = (u.home / "job.log").read_text()
     assert "Job was held" in log and "Code 13 Subcode 2" in log
     assert "Job executing" not in log
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
 
 
 def test_a_missing_output_file_holds_the_job_after_sending_the_rest(
@@ -199,7 +194,7 @@ queue
         reason
     assert (u.home / "made.txt").read_text() == "made\n"
     assert "Job was held" in (u.home / "job.log").read_text()
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
 
 
 def test_on_success_brings_nothing_back_from_a_failed_job(daemon: Daemon,
@@ -264,7 +259,7 @@ def test_the_readme_example_as_root(daemon: Daemon, open_base: Path) -> None:  #
         assert (where / name).stat().st_uid == 0
     ad = _ads(daemon, cluster)[0]
     assert _attr(ad, "Owner") == '"root"'
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
 
 
 def test_the_readme_example_as_a_user(daemon: Daemon, attacker: User) -> None:
@@ -333,7 +328,7 @@ queue
     assert (u.home / "progress.txt").read_text() == expected
     log = (u.home / "job.log").read_text()
     assert "Job was evicted" in log and "Job terminated." in log
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
     spooled = list(daemon.state.glob("spool/jobs/*/spooled/*"))
     assert spooled == [], spooled
 
@@ -355,7 +350,7 @@ queue
     ad = _ads(daemon, cluster)[0]
     assert _attr(ad, "HoldReasonCode") == "13" and _attr(ad, "HoldReasonSubCode") == "13"
     assert "reading from file /etc/shadow: (errno 13) Permission denied" in ad
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
 
 
 def test_output_links_and_remaps_reach_only_what_the_users_could(
@@ -380,7 +375,7 @@ queue
     assert not (u.home / "stolen").exists()
     for path, data in before.items():
         assert open(path, "rb").read() == data
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
 
 
 # --- an unprivileged daemon's starter -----------------------------------------------------
@@ -438,4 +433,4 @@ def test_fifos_among_inputs_or_outputs_block_nothing(daemon: Daemon, attacker: U
     _done(daemon, c2, status=5)
     assert _attr(_ads(daemon, c1)[0], "HoldReasonCode") == "13"
     assert _attr(_ads(daemon, c2)[0], "HoldReasonCode") == "12"
-    assert _sandboxes(daemon) == []
+    no_sandbox_left(daemon)
