@@ -12,7 +12,7 @@ user or a d-slot name.
 from __future__ import annotations
 
 import platform
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily, InfoMetricFamily, Metric)
@@ -210,3 +210,21 @@ def families(snap: Snapshot) -> Iterator[Metric]:
         yield CounterMetricFamily("condorpy_pool_shadow_reconnects_total", "Shadows that "
                                   "reconnected to a job running here.",
                                   value=pool.reconnects)
+
+
+class StartdCollector:
+    """Builds fresh metric families from the latest snapshot at every scrape."""
+
+    def __init__(self, latest: Callable[[], Snapshot | None]) -> None:
+        self.latest = latest
+
+    def describe(self) -> list[Metric]:
+        # Names are known, but returning them would make the registry call collect()
+        # at registration, before the first snapshot; duplicates are ruled out by the
+        # registry being private.
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.latest()       # one read: the loop swaps whole snapshots
+        if snap is not None:
+            yield from families(snap)

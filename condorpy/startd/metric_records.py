@@ -1,18 +1,14 @@
 """What the startd's metrics carry between the loop and a scrape: the frozen records
-of one snapshot, and the collector the private registry asks at every scrape (it reads
-one attribute and nothing else). Free of prometheus-client: the families are built by
-:mod:`.metric_families`, imported by the first scrape.
+of one snapshot. Free of prometheus-client: the families, and the collector the
+private registry asks at every scrape, are :mod:`.metric_families`'s, imported by the
+first scrape.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
 
 from condorpy.startd.metric_sources import PoolFigures
-
-if TYPE_CHECKING:
-    from prometheus_client.core import Metric
 
 
 @dataclass(frozen=True)
@@ -76,24 +72,3 @@ class Snapshot:
     cgroup: tuple[tuple[str, bool], ...] = ()        # (controller, enforced)
     policy_errors: tuple[tuple[str, int], ...] = ()  # (expression, ERROR results)
     pool: PoolFigures | None = None                  # None: not in a pool
-
-
-# ------------------------------------------------------------------ the collector
-class StartdCollector:
-    """Builds fresh metric families from the latest snapshot at every scrape."""
-
-    def __init__(self) -> None:
-        self.snapshot: Snapshot | None = None
-
-    def describe(self) -> list[Metric]:
-        # Names are known, but returning them would make the registry call collect()
-        # at registration, before the first snapshot; duplicates are ruled out by the
-        # registry being private.
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        snap = self.snapshot       # one read: the loop swaps whole snapshots
-        if snap is None:
-            return
-        from condorpy.startd.metric_families import families
-        yield from families(snap)

@@ -33,7 +33,7 @@ from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Sl
                                      SoftKill, StateChange)
 from condorpy.policy.states import TRANSITIONS, Activity, State
 from condorpy.queue.jobstore import JobStatus
-from condorpy.startd.metric_records import (HistogramView, Snapshot, StartdCollector,
+from condorpy.startd.metric_records import (HistogramView, Snapshot,
                                             StatsView)
 from condorpy.startd.metric_sources import (HOLD_CODES, POLICY_EXPRESSIONS, PoolFigures,
                                             QueueCounts, cgroup_enforcement, pool_claims,
@@ -370,7 +370,7 @@ class Metrics:
     engine: PolicyEngine
     clock: Clock
     stats: MetricsStats = field(default_factory=MetricsStats)
-    collector: StartdCollector = field(default_factory=StartdCollector)
+    snapshot: Snapshot | None = None            # the latest, swapped whole by the loop
     owner: _Owner = field(default_factory=_Owner)
     queue_counts: QueueCounts | None = None     # the local queue's counts by status
     pool: PoolLink | None = None                # the pool link, when in a pool
@@ -403,7 +403,8 @@ class Metrics:
             if self._registry is None:
                 from prometheus_client import CollectorRegistry, ProcessCollector
                 registry = CollectorRegistry()
-                registry.register(self.collector)
+                from condorpy.startd.metric_families import StartdCollector
+                registry.register(StartdCollector(lambda: self.snapshot))
                 # The daemon's own CPU, memory and file descriptors (process_*).
                 ProcessCollector(registry=registry)
                 self._registry = registry
@@ -520,7 +521,7 @@ class Metrics:
             # a GROUP BY in the job store: not at every step of a busy loop
             self._queue = queue_depth(self.queue_counts)
             self._queue_due = mono + _QUEUE_MAX_AGE_S
-        self.collector.snapshot = take_snapshot(
+        self.snapshot = take_snapshot(
             self.engine, self.stats.view(), now=self.clock.time(), starters=starters,
             owner=_Owner(self.owner.keyboard_idle, self.owner.console_idle, self.owner.load),
             figures=self._figures, queue=self._queue, cgroup=self._cgroup,

@@ -375,7 +375,7 @@ def test_endpoint_off_and_address_in_use(caplog: pytest.LogCaptureFixture) -> No
     off.start()
     assert off.bound is None and not off.enabled
     off.after_step(0)
-    assert off.collector.snapshot is None     # no cost when off
+    assert off.snapshot is None     # no cost when off
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
