@@ -16,7 +16,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ContextManager
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr
 from condorpy.errors import ClassAdError, QueueError
@@ -70,6 +70,25 @@ class JobStore:
 
     def close(self) -> None:
         self.db.close()
+
+    # --- group commit (:mod:`.store_db`) -----------------------------------------------
+
+    def group(self) -> ContextManager[None]:
+        """A turn of the daemon's loop: its deferred writes are committed together."""
+        return self.db.group()
+
+    def deferred(self) -> ContextManager[None]:
+        """Writes in the block may wait for the group's commit."""
+        return self.db.deferred()
+
+    def after_commit(self, done: Callable[[], None],
+                     undone: Callable[[], None] | None = None) -> None:
+        """``done`` once what was written so far is committed; ``undone`` if that fails."""
+        self.db.after_commit(done, undone)
+
+    def flush(self) -> None:
+        """Commit the deferred writes now."""
+        self.db.flush()
 
     def __enter__(self) -> JobStore:
         return self

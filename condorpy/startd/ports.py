@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, ContextManager, Mapping, Protocol
 
 from condorpy.classad import ClassAd
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, StarterRecord
@@ -94,6 +94,13 @@ class JobRows(Protocol):
 
     @property
     def claims(self) -> ClaimRows: ...
+
+    def deferred(self) -> ContextManager[None]: ...
+
+    def after_commit(self, done: Callable[[], None],
+                     undone: Callable[[], None] | None = None) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 class StarterRows(Protocol):
