@@ -31,12 +31,22 @@ Group commit: the daemon runs each turn of its loop inside :meth:`StoreDb.group`
 the writes that may wait for the turn's end (a job's start and end, its claim, its
 usage) inside :meth:`StoreDb.deferred`. Those become savepoints of one transaction
 committed when the turn ends, or sooner, with the first write that may not wait (a
-submission, a command's change): one fsync for everything a turn did instead of one
-for each. Whatever acts on such a write outside this process (a held starter let go, a
-finished job's result file removed) is handed to :meth:`StoreDb.after_commit` and done
-only once the commit has returned; the daemon also commits before it answers any
-command. A daemon killed before the commit has let nothing out that depends on it, and
-the next one finds the state of the last commit, which is all it was told of.
+submission, a command's change). Whatever acts on such a write outside this process (a
+held starter let go, a finished job's result file removed) is handed to
+:meth:`StoreDb.after_commit` and done only once the commit has returned; the daemon
+also commits before it answers any command. A daemon killed (SIGKILL) at any instant
+has let nothing out that depends on an uncommitted write, and the next one finds the
+state of the last commit, which is all it was told of.
+
+The line held: against the daemon's death (SIGKILL, a crash), every commit; against
+power loss or a kernel crash, every acknowledgement. A commit that holds a write that
+may not wait is on disk before it returns (FULL: the write-ahead log is synced). A
+turn's deferred writes alone commit under NORMAL (into the log, which the kernel keeps
+once written, without waiting for the disk): the daemon's own record of jobs starting
+and ending, which a power loss can take back to the last sync (at the latest the next
+acknowledgement or checkpoint). Such a loss costs a run, never a job: the machine's
+jobs died with it, and a job whose start or end was lost is run again from the queue,
+as every job that was running is.
 
 The schema's version says how the rows are written. A store of an older version is
 upgraded in place when the writer opens it (its rows read as they are); one of a newer
@@ -134,6 +144,7 @@ class StoreDb:
         self._groups = 0          # group() blocks open: deferred writes wait for the last
         self._deferring = 0       # deferred() blocks open
         self._open = False        # a transaction holds deferred writes, uncommitted
+        self._durable = False     # ... and a write that may not wait, to be synced
         # what waits for the commit: (done, undone), run once it has (or has failed)
         self._waiting: list[tuple[Callable[[], None], Callable[[], None] | None]] = []
         try:
@@ -241,8 +252,8 @@ class StoreDb:
             db.execute("PRAGMA journal_mode=WAL")
             # FULL, not NORMAL: in WAL mode NORMAL survives a crash of this process but
             # can lose the last commits on power loss or a kernel crash, and a commit
-            # here acknowledges a submission or records a started job; one fsync per
-            # transaction is cheap next to starting a job.
+            # here acknowledges a submission or a command. (A group of deferred writes
+            # alone commits under NORMAL: see "Group commit" above.)
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA busy_timeout=5000")
@@ -336,19 +347,25 @@ class StoreDb:
                 self._undo_part(db)
                 raise
             if not self._deferring:
+                self._durable = True
                 self.flush()        # a write that may not wait commits the turn's too
             return
         self._spend_reserve_if_short()
+        grouped = bool(self._deferring and self._groups)
+        if grouped:
+            # the level is the transaction's from its start: see "Group commit"
+            db.execute("PRAGMA synchronous=NORMAL")
         # IMMEDIATE: take the write lock at the start, so a transaction never fails
         # half-way for want of it.
         db.execute("BEGIN IMMEDIATE")
-        if self._deferring and self._groups:
+        if grouped:
             self._open = True
             try:
                 yield db
             except BaseException:
                 self._open = False
                 self._roll_back(db)
+                db.execute("PRAGMA synchronous=FULL")
                 self._settle(False)
                 raise
             return
@@ -411,14 +428,33 @@ class StoreDb:
         if not self._open:
             return
         self._open = False
+        durable, self._durable = self._durable, False
         db = self.conn()
         try:
             db.execute("COMMIT")
         except BaseException:
             self._roll_back(db)
+            db.execute("PRAGMA synchronous=FULL")
             self._settle(False)
             raise
-        self._settle(True)
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            if durable:
+                self._sync_log()
+        finally:
+            self._settle(True)
+
+    def _sync_log(self) -> None:
+        """What FULL would have done at the commit: the write-ahead log on disk (an
+        fsync through any descriptor of a file writes all of it)."""
+        try:
+            fd = os.open(self.path + "-wal", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise os_store_error(exc, self.path) from None
 
     def _settle(self, committed: bool) -> None:
         waiting, self._waiting = self._waiting, []

@@ -66,6 +66,8 @@ def test_a_write_that_may_not_wait_commits_the_groups_writes_with_it(tmp_path: P
             st.after_commit(lambda: said.append("go"))
             second = st.submit(_ads(1))                 # acknowledged: committed now
             assert said == ["go"]
+        # the turn's deferred writes alone commit under NORMAL; everything else FULL
+        assert st.db.conn().execute("PRAGMA synchronous").fetchone()[0] == 2
     assert _statuses(tmp_path) == {f"{cluster}.0": 2, f"{second}.0": 1}
 
 
