@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ContextManager
 
@@ -44,6 +45,7 @@ _RESERVED_BY = "reserved_by."
 _RESERVATIONS_KEPT = 10000
 _CHUNK = 500       # rows read at a time by chunks()
 _CHUNK_BYTES = 256 * 1024     # ...or fewer, when their ads hold this much text
+_ADS_KEPT = 32     # ads read lately, kept parsed (_record)
 
 
 class JobStore:
@@ -67,6 +69,8 @@ class JobStore:
         self.claims = LocalClaimRows(self.db)
         self.pool = PoolClaimRows(self.db)
         self.staged = StagedJobs(self.db)
+        # row text -> its ad as read (copies go out: callers change theirs)
+        self._read: OrderedDict[str, ClassAd] = OrderedDict()
 
     def close(self) -> None:
         self.db.close()
@@ -247,7 +251,7 @@ class JobStore:
         row = self.db.conn().execute(
             "SELECT cluster, proc, status, entered, ad FROM jobs "
             "WHERE cluster=? AND proc=?", (job_id.cluster, job_id.proc)).fetchone()
-        return None if row is None else record_of(row, self.path)
+        return None if row is None else self._record(row)
 
     def jobs(self, constraint: str | Expr | None = None,
              limit: int | None = None) -> list[JobRecord]:
@@ -362,7 +366,22 @@ class JobStore:
                          ).fetchone()
         if row is None:
             raise QueueError(f"no job {job_id} in the queue", path=self.path)
-        return record_of(row, self.path)
+        return self._record(row)
+
+    def _record(self, row: JobRow) -> JobRecord:
+        """:func:`record_of`, through a few ads read lately: a job being started or
+        ended is read several times in a row (matched, launched, recorded), its row
+        unchanged between, and a parse costs far more than a copy."""
+        text = row[4]
+        ad = self._read.get(text)
+        if ad is None:
+            rec = record_of(row, self.path)
+            self._read[text] = rec.ad.copy()
+            while len(self._read) > _ADS_KEPT:
+                self._read.popitem(last=False)
+            return rec
+        self._read.move_to_end(text)
+        return JobRecord(JobId(row[0], row[1]), JobStatus(row[2]), row[3], ad.copy())
 
     def _store(self, db: sqlite3.Connection, job_id: JobId, ad: ClassAd) -> None:
         status = status_of(ad.get("JobStatus"), JobStatus.IDLE)
