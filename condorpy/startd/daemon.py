@@ -372,6 +372,9 @@ class Startd:
         transaction (condorpy/queue/store_db.py, "Group commit")."""
         with self.store.group():
             self.loop.step(timeout)
+            # a commit that fails (a full or unwritable spool) is logged, as a source's
+            # failure is; what waited for it has been told (held starters killed)
+            guard("job store", self.store.flush)
 
     def _answer(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
         """A command's answer, sent only once every write it may rest on is committed."""
