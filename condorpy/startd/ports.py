@@ -5,6 +5,7 @@ real things (the fork server, the starters' sockets, the pool link, the job stor
 
 from __future__ import annotations
 
+import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same
 from condorpy.startd.job_end import Outcome
 from condorpy.startd.starter_handle import Origin, StarterHandle
 from condorpy.startd.starters import kill_quietly
+
+log = logging.getLogger("condorpy.startd")
 
 
 class Launcher(Protocol):
@@ -37,10 +40,14 @@ class ForkLauncher:
     server: ForkServer
 
     def launch(self, request: LaunchRequest) -> Launched:
-        return self.server.launch(request)
+        try:
+            return self.server.launch(request)
+        finally:
+            while self.server.late:
+                log.warning("%s", self.server.late.pop(0))
 
     def release(self, launched: Launched) -> None:
-        self.server.release(launched.pid)
+        self.server.release(launched.pid, wait=False)
 
     def alive(self, launched: Launched) -> bool:
         return same_process(launched.pid, launched.start_ticks, launched.boot_id)
