@@ -60,7 +60,7 @@ import fcntl
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from condorpy.errors import QueueError
 from condorpy.queue import history_rotation
@@ -363,10 +363,8 @@ class StoreDb:
             try:
                 yield db
             except BaseException:
-                self._open = False
                 self._roll_back(db)
-                db.execute("PRAGMA synchronous=FULL")
-                self._settle(False)
+                self._undone(db)
                 raise
             return
         try:
@@ -387,7 +385,14 @@ class StoreDb:
                 return
             except QueueError:
                 self._roll_back(db)
-        self._open = False
+        self._undone(db)
+
+    def _undone(self, db: sqlite3.Connection) -> None:
+        """The turn's transaction is gone uncommitted: back to FULL, and what waited
+        for it is told."""
+        self._open = self._durable = False
+        with suppress(QueueError):
+            db.execute("PRAGMA synchronous=FULL")
         self._settle(False)
 
     # --- group commit -----------------------------------------------------------------
@@ -427,16 +432,15 @@ class StoreDb:
         """Commit the deferred writes now, then run what waited for them."""
         if not self._open:
             return
-        self._open = False
-        durable, self._durable = self._durable, False
+        durable = self._durable
         db = self.conn()
         try:
             db.execute("COMMIT")
         except BaseException:
             self._roll_back(db)
-            db.execute("PRAGMA synchronous=FULL")
-            self._settle(False)
+            self._undone(db)
             raise
+        self._open = self._durable = False
         try:
             db.execute("PRAGMA synchronous=FULL")
             if durable:

@@ -6,13 +6,15 @@ store as the last commit had it."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.errors import QueueError
-from condorpy.queue.jobstore import JobId, JobStatus, JobStore, StarterRecord
+from condorpy.queue.jobstore import DB_NAME, JobId, JobStatus, JobStore, StarterRecord
 
 
 def _ads(n: int) -> list[ClassAd]:
@@ -22,6 +24,14 @@ def _ads(n: int) -> list[ClassAd]:
 def _starter(job: JobId) -> StarterRecord:
     return StarterRecord(job_id=job, pid=4242 + job.proc, boot_id="b", process_start=1,
                          socket_path="/x/s", execute_dir="/x", slot="slot1_1", started=1)
+
+
+def _chattr(flag: str, path: Path) -> None:
+    if shutil.which("chattr") is None or os.geteuid() != 0:
+        pytest.skip("file attributes need chattr and root")
+    res = subprocess.run(["chattr", flag, str(path)], capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip(f"chattr {flag} refused here: {res.stderr.strip()}")
 
 
 def _statuses(spool: Path) -> dict[str, int]:
@@ -109,3 +119,24 @@ def test_a_process_killed_before_the_groups_end_leaves_the_last_commit(
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert _statuses(tmp_path) == {f"{cluster}.0": 2, f"{cluster}.1": 1}
+
+
+def test_a_turns_commit_that_fails_undoes_it_and_tells_what_waited(tmp_path: Path) -> None:
+    said: list[str] = []
+    with JobStore(tmp_path) as st:
+        cluster = st.submit(_ads(1))
+        wal = tmp_path / (DB_NAME + "-wal")
+        try:
+            with pytest.raises(QueueError, match="not writable"), st.group():
+                with st.deferred():
+                    st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+                st.after_commit(lambda: said.append("go"), lambda: said.append("undone"))
+                _chattr("+i", wal)          # the log cannot take the commit
+        finally:
+            subprocess.run(["chattr", "-i", str(wal)], capture_output=True)
+        assert said == ["undone"]
+        assert st.job(JobId(cluster, 0)).status is JobStatus.IDLE
+        with st.group():                    # and the next turn commits
+            with st.deferred():
+                st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+    assert _statuses(tmp_path) == {f"{cluster}.0": 2}
