@@ -4,7 +4,9 @@ measured and removed.
 The directory belongs to the job's user while the job runs, and a job can leave
 processes behind that keep changing it, so root never follows a name in it: every
 step goes through a descriptor (:mod:`condorpy.starter.safefs`). Removal first runs
-as the job's user, in a child that can do nothing the job could not, and root then
+as the job's user, in a child that can do nothing the job could not (where the
+directory holds no directory, its entries are unlinked below the descriptor instead,
+which is no more than the job could do, and no child is forked), and root then
 removes what is left below its descriptor of the directory and the directory itself
 relative to its descriptor of EXECUTE, whose own mode is never changed.
 """
