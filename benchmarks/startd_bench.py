@@ -9,8 +9,9 @@ measured in this run (throughput: /bin/true forked and executed by one bare Pyth
 parent, 4 in flight, the issue's floor, and 1 in flight, labelled; with the CPU each
 job cost the daemon, its fork server and the starters; ``--compare REV`` runs a git
 revision's daemon too, alternated with this tree's, the best of ``--rounds`` each;
-``--profile`` writes a cProfile of this tree's first daemon), and HTCondor 23.9's personal pool on this machine (Debian's
-htcondor in the reference pool's chroot, tests/pool/refpool.py) running 40 /bin/true
+``--profile`` writes a cProfile of this tree's first daemon), and HTCondor 23.9's
+personal pool on this machine (Debian's htcondor in the reference pool's chroot,
+tests/pool/refpool.py) running 40 /bin/true
 jobs submitted at once, measured in this run too where it can be (as root, with the
 chroot built or Debian's mirror reachable; ``--no-htcondor`` skips it). Where it cannot,
 the figure measured for the issue (about 37 s for 40 jobs) is printed and said to be
@@ -171,17 +172,6 @@ def _jobs_per_s(base: Path, code: Path, n: int,
         d.kill_leftovers()
 
 
-def _load() -> str:
-    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _extract(rev: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "condorpy"],
-                             capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
-
-
 def throughput(base: Path, n: int, reference: tuple[float, str], *,
                compare: str | None = None, rounds: int = 3,
                profile: Path | None = None) -> None:
@@ -189,11 +179,7 @@ def throughput(base: Path, n: int, reference: tuple[float, str], *,
     one Python parent, the issue's floor; one in flight too, labelled), and with
     ``compare`` a revision's daemon the same way, alternated with this tree's (A B A B),
     each figure the best of ``rounds``."""
-    codes = [("this tree", ROOT)]
-    if compare:
-        old = base / "compare"
-        old.mkdir()
-        codes.insert(0, (compare, _extract(compare, old)))
+    codes = _codes(base, compare)
     rates: dict[str, list[float]] = {label: [] for label, _ in codes}
     floors: list[float] = []
     sequential: list[float] = []
@@ -204,12 +190,12 @@ def throughput(base: Path, n: int, reference: tuple[float, str], *,
             rates[label].append(rate)
             floors.append(bare_true_in_flight(n))
             print(f"  round {r + 1}: {label}: {rate:.1f} jobs/s ({cpu}); floor (4 in "
-                  f"flight) {floors[-1]:.0f} jobs/s; {_load()}", flush=True)
+                  f"flight) {floors[-1]:.0f} jobs/s; {_loadavg()}", flush=True)
         sequential.append(bare_true_in_flight(n, 1))
     floor = max(floors)
     print(f"fork+exec floor, {n} /bin/true from one Python parent: 4 in flight "
           f"{floor:.0f} jobs/s (best of {len(floors)}), 1 in flight "
-          f"{max(sequential):.0f} jobs/s; {_load()}")
+          f"{max(sequential):.0f} jobs/s; {_loadavg()}")
     for label, xs in rates.items():
         best = max(xs)
         print(f"throughput ({label}), {n} /bin/true jobs on a {os.cpu_count()}-core "
@@ -236,12 +222,33 @@ def _activation_time(job_ad: Path, timeout: float = 60.0) -> float:
     raise AssertionError(f"{job_ad} never named CondorpyActivatedAt")
 
 
-def latency(base: Path, n: int = 40) -> None:
-    d = Daemon(base / "lat", cpus=2)
+def _codes(base: Path, compare: str | None) -> list[tuple[str, Path]]:
+    """This tree, and with ``compare`` that revision's condorpy (``git archive``) first."""
+    codes = [("this tree", ROOT)]
+    if compare:
+        old = base / f"rev-{compare.replace('/', '_')}"
+        if not old.exists():
+            old.mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", compare,
+                                      "condorpy"], capture_output=True, check=True)
+            subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+        codes.insert(0, (compare, old))
+    return codes
+
+
+def _loadavg() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _latency_round(base: Path, code: Path, n: int) -> tuple[list[float], list[float]]:
+    """``n`` jobs one after another through a fresh daemon running ``code``: the
+    milliseconds from each submission and from each activation to the job's first
+    instruction (the time /bin/date prints)."""
+    d = CodeDaemon(base, code, cpus=2)
     d.start()
     from_submit, from_activation = [], []
     try:
-        work = base / "lat" / "work"
+        work = base / "work"
         work.mkdir()
         for i in range(n):
             t0 = _submit_in_process(d, f"executable = /bin/date\narguments = +%s.%N\n"
@@ -259,11 +266,40 @@ def latency(base: Path, n: int = 40) -> None:
     finally:
         d.stop()
         d.kill_leftovers()
-    for label, xs in (("submission", from_submit), ("activation", from_activation)):
-        xs.sort()
-        print(f"latency from {label} to the job's first instruction ({n} jobs): "
-              f"p50 {statistics.median(xs):.1f} ms, p99 {xs[int(0.99 * (len(xs) - 1))]:.1f} ms"
-              + ("; goal p50 under 20 ms" if label == "activation" else ""))
+    return from_submit, from_activation
+
+
+def _p50_p99(xs: list[float]) -> tuple[float, float]:
+    xs = sorted(xs)
+    return statistics.median(xs), xs[int(0.99 * (len(xs) - 1))]
+
+
+def latency(base: Path, n: int = 40, *, compare: str | None = None, rounds: int = 3) -> None:
+    """Activation (and submission) to the job's first instruction, ``n`` jobs a round;
+    with ``compare``, that revision's daemon and this tree's alternated round by round
+    (A B A B ...), each figure over all the rounds' jobs."""
+    codes = _codes(base, compare)
+    rounds = rounds if compare else 1
+    got: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _ in codes}
+    for r in range(rounds):
+        for i, (label, code) in enumerate(codes):
+            sub, act = _latency_round(base / f"lat{r}.{i}", code, n)
+            got[label][0].extend(sub)
+            got[label][1].extend(act)
+            if compare:
+                p50, p99 = _p50_p99(act)
+                print(f"  round {r + 1}: {label}: activation p50 {p50:.1f} ms, p99 "
+                      f"{p99:.1f} ms; {_loadavg()}", flush=True)
+    for label, (sub, act) in got.items():
+        for what, xs in (("submission", sub), ("activation", act)):
+            p50, p99 = _p50_p99(xs)
+            print(f"latency from {what} to the job's first instruction ({label}, "
+                  f"{len(xs)} jobs): p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+                  + ("; goal p50 at most 5 ms" if what == "activation" else ""))
+    if compare:
+        old, new = _p50_p99(got[compare][1]), _p50_p99(got["this tree"][1])
+        print(f"activation latency, this tree / {compare}: p50 {new[0] / old[0]:.2f}x, "
+              f"p99 {new[1] / old[1]:.2f}x; {_loadavg()}")
 
 
 def keystroke(base: Path, tries: int = 5) -> None:
@@ -383,29 +419,44 @@ def _unique_kb(pid: int) -> int | None:
     return total
 
 
-def idle(base: Path, seconds: int) -> None:
-    d = Daemon(base / "idle", cpus=2)
-    d.start()
+def _cpu_ticks(pid: int) -> int:
+    f = Path(f"/proc/{pid}/stat").read_text()
+    rest = f[f.rfind(")") + 2:].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def _rss_kb(pid: int) -> int:
+    return next(int(x.split()[1]) for x in Path(f"/proc/{pid}/status").read_text()
+                .splitlines() if x.startswith("VmRSS:"))
+
+
+def idle(base: Path, seconds: int, *, compare: str | None = None) -> None:
+    """The idle daemon's CPU share and RSS; with ``compare``, that revision's daemon
+    beside this tree's, both idle over the same ``seconds``."""
+    codes = _codes(base, compare)
+    daemons = [(label, CodeDaemon(base / f"idle{i}", code, cpus=2))
+               for i, (label, code) in enumerate(codes)]
+    rows: list[tuple[str, float, int]] = []
     try:
-        assert d.proc is not None
-        pid = d.proc.pid
-        ticks = os.sysconf("SC_CLK_TCK")
-
-        def cpu() -> float:
-            f = Path(f"/proc/{pid}/stat").read_text()
-            rest = f[f.rfind(")") + 2:].split()
-            return (int(rest[11]) + int(rest[12])) / ticks
-
+        for _, d in daemons:
+            d.start()
         time.sleep(3)
-        c0, t0 = cpu(), time.monotonic()
+        pids = [d.proc.pid for _, d in daemons if d.proc is not None]
+        c0, t0 = [_cpu_ticks(p) for p in pids], time.monotonic()
         time.sleep(seconds)
-        used = (cpu() - c0) / (time.monotonic() - t0) * 100
-        rss = next(int(x.split()[1]) for x in Path(f"/proc/{pid}/status").read_text()
-                   .splitlines() if x.startswith("VmRSS:"))
+        ticks = os.sysconf("SC_CLK_TCK")
+        wall = time.monotonic() - t0
+        for (label, _), pid, c in zip(daemons, pids, c0):
+            rows.append((label, (_cpu_ticks(pid) - c) / ticks / wall * 100, _rss_kb(pid)))
     finally:
-        d.stop()
-    print(f"idle daemon over {seconds} s: {used:.2f}% of a core (goal under 0.5%), "
-          f"RSS {rss / 1024:.1f} MB (goal under 60 MB)")
+        for _, d in daemons:
+            d.stop()
+    for label, used, rss in rows:
+        print(f"idle daemon ({label}) over {seconds} s: {used:.2f}% of a core (goal at "
+              f"most 0.5%), RSS {rss / 1024:.1f} MB (goal at most 30 MB)")
+    if compare:
+        print(f"idle RSS, this tree / {compare}: {rows[1][2] / rows[0][2]:.2f}x; "
+              f"{_loadavg()}")
 
 
 def main() -> None:
@@ -420,6 +471,8 @@ def main() -> None:
     ap.add_argument("--profile", metavar="FILE", type=Path,
                     help="throughput: run this tree's first daemon under cProfile, "
                          "its statistics written to FILE")
+    ap.add_argument("--latency-rounds", type=int, default=3,
+                    help="latency with --compare: rounds, each daemon once per round")
     ap.add_argument("--no-htcondor", action="store_true",
                     help="print the quoted HTCondor figure instead of running its pool")
     parts = ("throughput", "latency", "keystroke", "idle", "busy")
@@ -436,11 +489,11 @@ def main() -> None:
             throughput(base, args.jobs, reference, compare=args.compare,
                        rounds=args.rounds, profile=args.profile)
         if "latency" in run:
-            latency(base)
+            latency(base, compare=args.compare, rounds=args.latency_rounds)
         if "keystroke" in run:
             keystroke(base)
         if "idle" in run:
-            idle(base, args.idle)
+            idle(base, args.idle, compare=args.compare)
         if "busy" in run:
             busy_cycle(base, args.busy)
 

@@ -21,7 +21,6 @@ against traffic between the daemons of a real 23.9.6 pool, see ``docs/pool-proto
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 from collections.abc import Iterator
@@ -57,10 +56,7 @@ class Transcript:
     binds the first encrypted packet to the whole handshake before it."""
 
     def __init__(self) -> None:
-        self.sent = hashlib.sha256()
-        self.received = hashlib.sha256()
-        self.sent_any = False
-        self.received_any = False
+        self.reset()
 
     def note_sent(self, data: bytes) -> None:
         if data:
@@ -75,6 +71,7 @@ class Transcript:
     def reset(self) -> None:
         """Forget everything so far (after SHARED_PORT_CONNECT, which the daemon behind
         condor_shared_port never sees)."""
+        import hashlib      # OpenSSL's libcrypto: loaded by a pool connection, not at start
         self.sent = hashlib.sha256()
         self.received = hashlib.sha256()
         self.sent_any = False

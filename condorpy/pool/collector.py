@@ -18,7 +18,7 @@ collector, whose private ads were read back with ``QUERY_STARTD_PVT_ADS``):
 
 from __future__ import annotations
 
-import secrets
+import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
@@ -52,7 +52,7 @@ def new_claim_id(address: str, birthdate: int, seq: int, short_version: str) -> 
     security session a schedd and shadow use to reach this slot."""
     policy = (f'[Integrity="YES";Encryption="YES";ShortVersion="{short_version}";'
               'CryptoMethods="AES";CryptoMethodsList="AES";]')
-    return f"{address}#{birthdate}#{seq}#{policy}{secrets.token_hex(32)}"
+    return f"{address}#{birthdate}#{seq}#{policy}{os.urandom(32).hex()}"
 
 
 def slot_ads(ad: ClassAd, address: str, claim_id: str) -> SlotAds:

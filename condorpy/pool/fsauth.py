@@ -30,7 +30,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import pwd
-import secrets
 import string
 import stat
 from collections.abc import Generator
@@ -74,6 +73,7 @@ class Rendezvous:
         prefix = f"FS_{local[0]}_{local[1]}_" if local else "FS_"
         # letters and digits only: 25.x clients split the name at "_"
         alphabet = string.ascii_letters + string.digits
+        import secrets      # loads OpenSSL's libcrypto: only once a client authenticates
         for _ in range(20):
             path = os.path.join(self.directory,
                                 prefix + "".join(secrets.choice(alphabet) for _ in range(9)))

@@ -7,7 +7,7 @@ vanished go back to the queue, and a pool job whose shadow cannot come back is s
 from __future__ import annotations
 
 import logging
-import secrets
+import os
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -98,7 +98,7 @@ class Adopter:
         assert rec is not None
         claim_id = next((c.claim_id for c in self.store.claims.all()
                          if c.job_id == srec.job_id), None) or \
-            f"<condorpy>#{int(self.started_at)}#{secrets.token_hex(12)}"
+            f"<condorpy>#{int(self.started_at)}#{os.urandom(12).hex()}"
         h = StarterHandle(LocalJob(srec.job_id), claim_id, srec.slot)
         h.on_adopted(launched, self.clock.monotonic())
         # Rebuild the claim in the engine as the job had it, without launching.
@@ -161,7 +161,7 @@ class Adopter:
     def stop_orphan(self, number: int, launched: Launched, slot: str) -> None:
         """A pool job whose starter outlived a killed daemon: its shadow cannot take it
         back (pool_restart.py), so it is stopped; its end is recorded as any job's."""
-        eid = f"<orphan>#{secrets.token_hex(12)}"
+        eid = f"<orphan>#{os.urandom(12).hex()}"
         h = StarterHandle(PoolClaim(eid, number), eid, slot)
         log.warning("job %s: its shadow's connection died with the previous daemon; "
                     "starter %d is stopped", h.name, launched.pid)

@@ -25,7 +25,7 @@ import os
 import selectors
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from condorpy.clock import Clock, SteadyWallClock, SystemClock
 from condorpy.config import Config, load_config
@@ -57,13 +57,15 @@ from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, ma
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.policy_timers import PolicyTimers
 from condorpy.startd.reconfig_report import ReconfigReport, needs_restart
-from condorpy.startd.poolside import PoolLink, pool_settings, previous_port, remember_port
-from condorpy.startd.poolside.adoption import WithoutPool
+from condorpy.startd.poolside.settings import pool_settings
 from condorpy.startd.ports import ForkLauncher
 from condorpy.startd.resources import Launching, ResourceManager
 from condorpy.startd.sources import Signals, StarterLinks, Ticker
 from condorpy.starter.knobs import job_updates, starter_knobs
 from condorpy.startd.starter_logs import StarterLogs, starter_logs
+
+if TYPE_CHECKING:
+    from condorpy.startd.poolside.link import PoolLink
 
 log = logging.getLogger("condorpy.startd")
 
@@ -190,6 +192,9 @@ class Startd:
         self.rm.pool_host = host = PoolHost(self.paths, self.store.pool, self.rm, self.commands,
                                             self.uid)
         if pool_cfg is not None:
+            # the pool side only where a pool is configured (its modules' memory too)
+            from condorpy.startd.poolside.claimstore import previous_port
+            from condorpy.startd.poolside.link import PoolLink, remember_port
             try:
                 self.pool = PoolLink(pool_cfg, self.engine, sel, self.clock, self.rm.apply,
                                      host, previous_port(self.store.pool))
@@ -237,6 +242,7 @@ class Startd:
         self.rm.launching.cgroup = self.placement.starters
         self.metrics.placed(self.placement.starters)
         self.rm.apply(self.engine.take_output())
+        from condorpy.startd.poolside.adoption import WithoutPool
         Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
                 self.schedd,
                 self.pool if self.pool is not None else WithoutPool(self.store.pool),

@@ -15,18 +15,24 @@ server first sends ``{"event": "ready", ...}``; then each ``{"op": "launch", ...
 gets ``{"ok": true, ...}`` (a :class:`Launched`) or ``{"ok": false, "job": ...,
 "error": ...}``. A request the server cannot use is answered, never fatal.
 
-How a starter comes to be: the server checks the request (paths, both ads, the knobs,
-read through :class:`condorpy.config.Config` as the STARTER subsystem and cached by
-value, since the startd sends the same knobs every time), then forks. The child calls
-``setsid`` (a session and process group of its own, so signals meant for the startd's
-group never reach it), resets the signal handlers and mask, drops ``NOTIFY_SOCKET``
-and ``INVOCATION_ID``, reads ``/dev/null`` and appends to its slot's StarterLog (the
-request's ``log_path``; without one, ``EXECUTE/starter_<pid>.log``),
-closes every other descriptor (the startd's socketpair above all: a starter holding it
-would hide the server's exit from the startd), moves itself into the requested cgroup,
-and only then tells the server "ready" on a pipe and runs :class:`Starter`. The server
-answers the startd once "ready" (or the reason it failed) has arrived, so a set-up
-failure is an error reply, not a starter that silently died.
+How a starter comes to be: the server keeps one starter forked ahead of its launch
+(a spare, forked once the server has been quiet for ``SPARE_AFTER_MS``, or at the launch
+when none waits), which has already called ``setsid`` (a session and process group of
+its own, so signals meant for the startd's group never reach it), reset its signal
+mask, dropped ``NOTIFY_SOCKET`` and ``INVOCATION_ID``, put ``/dev/null`` on its standard
+descriptors, closed every other descriptor (the startd's socketpair above all: a
+starter holding it would hide the server's exit from the startd) and forked its job's
+first process (:class:`condorpy.starter.launcher.Vessel`), which waits for its plan.
+The server checks the request's paths and hands the request line to the spare, which
+parses both ads and the knobs (read through :class:`condorpy.config.Config` as the
+STARTER subsystem and cached by value), appends to its slot's StarterLog (the
+request's ``log_path``; without one, ``EXECUTE/starter_<pid>.log``), moves itself into
+the requested cgroup, and only then tells the server "ready" on a pipe and runs
+:class:`Starter`. A request it cannot use it reports as refused, and the server answers
+with the reason; while quiet the server reads the last launch's configuration itself,
+so that the next spares inherit it read. The server answers the startd once "ready" (or the reason it
+failed) has arrived, so a set-up failure is an error reply, not a starter that
+silently died.
 
 Held launches: a request that says ``"hold": true`` gets a starter that, once set up
 and reported, waits for ``{"op": "release", "pid": N}`` before it runs anything (the
@@ -59,6 +65,7 @@ import argparse
 import gc
 import json
 import os
+import pwd
 import select
 import signal
 import socket
@@ -78,6 +85,8 @@ from condorpy.inputs import loads_json
 from condorpy.starter.ads import (ad_values, custom_memory_limit, final_ad_text,
                                   write_atomically)
 from condorpy.starter.knobs import settings_from_knobs
+from condorpy.starter.launcher import Vessel
+from condorpy.starter.libc import libc
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.starter import Abandoned, Starter
 from condorpy.startd.starter_logs import open_starter_log
@@ -88,6 +97,8 @@ MAX_MESSAGE = 16 << 20
 # How long the server waits for a forked starter to say it is set up. Set-up is a
 # handful of system calls; only a hung file system could take this long.
 SETUP_TIMEOUT_S = 10.0
+# How long the server is quiet before it forks the next spare starter.
+SPARE_AFTER_MS = 10
 # systemd's service-manager variables: they describe the daemon's service, not a starter.
 _DROPPED_ENV = ("NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID",
                 "JOURNAL_STREAM")
@@ -405,6 +416,43 @@ def _check_paths(req: LaunchRequest) -> None:
         raise _Refused(f"result path {req.result_path} is a directory")
 
 
+@dataclass
+class _Spare:
+    """A starter forked ahead of its request: its pid and start time, and the server's
+    ends of its pipes (the request in, its set-up report out, the hold's word in)."""
+
+    pid: int
+    ticks: int | None
+    request: int
+    report: int
+    go: int
+
+    def close(self) -> None:
+        for fd in (self.request, self.report, self.go):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_line(fd: int) -> bytes:
+    """One request line from the server (without its newline); empty at end of file."""
+    chunks: list[bytes] = []
+    while True:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            return b""
+        chunks.append(data)
+        if data.endswith(b"\n"):
+            return b"".join(chunks)[:-1]
+
+
 class _Server:
     def __init__(self, sock: socket.socket, proc_root: str = "/proc") -> None:
         self.sock = sock
@@ -415,6 +463,8 @@ class _Server:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         # held starters: pid -> the write end of the pipe each waits on
         self.held: dict[int, int] = {}
+        self.spare: _Spare | None = None
+        self.knobs: Mapping[str, str] | None = None     # the last launch's
 
     # -- preparing, in the server, so that errors become replies --------------------
 
@@ -432,7 +482,8 @@ class _Server:
         return cfg
 
     def prepare(self, req: LaunchRequest) -> _Prepared:
-        _check_paths(req)
+        """The request's ads parsed and its knobs read (in the spare that takes it);
+        :class:`_Refused` saying what is wrong."""
         try:
             job_ad = ClassAd.parse_old(req.job_ad, source="the job ad")
             slot_ad = ClassAd.parse_old(req.slot_ad, source="the slot ad")
@@ -451,45 +502,81 @@ class _Server:
         return _Prepared(req, job_ad, ad_values(job_ad, slot_ad), ad_values(slot_ad, job_ad),
                          job_ad.to_old(), slot_ad.to_old(), settings)
 
-    # -- launching ----------------------------------------------------------------
+    # -- spares ---------------------------------------------------------------------
 
-    def launch(self, prep: _Prepared) -> Launched:
-        req = prep.request
+    def fork_spare(self, *, warm: bool = False) -> _Spare:
+        """A starter forked ahead of its request and set up as far as it can be
+        without one; it parses the request itself when it comes. ``warm``: while the
+        server is quiet (not while a launch waits)."""
+        if warm and self.knobs is not None:
+            # the launches' configuration read here once: the next spares inherit it
+            try:
+                self._config(self.knobs)
+            except CondorpyError:
+                pass
+        req_r, req_w = os.pipe2(os.O_CLOEXEC)
         rfd, wfd = os.pipe2(os.O_CLOEXEC)
-        go_r, go_w = os.pipe2(os.O_CLOEXEC) if req.hold else (-1, -1)
+        go_r, go_w = os.pipe2(os.O_CLOEXEC)
         sys.stdout.flush()
         sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError as exc:
-            for fd in (rfd, wfd, go_r, go_w):
-                if fd >= 0:
-                    os.close(fd)
+            for fd in (req_r, req_w, rfd, wfd, go_r, go_w):
+                os.close(fd)
             raise _Refused(f"cannot fork a starter: {exc.strerror}") from None
         if pid == 0:
-            os.close(rfd)
-            if go_w >= 0:
-                os.close(go_w)
-            self._become_starter(prep, wfd, go_r)
-        os.close(wfd)
-        if go_r >= 0:
-            os.close(go_r)
+            for fd in (req_w, rfd, go_w):
+                os.close(fd)
+            self._become_starter(req_r, wfd, go_r)
+        for fd in (req_r, wfd, go_r):
+            os.close(fd)
+        # Our own child: it stays in /proc (as a zombie at worst) until we reap it.
+        return _Spare(pid, start_ticks(pid, self.proc_root), req_w, rfd, go_w)
+
+    def _drop_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.close()
+            try:
+                os.waitpid(spare.pid, 0)    # it exits on its request pipe's end of file
+            except ChildProcessError:
+                pass
+
+    # -- launching ----------------------------------------------------------------
+
+    def launch(self, req: LaunchRequest, line: bytes) -> Launched:
+        _check_paths(req)
+        self.knobs = req.knobs
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            try:
+                _write_all(spare.request, line + b"\n")
+            except OSError:             # it died waiting (killed by someone)
+                spare.close()
+                spare = None
+        if spare is None:
+            spare = self.fork_spare()
+            try:
+                _write_all(spare.request, line + b"\n")
+            except OSError:
+                pass                    # its report says why it went
+        os.close(spare.request)
         try:
-            launched = self._settle(prep, pid, rfd)
+            launched = self._settle(req, spare)
         except BaseException:
-            if go_w >= 0:
-                os.close(go_w)      # it is not running anything: let it go
+            os.close(spare.go)          # it is not running anything: let it go
             raise
-        if go_w >= 0:
-            self.held[pid] = go_w
+        if req.hold:
+            self.held[spare.pid] = spare.go
+        else:
+            os.close(spare.go)
         return launched
 
-    def _settle(self, prep: _Prepared, pid: int, rfd: int) -> Launched:
+    def _settle(self, req: LaunchRequest, spare: _Spare) -> Launched:
         """The started starter, once it has reported its set-up."""
-        req = prep.request
-        # Our own child: it stays in /proc (as a zombie at worst) until we reap it.
-        ticks = start_ticks(pid, self.proc_root)
-        report = self._read_report(rfd)
+        pid, ticks = spare.pid, spare.ticks
+        report = self._read_report(spare.report)
         if report == "ready" and ticks is None:    # cannot be: only we can reap it
             raise _Refused(f"starter {pid} is running but has no /proc entry")
         if report != "ready" or ticks is None:
@@ -498,7 +585,12 @@ class _Server:
                     os.kill(pid, signal.SIGKILL)     # hung in set-up: it ran no job yet
                 except ProcessLookupError:
                     pass
-            os.waitpid(pid, 0)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            if report.startswith("refused "):
+                raise _Refused(report.removeprefix("refused "))
             raise _Refused(f"the starter could not be set up: "
                            f"{report.removeprefix('fail ') or 'no report'}")
         return Launched(req.job_id, pid, ticks, self.boot_id,
@@ -538,20 +630,18 @@ class _Server:
             os.close(go_w)
         return Released(release.pid)
 
-    def _become_starter(self, prep: _Prepared, wfd: int, go_r: int) -> None:
-        """The forked child; never returns."""
+    def _become_starter(self, req_r: int, wfd: int, go_r: int) -> None:
+        """The forked child (a spare until its request comes); never returns."""
         code = _EXIT_FAILED
         try:
             try:
                 stage = "setsid"
                 os.setsid()
                 signal.set_wakeup_fd(-1)
-                starter = _starter(prep)
-                # Once the startd knows this pid it may vacate the job at once: from
-                # here on SIGTERM/SIGINT/SIGQUIT are the starter's soft and hard kill.
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
-                    signal.signal(sig, starter.on_signal)
-                for sig in (signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
+                # Until its request comes a spare is nobody's starter: the default
+                # dispositions end it.
+                for sig in (signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGCHLD,
+                            signal.SIGUSR1, signal.SIGUSR2):
                     signal.signal(sig, signal.SIG_DFL)
                 signal.pthread_sigmask(signal.SIG_SETMASK, [])
                 for name in _DROPPED_ENV:
@@ -559,31 +649,75 @@ class _Server:
                 # The socket object must not close a descriptor number that the
                 # starter reuses later, should it ever be collected here.
                 self.sock.detach()
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                # the startd's socketpair above all: a starter holding it would hide
+                # the server's exit from the startd
+                _close_all_but(req_r, wfd, go_r)
+                os.chdir("/")
+                # its job's first process, forked now rather than while the job waits
+                # (a spare forked for a launch that waits leaves that to its starter)
+                stage = "fork"
+                waiting, _, _ = select.select([req_r], [], [], 0)
+                vessel = None if waiting else Vessel.fork()
+            except OSError as exc:
+                os.write(wfd, f"fail {stage}: {exc.strerror or exc}\n".encode())
+                return
+            line = _read_line(req_r)
+            os.close(req_r)
+            prep: _Prepared | None = None
+            refusal = ""
+            if line:
+                try:
+                    req = decode_request(line)
+                    if not isinstance(req, LaunchRequest):
+                        raise RequestError("not a launch request")
+                    prep = self.prepare(req)
+                except (RequestError, _Refused) as exc:
+                    refusal = str(exc)
+            if prep is None:
+                if vessel is not None:
+                    vessel.cancel()
+                if refusal:
+                    os.write(wfd, f"refused {refusal}\n".encode())
+                else:
+                    code = 0            # the server is gone: a spare never used
+                return
+            req = prep.request
+            try:
+                # Once the startd knows this pid it may vacate the job at once: from
+                # here on SIGTERM/SIGINT/SIGQUIT are the starter's soft and hard kill.
+                starter = _starter(prep, vessel)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+                    signal.signal(sig, starter.on_signal)
                 stage = "log"
                 log = open_starter_log(
-                    prep.request.log_path or os.path.join(prep.request.execute,
-                                                          f"starter_{os.getpid()}.log"),
-                    prep.request.log_max)
+                    req.log_path or os.path.join(req.execute,
+                                                 f"starter_{os.getpid()}.log"),
+                    req.log_max)
                 # the file is the slot's, shared by its successive starters
                 os.write(log, time.strftime(f"%m/%d/%y %H:%M:%S starter {os.getpid()} "
-                                            f"for job {prep.request.job_id}\n").encode())
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
+                                            f"for job {req.job_id}\n").encode())
                 os.dup2(log, 1)
                 os.dup2(log, 2)
-                _close_all_but(wfd, go_r)
-                if prep.request.cgroup is not None:
-                    stage = f"cgroup {prep.request.cgroup}"
-                    _enter_cgroup(prep.request.cgroup)
-                stage = "chdir"
-                os.chdir("/")
+                os.close(log)
+                if req.cgroup is not None:
+                    stage = f"cgroup {req.cgroup}"
+                    _enter_cgroup(req.cgroup)
+                    if vessel is not None:
+                        vessel.home = req.cgroup
             except OSError as exc:
+                if vessel is not None:
+                    vessel.cancel()
                 os.write(wfd, f"fail {stage}: {exc.strerror or exc}\n".encode())
                 return
             os.write(wfd, b"ready\n")
             os.close(wfd)
-            if go_r >= 0:
+            if req.hold:
                 starter.gate = lambda: _released(go_r)
+            else:
+                os.close(go_r)
             code = _run_starter(prep, starter)
         except BaseException:       # a starter must never fall back into the server loop
             traceback.print_exc()
@@ -604,6 +738,9 @@ class _Server:
                 return
             if pid == 0:
                 return
+            if self.spare is not None and self.spare.pid == pid:
+                self.spare.close()          # it died waiting
+                self.spare = None
             go_w = self.held.pop(pid, None)
             if go_w is not None:
                 os.close(go_w)
@@ -616,7 +753,7 @@ class _Server:
             req = decode_request(line)
             if isinstance(req, Release):
                 return self.release(req)
-            return self.launch(self.prepare(req))
+            return self.launch(req, line)
         except RequestError as exc:
             return LaunchFailed(job, str(exc))
         except _Refused as exc:
@@ -635,7 +772,16 @@ class _Server:
         poller.register(self.wake_r, select.POLLIN)
         self.sock.sendall(encode_reply(Ready(os.getpid(), PROTOCOL_VERSION)))
         while True:
-            for fd, _ in poller.poll():
+            # A spare is forked once the server has been quiet a while, so that its
+            # fork does not compete with a job being started.
+            events = poller.poll(None if self.spare is not None else SPARE_AFTER_MS)
+            if not events:
+                try:
+                    self.spare = self.fork_spare(warm=True)
+                except _Refused as exc:
+                    print(f"condorpy fork server: {exc}", file=sys.stderr)
+                continue
+            for fd, _ in events:
                 if fd == self.wake_r:
                     try:
                         os.read(self.wake_r, 4096)
@@ -648,6 +794,7 @@ class _Server:
                     data = b""
                 if not data:
                     # The startd is gone or done; its starters carry on without us.
+                    self._drop_spare()
                     self.reap()
                     return 0
                 for line in self.buffer.feed(data):
@@ -655,6 +802,7 @@ class _Server:
                     try:
                         self.sock.sendall(encode_reply(reply))
                     except OSError:
+                        self._drop_spare()
                         return 0
             self.reap()
 
@@ -686,10 +834,10 @@ def _enter_cgroup(path: str) -> None:
         os.close(fd)
 
 
-def _starter(prep: _Prepared) -> Starter:
+def _starter(prep: _Prepared, vessel: Vessel | None = None) -> Starter:
     return Starter(prep.job_values, prep.slot_values, prep.settings,
                    job_ad_text=prep.job_text, machine_ad_text=prep.slot_text,
-                   handle_signals=True)
+                   handle_signals=True, vessel=vessel)
 
 
 def _run_starter(prep: _Prepared, starter: Starter) -> int:
@@ -722,14 +870,24 @@ def _warm_up() -> None:
     """Run once what every launch runs, so that lazily built state (the ClassAd
     parser's tables, the configuration defaults) is built here, shared by every child,
     rather than rebuilt in each one."""
+    # a function call loads the ClassAd function modules (slot ads call several)
     job = ClassAd.parse_old('Cmd = "/bin/true"\nClusterId = 1\nProcId = 0\n'
-                            'RequestCpus = 1 + 0\n', source="warm-up")
+                            'RequestCpus = 1 + 0\nWarm = strcat("a", "b")\n',
+                            source="warm-up")
     slot = ClassAd.parse_old('Name = "slot1@warm-up"\nCpus = 1\nMemory = 128\n',
                              source="warm-up")
     ad_values(job, slot)
     ad_values(slot, job)
     final_ad_text(job, {"ExitCode": 0, "ExitBySignal": False})
     settings_from_knobs(Config.from_mapping({}, subsystem="STARTER"), execute="/")
+    # The C library's name service modules and the ctypes handle are loaded on first
+    # use: once here, rather than in every starter before its job can start.
+    libc()
+    try:
+        me = pwd.getpwuid(os.geteuid())
+        os.getgrouplist(me.pw_name, me.pw_gid)
+    except (KeyError, OSError):
+        pass
 
 
 def serve_fd(fd: int) -> int:

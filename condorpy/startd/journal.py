@@ -14,7 +14,6 @@ stream (journald reads the prefix); the fields are then lost, the priorities are
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 import os
@@ -50,6 +49,7 @@ def public_claim_id(claim_id: str) -> str:
     head, sep, secret = claim_id.rpartition("#")
     if not sep:
         head, secret = "", claim_id
+    import hashlib      # OpenSSL's libcrypto (3 MB resident): not in an idle daemon
     digest = hashlib.sha256(secret.encode()).hexdigest()[:12]
     return f"{head}#{digest}" if head else digest
 

@@ -1,6 +1,8 @@
-"""The exposition side of the startd's metrics: the frozen records a snapshot carries,
-and the collector that turns the latest snapshot into fresh metric families at every
-scrape (on prometheus-client's thread; it reads one attribute and nothing else).
+"""The exposition side of the startd's metrics: the latest snapshot
+(:mod:`.metric_records`) as fresh metric families, built at every scrape on
+prometheus-client's thread. Imported only when a scrape comes: prometheus-client
+brings the standard library's HTTP, e-mail and TLS modules with it, about 12 MB that a
+daemon nobody scrapes has no use for.
 
 Names follow Prometheus's conventions: the ``condorpy_`` prefix, base units (seconds,
 bytes), ``_total`` only on counters, labels from small fixed sets and never a job, a
@@ -10,7 +12,6 @@ user or a d-slot name.
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
@@ -19,7 +20,7 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
 from condorpy import __version__
 from condorpy.policy.states import State
 from condorpy.slots.ads import HTCONDOR_VERSION
-from condorpy.startd.metric_sources import PoolFigures
+from condorpy.startd.metric_records import Snapshot
 
 # Resource name in a slot -> (metric, factor to base units). Memory is MiB, Disk KiB.
 _BUILTIN_RESOURCES = {"Cpus": ("condorpy_cpus", 1.0),
@@ -27,89 +28,6 @@ _BUILTIN_RESOURCES = {"Cpus": ("condorpy_cpus", 1.0),
                       "Disk": ("condorpy_disk_bytes", 1024.0),
                       "GPUs": ("condorpy_gpus", 1.0)}
 _STATES = tuple(s.value for s in State)
-
-
-@dataclass(frozen=True)
-class HistogramView:
-    bounds: tuple[float, ...]
-    cumulative: tuple[int, ...]     # per bound, then +Inf (= the count)
-    sum: float
-
-    def buckets(self) -> list[tuple[str, float]]:
-        out = [(_le(b), float(c)) for b, c in zip(self.bounds, self.cumulative)]
-        out.append(("+Inf", float(self.cumulative[-1])))
-        return out
-
-
-def _le(bound: float) -> str:
-    return repr(float(bound))
-
-
-@dataclass(frozen=True)
-class StatsView:
-    """The counters at one moment (what a snapshot carries)."""
-
-    jobs_started: int
-    exits: tuple[tuple[str, int], ...]
-    holds: tuple[tuple[str, int], ...]
-    evictions: tuple[tuple[str, int], ...]
-    adoptions: tuple[tuple[str, int], ...]
-    hooks: tuple[tuple[str, int, int], ...]     # (hook, runs, failures)
-    cron: tuple[tuple[str, int, int], ...]      # (job, runs, failures)
-    cycle: HistogramView
-    latency: HistogramView
-    last_cycle: float                           # wall time of the last policy cycle
-    cycle_failures: int = 0
-    reconfigs: tuple[tuple[str, int], ...] = ()
-    last_reconfig_success: float = 0.0          # wall time; the start counts as one
-    last_reconfig_ok: bool = True
-
-
-# ------------------------------------------------------------------ the snapshot
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a scrape reports, as the loop saw it at ``at`` (wall time)."""
-
-    at: float
-    slots: tuple[tuple[tuple[str, str, str], int], ...]      # (state, activity, type)
-    resources: tuple[tuple[str, str, float], ...]            # (resource, state, amount)
-    machine: tuple[tuple[str, float], ...]                   # (resource, total)
-    keyboard_idle: float | None
-    console_idle: float | None
-    load_average: float
-    jobs_load_average: float
-    drain_how: str | None
-    drain_started: float
-    shutting_down: bool
-    badput: float
-    unclaimed: float
-    preempting_since: float
-    starters: int
-    stats: StatsView
-    queue: tuple[tuple[str, int], ...] = ()          # (JobStatus name, jobs)
-    cgroup: tuple[tuple[str, bool], ...] = ()        # (controller, enforced)
-    policy_errors: tuple[tuple[str, int], ...] = ()  # (expression, ERROR results)
-    pool: PoolFigures | None = None                  # None: not in a pool
-
-
-# ------------------------------------------------------------------ the collector
-class StartdCollector:
-    """Builds fresh metric families from the latest snapshot at every scrape."""
-
-    def __init__(self) -> None:
-        self.snapshot: Snapshot | None = None
-
-    def describe(self) -> list[Metric]:
-        # Names are known, but returning them would make the registry call collect()
-        # at registration, before the first snapshot; duplicates are ruled out by the
-        # registry being private.
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        snap = self.snapshot       # one read: the loop swaps whole snapshots
-        if snap is None:
-            return
-        yield from _families(snap)
 
 
 def _counter_by(name: str, doc: str, label: str,
@@ -132,7 +50,8 @@ def _gauge_by(name: str, doc: str, label: str,
     return fam
 
 
-def _families(snap: Snapshot) -> Iterator[Metric]:
+def families(snap: Snapshot) -> Iterator[Metric]:
+    """The metric families of one snapshot."""
     st = snap.stats
     info = InfoMetricFamily("condorpy_build", "condorpy's version, the HTCondor version "
                             "it speaks for, and Python's.")

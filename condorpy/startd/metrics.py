@@ -1,5 +1,6 @@
 """Prometheus metrics of the startd: a snapshot published by the loop, a collector that
-reads it, and prometheus-client's own HTTP server on ``CONDORPY_METRICS_ADDRESS``.
+reads it, and prometheus-client's own HTTP server on ``CONDORPY_METRICS_ADDRESS``
+(imported by the first scrape: :mod:`.metrics_endpoint`).
 
 Threads: the event loop is the only writer. It keeps event counters in
 :class:`MetricsStats` and, after a step in which something changed (and at least once a
@@ -23,11 +24,7 @@ import socket
 import threading
 from operator import attrgetter, methodcaller
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
-from wsgiref.simple_server import WSGIRequestHandler, make_server
-
-from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
-from prometheus_client.exposition import ThreadingWSGIServer
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from condorpy.clock import Clock
 from condorpy.config import Config
@@ -36,14 +33,16 @@ from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Sl
                                      SoftKill, StateChange)
 from condorpy.policy.states import TRANSITIONS, Activity, State
 from condorpy.queue.jobstore import JobStatus
-from condorpy.startd.metric_families import (HistogramView, Snapshot, StartdCollector,
-                                             StatsView)
+from condorpy.startd.metric_records import (HistogramView, Snapshot, StartdCollector,
+                                            StatsView)
 from condorpy.startd.metric_sources import (HOLD_CODES, POLICY_EXPRESSIONS, PoolFigures,
                                             QueueCounts, cgroup_enforcement, pool_claims,
                                             pool_figures, queue_depth)
 
+from condorpy.startd.metrics_endpoint import Endpoint
+
 if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
+    from prometheus_client import CollectorRegistry
 
     from condorpy.policy.engine import PolicyEngine
     from condorpy.queue.jobstore import JobId
@@ -371,13 +370,14 @@ class Metrics:
     engine: PolicyEngine
     clock: Clock
     stats: MetricsStats = field(default_factory=MetricsStats)
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     collector: StartdCollector = field(default_factory=StartdCollector)
     owner: _Owner = field(default_factory=_Owner)
     queue_counts: QueueCounts | None = None     # the local queue's counts by status
     pool: PoolLink | None = None                # the pool link, when in a pool
     starters_cgroup: str | None = None          # where starters go (placement)
-    _server: WSGIServer | None = None
+    _registry: CollectorRegistry | None = None
+    _registry_lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: Endpoint | None = None
     _next_publish: float = 0.0
     _figures: SlotFigures | None = None
     _figures_due: float = 0.0
@@ -392,11 +392,22 @@ class Metrics:
         m = cls(metrics_address(cfg), engine, clock)
         # the configuration read at start is the first one applied
         m.stats.last_reconfig_success = clock.time()
-        m.registry.register(m.collector)
-        # The daemon's own CPU, memory and file descriptors (process_*), from /proc.
-        ProcessCollector(registry=m.registry)
         m.stats.declare_cron(cfg.get_list("STARTD_CRON_JOBLIST"))
         return m
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """The private registry: made by the first scrape (on the endpoint's thread),
+        or the first reader."""
+        with self._registry_lock:
+            if self._registry is None:
+                from prometheus_client import CollectorRegistry, ProcessCollector
+                registry = CollectorRegistry()
+                registry.register(self.collector)
+                # The daemon's own CPU, memory and file descriptors (process_*).
+                ProcessCollector(registry=registry)
+                self._registry = registry
+            return self._registry
 
     @property
     def enabled(self) -> bool:
@@ -417,8 +428,7 @@ class Metrics:
         """The address the endpoint listens on (the real port when 0 was asked for)."""
         if self._server is None:
             return None
-        host, port = self._server.server_address[:2]
-        return str(host), int(port)
+        return self._server.address
 
     def start(self) -> None:
         """Listen (prometheus-client's server, on a daemon thread of its own)."""
@@ -426,7 +436,7 @@ class Metrics:
             return
         self.publish(self.clock.monotonic())
         try:
-            self._server = _serve(self.address, self.registry)
+            self._server = _serve(self.address, self._registry_now)
         except StartdError as exc:
             # The jobs matter more than their figures: run on, try again now and
             # then, and let the scrape's failure (the "metrics endpoint down" alert)
@@ -449,7 +459,7 @@ class Metrics:
             self._bind_retry = None
             return
         try:
-            self._server = _serve(self.address, self.registry)
+            self._server = _serve(self.address, self._registry_now)
         except StartdError:
             self._bind_retry = mono + BIND_RETRY_S
             return
@@ -465,7 +475,7 @@ class Metrics:
             if self._server is None and address is not None:
                 self._bind_retry = self.clock.monotonic()    # in use still? next step
             return
-        new = _serve(address, self.registry) if address is not None else None
+        new = _serve(address, self._registry_now) if address is not None else None
         self.close()
         self.address, self._server, self._bind_retry = address, new, None
         log.info("reconfig: metrics %s", f"on {address[0]}:{address[1]}" if address
@@ -518,39 +528,21 @@ class Metrics:
 
     def close(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.close()
             self._server = None
 
-
-def _start_http_server(port: int, host: str, registry: CollectorRegistry) -> WSGIServer:
-    """prometheus-client's own server (its WSGI app and threading server class), kept so
-    it can be stopped: ``start_http_server`` returns it only from 0.17 on, and Debian 12
-    packages 0.16, whose ``start_http_server`` returns nothing."""
-    family, _, _, _, sockaddr = socket.getaddrinfo(host, port)[0]
-
-    class Server(ThreadingWSGIServer):
-        address_family = family
-
-    class Quiet(WSGIRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            pass       # one line per scrape would drown the daemon's log
-
-    server = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Server,
-                         handler_class=Quiet)
-    threading.Thread(target=server.serve_forever, daemon=True,
-                     name="condorpy-metrics").start()
-    return server
+    def _registry_now(self) -> CollectorRegistry:
+        return self.registry
 
 
-def _serve(address: tuple[str, int], registry: CollectorRegistry) -> WSGIServer:
+def _serve(address: tuple[str, int],
+           registry: Callable[[], CollectorRegistry]) -> Endpoint:
     host, port = address
     try:
-        server = _start_http_server(port, host, registry)
+        return Endpoint(address, registry)
     except OSError as exc:
         raise StartdError(f"{KNOB}: cannot listen on {host}:{port}: "
                           f"{exc.strerror or exc}") from None
-    return server
 
 
 def scrape_text(registry: CollectorRegistry) -> str:

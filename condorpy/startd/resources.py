@@ -259,14 +259,15 @@ class ResourceManager:
             job_ad[SUBMITTER_ATTR] = owner
             # where an ON_EXIT_OR_EVICT job's output waits for its next run
             job_ad[SPOOL_ATTR] = str(job_dir / "spooled")
+        job_text = job_ad.to_old()
         try:
             job_dir.mkdir(parents=True, exist_ok=True)
-            (job_dir / "job.ad").write_text(job_ad.to_old())
+            (job_dir / "job.ad").write_text(job_text)
         except OSError as exc:
             raise StartdError(f"job {job_id}: cannot write {job_dir}: {exc.strerror}") \
                 from None
         try:
-            launched = self._start(h, str(job_id), job_ad, job_dir)
+            launched = self._start(h, str(job_id), job_text, job_dir)
         except CondorpyError as exc:
             log.error("job %s: %s", job_id, exc)
             self.finish(h, {"HoldReason": str(exc), "HoldReasonCode": 6})
@@ -300,7 +301,7 @@ class ResourceManager:
         self.handles[origin] = h
         self.by_claim[eid] = origin
         try:
-            launched = self._start(h, name, job_ad, job_dir)
+            launched = self._start(h, name, job_ad.to_old(), job_dir)
         except CondorpyError:
             del self.handles[origin]
             self.by_claim.pop(eid, None)
@@ -331,10 +332,11 @@ class ResourceManager:
         except CondorpyError as exc:      # it died meanwhile: its socket tells the rest
             log.warning("starter %d: %s", launched.pid, exc)
 
-    def _start(self, h: StarterHandle, name: str, job_ad: ClassAd, job_dir: Path) -> Launched:
-        """Launch a starter for ``h`` and reach its socket if it is there yet."""
+    def _start(self, h: StarterHandle, name: str, job_text: str, job_dir: Path) -> Launched:
+        """Launch a starter for ``h`` (its job ad in the old format) and reach its
+        socket if it is there yet."""
         logs = self.launching.logs
-        req = LaunchRequest(name, job_ad.to_old(), self.engine.slots[h.slot].ad.to_old(),
+        req = LaunchRequest(name, job_text, self.engine.slots[h.slot].ad.to_old(),
                             str(self.launching.execute), str(job_dir / "final.ad"),
                             knobs=self.launching.knobs, cgroup=self.launching.cgroup,
                             log_path=logs.path_for(h.slot) if logs is not None else "",

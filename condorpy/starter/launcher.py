@@ -1,6 +1,14 @@
 """Starting the job's process: fork, place, isolate, drop privileges, open its files,
 exec, and tell the starter precisely which step failed.
 
+Two steps, so that the costly part overlaps the daemon's record of the starter
+(:class:`PendingLaunch`): :func:`prepare_launch` forks the child, which places itself
+in the job's cgroup, resets its inherited limits, enters its PID namespace, session,
+user and working directory, and then waits; :meth:`PendingLaunch.start` gives it the
+word, and it opens the job's input and outputs (only then: a job that never starts
+must not have truncated its output) and executes. Nothing the job could notice happens
+before the word, and a cancelled child exits without running anything.
+
 The child reports a failure as ``<stage> <errno>`` on a close-on-exec pipe; end of file
 without a report means the exec succeeded. For a PID namespace the starter unshares
 its namespace for children just around the fork, so the child is PID 1 of a new
@@ -11,7 +19,9 @@ namespace and still the starter's own child, then goes back to its original name
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
+import json
 import os
 import signal
 from dataclasses import dataclass
@@ -60,7 +70,7 @@ class Launched:
     session: int      # its session and process group id
 
 
-def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
+def _child(plan: LaunchPlan, wfd: int, go_r: int, env: dict[bytes, bytes]) -> None:
     """Runs in the forked child; never returns."""
     stage = "cgroup"
     kind = "-"
@@ -90,6 +100,13 @@ def _child(plan: LaunchPlan, wfd: int, env: dict[bytes, bytes]) -> None:
             os.setuid(plan.user.uid)
         stage = "iwd"
         os.chdir(plan.cwd)
+        # Nothing of the starter's is the job's; the word and the report pipes stay.
+        stage = "wait"
+        os.closerange(3, min(wfd, go_r))
+        os.closerange(min(wfd, go_r) + 1, max(wfd, go_r))
+        os.closerange(max(wfd, go_r) + 1, 65536)
+        if os.read(go_r, 1) != b"g":
+            os._exit(127)             # cancelled: the job is not to run
         # Opened as the job's user, never blocking, and only regular files or
         # /dev/null: a FIFO would hang the job's start (and its starter) and a
         # device is no place for output. Outputs are not followed through a link.
@@ -147,35 +164,175 @@ def _fork(pid_namespace: bool) -> int:
     return pid
 
 
-def launch(plan: LaunchPlan, *, job_id: str) -> Launched:
-    """Start the job; raise JobHold with HTCondor's code if any step fails."""
+class PendingLaunch:
+    """The job's first process, forked and set up, waiting for :meth:`start` (or
+    :meth:`cancel`)."""
+
+    def __init__(self, plan: LaunchPlan, job_id: str, pid: int, report: int,
+                 go: int) -> None:
+        self.plan = plan
+        self.job_id = job_id
+        self.pid = pid
+        self._report = report
+        self._go = go
+
+    def start(self) -> Launched:
+        """Let it open its files and execute; raise JobHold with HTCondor's code if any
+        step (before the word or after it) failed."""
+        try:
+            os.write(self._go, b"g")
+        except OSError:
+            pass            # it failed during set-up and has exited: its report says why
+        finally:
+            os.close(self._go)
+        chunks = []
+        try:
+            while True:
+                data = os.read(self._report, 4096)
+                if not data:
+                    break
+                chunks.append(data)
+        finally:
+            os.close(self._report)
+        failure: tuple[str, int, str] | None = None
+        for line in b"".join(chunks).decode().splitlines():
+            word, value, kind = (line.split(" ") + ["-", "-"])[:3]
+            failure = (word, int(value), kind.replace("_", " "))
+        if failure is not None:
+            os.waitpid(self.pid, 0)
+            plan = self.plan
+            stage, code, kind = failure
+            hold, what = _STAGE_HOLDS.get(stage,
+                                          (HoldCode.FAILED_TO_CREATE_PROCESS, stage))
+            detail = {"exec": plan.executable, "iwd": plan.cwd, "stdin": plan.stdin,
+                      "stdout": plan.stdout, "stderr": plan.stderr}.get(stage, "")
+            where = f" {detail}" if detail else ""
+            why = f"it is {kind}, not a regular file" if kind != "-" else os.strerror(code)
+            raise JobHold(f"{what}{where}: {why} (errno {code})", hold, code,
+                          job=self.job_id)
+        return Launched(pid=self.pid, session=self.pid)
+
+    def cancel(self) -> None:
+        """The job is not to run: end the waiting child and reap it."""
+        os.close(self._go)
+        os.close(self._report)
+        try:
+            os.kill(self.pid, signal.SIGKILL)    # it may be stuck in a step; it ran nothing
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+class Vessel:
+    """A child forked before its job is known (a spare starter makes one while it waits
+    for its own request), waiting for the plan: :meth:`load` hands it one and returns
+    the :class:`PendingLaunch`, with no fork while a job waits to start. Not for a PID
+    namespace, which must be entered around the fork."""
+
+    def __init__(self, pid: int, plan_w: int, report: int, go: int) -> None:
+        self.pid = pid
+        # The cgroup its starter moved into after forking it: a job without a cgroup of
+        # its own runs there, as it would had the starter forked it.
+        self.home: str | None = None
+        self._plan_w = plan_w
+        self._report = report
+        self._go = go
+
+    @classmethod
+    def fork(cls) -> Vessel:
+        plan_r, plan_w = os.pipe2(os.O_CLOEXEC)
+        rfd, wfd = os.pipe2(os.O_CLOEXEC)
+        go_r, go_w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                # nothing of the forking process's is kept, its other pipes above all
+                keep = sorted((plan_r, wfd, go_r))
+                os.closerange(3, keep[0])
+                os.closerange(keep[0] + 1, keep[1])
+                os.closerange(keep[1] + 1, keep[2])
+                os.closerange(keep[2] + 1, 65536)
+                plan = _read_plan(plan_r)
+            except BaseException:
+                plan = None
+            if plan is None:
+                os._exit(0)             # not needed after all
+            env = {k.encode(): v.encode() for k, v in plan.env.items()}
+            _child(plan, wfd, go_r, env)
+        for fd in (plan_r, wfd, go_r):
+            os.close(fd)
+        return cls(pid, plan_w, rfd, go_w)
+
+    def load(self, plan: LaunchPlan, *, job_id: str) -> PendingLaunch:
+        data = json.dumps({"executable": plan.executable, "argv": list(plan.argv),
+                           "env": plan.env, "cwd": plan.cwd, "stdin": plan.stdin,
+                           "stdout": plan.stdout, "stderr": plan.stderr,
+                           "user": dataclasses.asdict(plan.user),
+                           "cgroup_procs": plan.cgroup_procs, "home": self.home}).encode()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._plan_w, view):]
+        except OSError:
+            pass            # it has gone: PendingLaunch.start reports no exec
+        finally:
+            os.close(self._plan_w)
+        return PendingLaunch(plan, job_id, self.pid, self._report, self._go)
+
+    def cancel(self) -> None:
+        """Not needed: it exits on its plan pipe's end of file; reaped here."""
+        for fd in (self._plan_w, self._report, self._go):
+            os.close(fd)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _read_plan(fd: int) -> LaunchPlan | None:
+    chunks = []
+    while True:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(fd)
+    if not chunks:
+        return None
+    d = json.loads(b"".join(chunks))
+    return LaunchPlan(executable=d["executable"], argv=tuple(d["argv"]), env=d["env"],
+                      cwd=d["cwd"], stdin=d["stdin"], stdout=d["stdout"],
+                      stderr=d["stderr"],
+                      user=JobUser(**{**d["user"], "groups": tuple(d["user"]["groups"])}),
+                      cgroup_procs=d["cgroup_procs"] or (
+                          os.path.join(d["home"], "cgroup.procs") if d["home"] else None),
+                      pid_namespace=False)
+
+
+def prepare_launch(plan: LaunchPlan, *, job_id: str) -> PendingLaunch:
+    """Fork the job's first process and let it set itself up; it runs nothing until
+    :meth:`PendingLaunch.start`."""
     env = {k.encode(): v.encode() for k, v in plan.env.items()}
     rfd, wfd = os.pipe2(os.O_CLOEXEC)
-    pid = _fork(plan.pid_namespace)
+    go_r, go_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = _fork(plan.pid_namespace)
+    except BaseException:
+        for fd in (rfd, wfd, go_r, go_w):
+            os.close(fd)
+        raise
     if pid == 0:
         os.close(rfd)
-        _child(plan, wfd, env)
+        os.close(go_w)
+        _child(plan, wfd, go_r, env)
     os.close(wfd)
-    chunks = []
-    try:
-        while True:
-            data = os.read(rfd, 4096)
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(rfd)
-    failure: tuple[str, int, str] | None = None
-    for line in b"".join(chunks).decode().splitlines():
-        word, value, kind = (line.split(" ") + ["-", "-"])[:3]
-        failure = (word, int(value), kind.replace("_", " "))
-    if failure is not None:
-        os.waitpid(pid, 0)
-        stage, code, kind = failure
-        hold, what = _STAGE_HOLDS.get(stage, (HoldCode.FAILED_TO_CREATE_PROCESS, stage))
-        detail = {"exec": plan.executable, "iwd": plan.cwd, "stdin": plan.stdin,
-                  "stdout": plan.stdout, "stderr": plan.stderr}.get(stage, "")
-        where = f" {detail}" if detail else ""
-        why = f"it is {kind}, not a regular file" if kind != "-" else os.strerror(code)
-        raise JobHold(f"{what}{where}: {why} (errno {code})", hold, code, job=job_id)
-    return Launched(pid=pid, session=pid)
+    os.close(go_r)
+    return PendingLaunch(plan, job_id, pid, rfd, go_w)
+
+
+def launch(plan: LaunchPlan, *, job_id: str) -> Launched:
+    """Start the job at once; raise JobHold with HTCondor's code if any step fails."""
+    return prepare_launch(plan, job_id=job_id).start()

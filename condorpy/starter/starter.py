@@ -24,7 +24,7 @@ from condorpy.starter.cgroup import JobCgroup
 from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
-from condorpy.starter.launcher import Launched, launch
+from condorpy.starter.launcher import Launched, Vessel, prepare_launch
 from condorpy.starter.localxfer import LocalTransfer
 from condorpy.starter.meter import UsageMeter
 from condorpy.starter.prepare import cgroup_limits, cgroup_tree, launch_plan, \
@@ -65,7 +65,8 @@ class Starter:
                  notice: Callable[[str], None] = _stderr_notice,
                  handle_signals: bool = False, own_process: bool | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time,
+                 vessel: Vessel | None = None) -> None:
         self.job_ad = job_ad
         self.slot_ad = slot_ad
         self.settings = settings
@@ -96,6 +97,8 @@ class Starter:
         # asked just before the job starts or anything is reported, so that the set-up
         # (sandbox, input, cgroup) overlaps the startd's record.
         self.gate: Callable[[], bool] | None = None
+        # the job's first process forked beforehand (a spare starter's), if any
+        self.vessel = vessel
 
     @property
     def socket_path(self) -> str:
@@ -200,9 +203,22 @@ class Starter:
                                     disk_limit_kb(self.slot_ad, self.job_ad)
                                     if self.settings.enforce_disk else None,
                                     self.settings.update_interval_s, self.clock)
-        self._go()
+        # forked and set up while the startd records this starter; it runs the job only
+        # once the startd's word has come
+        vessel, self.vessel = self.vessel, None
+        if vessel is not None and not plan.pid_namespace:
+            pending = vessel.load(plan, job_id=job.job_id)
+        else:
+            if vessel is not None:
+                vessel.cancel()
+            pending = prepare_launch(plan, job_id=job.job_id)
+        try:
+            self._go()
+        except BaseException:
+            pending.cancel()
+            raise
         start = self.clock()
-        self.proc = launch(plan, job_id=job.job_id)
+        self.proc = pending.start()
         family = None if self.cgroup is not None else proctrack.ProcessFamily(
             self.settings.proc_root, self.proc.pid, self.proc.session,
             adopter=os.getpid() if subreaper else None)
@@ -397,6 +413,9 @@ class Starter:
 
     def _cleanup(self, job_id: str) -> None:
         problems: list[str] = []
+        if self.vessel is not None:         # the job never came to be launched
+            self.vessel.cancel()
+            self.vessel = None
         if self.proc is not None and not self.control.reaped:
             # The starter is giving up while its job runs (an error while watching it):
             # the job must not outlive it and the sandbox deleted below.

@@ -377,11 +377,27 @@ def test_fifty_launches_leave_no_zombie(env: Env, server: ForkServer) -> None:
     for launched in launches:
         assert "ExitCode = 0" in final_ad(launched)
     deadline = time.monotonic() + 10
-    while children_of(server.pid):         # the server reaps each on its SIGCHLD
+    pids = {x.pid for x in launches}
+    # the server reaps each on its SIGCHLD (its one other child: the spare starter
+    # waiting for the next launch)
+    while [c for c in children_of(server.pid) if c[0] in pids or c[1] == "Z"]:
         assert time.monotonic() < deadline, children_of(server.pid)
         time.sleep(0.01)
     assert [c for c in children_of(os.getpid()) if c[1] == "Z"] == []
     assert len(list(env.results.iterdir())) == 50
+
+
+def test_a_spare_starter_waits_for_the_next_launch(env: Env, server: ForkServer) -> None:
+    """Once quiet, the server forks the next starter ahead of its launch, and the
+    launch is that process's."""
+    deadline = time.monotonic() + 10
+    while len(children_of(server.pid)) != 1:
+        assert time.monotonic() < deadline, children_of(server.pid)
+        time.sleep(0.01)
+    [(spare, _)] = children_of(server.pid)
+    launched = env.launch(server, "13.0", job("/bin/true", n=13))
+    assert launched.pid == spare
+    assert "ExitCode = 0" in final_ad(launched)
 
 
 def test_starter_survives_the_server_closing(env: Env, server: ForkServer) -> None:

@@ -342,6 +342,31 @@ def test_endpoint_serves_and_closes() -> None:
         urllib.request.urlopen(f"http://127.0.0.1:{bound[1]}/metrics", timeout=5)
 
 
+LAZY = """
+import sys, urllib.request
+sys.path.insert(0, sys.argv[1])
+from tests.startd.test_metrics import _setup
+_eng, m, _clock = _setup()
+m.start()
+m.after_step(0)
+print("before", "prometheus_client" in sys.modules, "wsgiref" in sys.modules)
+port = m.bound[1]
+body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+print("after", "prometheus_client" in sys.modules, b"condorpy_slots" in body)
+m.close()
+"""
+
+
+def test_prometheus_client_is_loaded_by_the_first_scrape() -> None:
+    """The endpoint listens from the start, but prometheus-client (and the HTTP, e-mail
+    and TLS modules it brings) is imported by the first scrape only."""
+    from pathlib import Path
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", LAZY, root], capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split("\n")
+    assert out[0] == "before False False" and out[1] == "after True True", out
+
+
 def test_endpoint_off_and_address_in_use(caplog: pytest.LogCaptureFixture) -> None:
     cfg = _cfg(PSLOT + "CONDORPY_METRICS_ADDRESS =\n")
     clock = ManualClock(0.0)
