@@ -2,10 +2,16 @@
 under 1024 running jobs, memory per starter, and the idle daemon's cost.
 
     .venv/bin/python benchmarks/startd_bench.py [--jobs 500] [--busy 1024] [--idle 60]
+        [--compare REV] [--rounds 3] [--profile FILE]
 
 Each figure is printed next to its reference: a bare fork+exec of the same job
-measured in this run, and HTCondor 23.9's personal pool on this machine (Debian's
-htcondor in the reference pool's chroot, tests/pool/refpool.py) running 40 /bin/true
+measured in this run (throughput: /bin/true forked and executed by one bare Python
+parent, 4 in flight, the issue's floor, and 1 in flight, labelled; with the CPU each
+job cost the daemon, its fork server and the starters; ``--compare REV`` runs a git
+revision's daemon too, alternated with this tree's, the best of ``--rounds`` each;
+``--profile`` writes a cProfile of this tree's first daemon), and HTCondor 23.9's
+personal pool on this machine (Debian's htcondor in the reference pool's chroot,
+tests/pool/refpool.py) running 40 /bin/true
 jobs submitted at once, measured in this run too where it can be (as root, with the
 chroot built or Debian's mirror reachable; ``--no-htcondor`` skips it). Where it cannot,
 the figure measured for the issue (about 37 s for 40 jobs) is printed and said to be
@@ -33,7 +39,6 @@ from condorpy.errors import CondorpyError  # noqa: E402
 from condorpy.queue.submit import parse_submit  # noqa: E402
 from condorpy.queue.submit_parts import parts  # noqa: E402
 from condorpy.startd.client import Connection  # noqa: E402
-from starter_bench import bare_true  # noqa: E402  (the same floor as the starter's)
 from tests.startd.daemon_helpers import Daemon, counts, wait_for  # noqa: E402
 
 QUOTED_HTCONDOR_JOBS_PER_S = 40 / 37.0
@@ -77,24 +82,131 @@ def _submit_in_process(d: Daemon, text: str, work: Path) -> float:
     return t0
 
 
-def throughput(base: Path, n: int, reference: tuple[float, str]) -> None:
-    d = Daemon(base / "tp", cpus=os.cpu_count() or 2)
+# The floor, run in a bare interpreter of its own (a parent that has imported condorpy
+# forks more slowly: its page tables are larger).
+_FLOOR = """
+import os, sys, time
+n, in_flight = int(sys.argv[1]), int(sys.argv[2])
+t0 = time.perf_counter()
+started = running = 0
+while started < n or running:
+    while running < in_flight and started < n:
+        pid = os.fork()
+        if pid == 0:
+            os.execv("/bin/true", ["/bin/true"])
+        started += 1
+        running += 1
+    os.waitpid(-1, 0)
+    running -= 1
+print(n / (time.perf_counter() - t0))
+"""
+
+
+def bare_true_in_flight(n: int, in_flight: int = 4) -> float:
+    """The floor the issue names: /bin/true forked and executed from one Python parent,
+    ``in_flight`` at a time (the next forked as soon as one is reaped): jobs/s."""
+    out = subprocess.run([sys.executable, "-c", _FLOOR, str(n), str(in_flight)],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout)
+
+
+class CodeDaemon(Daemon):
+    """A daemon running the condorpy found in ``code`` (this tree, or a revision's
+    ``git archive``): its own and its fork server's imports come from there, since
+    ``python -m`` looks in the working directory first. ``profile``: the daemon runs
+    under cProfile, which writes its statistics there when the daemon stops."""
+
+    def __init__(self, base: Path, code: Path, cpus: int,
+                 profile: Path | None = None) -> None:
+        super().__init__(base, cpus=cpus)
+        self.code = code
+        self.profile = profile
+
+    def env(self) -> dict[str, str]:
+        return {**super().env(), "PYTHONPATH": str(self.code)}
+
+    def start(self) -> None:
+        log = open(self.base / "daemon.out", "ab")
+        pre = ["-m", "cProfile", "-o", str(self.profile)] if self.profile else []
+        self.proc = subprocess.Popen([sys.executable, *pre, "-m", "condorpy", "startd",
+                                      "-f"], env=self.env(), cwd=self.code, stdout=log,
+                                     stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        wait_for(lambda: self.socket.exists() and self._ping(), 60,
+                 lambda: f"daemon did not start: {self.output()}")
+
+
+def _cpu_s(pid: int) -> tuple[float, float]:
+    """A process's own CPU seconds, and those of the children it has reaped."""
+    f = Path(f"/proc/{pid}/stat").read_text()
+    rest = f[f.rfind(")") + 2:].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(rest[11]) + int(rest[12])) / ticks, (int(rest[13]) + int(rest[14])) / ticks
+
+
+def _jobs_per_s(base: Path, code: Path, n: int,
+                profile: Path | None = None) -> tuple[float, str]:
+    """``n`` /bin/true jobs through a fresh daemon running ``code``, from the
+    submission's request to the last job completed in the store: jobs/s, and the CPU
+    each job cost the daemon, its fork server, and the starters with their jobs."""
+    base.mkdir(parents=True)
+    d = CodeDaemon(base, code, cpus=os.cpu_count() or 2, profile=profile)
     d.start()
     try:
-        work = base / "tp" / "work"
+        assert d.proc is not None
+        server = int(Path(f"/proc/{d.proc.pid}/task/{d.proc.pid}/children")
+                     .read_text().split()[0])
+        before = (_cpu_s(d.proc.pid)[0], *_cpu_s(server))
+        work = base / "work"
         work.mkdir()
         t0 = _submit_in_process(d, f"executable = /bin/true\nrequest_memory = 16\n"
                                    f"request_disk = 10\nqueue {n}\n", work)
         wait_for(lambda: counts(d).get(4) == n, 3600, d.output)
         rate = n / (time.time() - t0)
+        after = (_cpu_s(d.proc.pid)[0], *_cpu_s(server))
+        ms = [(b - a) / n * 1000 for a, b in zip(before, after)]
+        return rate, (f"CPU per job: daemon {ms[0]:.1f} ms, fork server {ms[1]:.1f} ms, "
+                      f"starters and jobs {ms[2]:.1f} ms")
     finally:
         d.stop()
         d.kill_leftovers()
-    floor = bare_true(n)
-    print(f"throughput, {n} /bin/true jobs on a {os.cpu_count()}-core partitionable slot: "
-          f"{rate:.1f} jobs/s; bare fork+exec {floor:.0f} jobs/s (ratio {rate / floor:.3f}); "
-          f"HTCondor 23.9 personal pool {reference[0]:.2f} jobs/s, {reference[1]} "
-          f"(ratio {rate / reference[0]:.0f}x); goal 50 jobs/s")
+
+
+def throughput(base: Path, n: int, reference: tuple[float, str], *,
+               compare: str | None = None, rounds: int = 3,
+               profile: Path | None = None) -> None:
+    """Jobs/s beside the fork+exec floor measured in the same run (4 in flight from
+    one Python parent, the issue's floor; one in flight too, labelled), and with
+    ``compare`` a revision's daemon the same way, alternated with this tree's (A B A B),
+    each figure the best of ``rounds``."""
+    codes = _codes(base, compare)
+    rates: dict[str, list[float]] = {label: [] for label, _ in codes}
+    floors: list[float] = []
+    sequential: list[float] = []
+    for r in range(rounds):
+        for i, (label, code) in enumerate(codes):
+            prof = profile if profile is not None and code == ROOT and r == 0 else None
+            rate, cpu = _jobs_per_s(base / f"tp{r}.{i}", code, n, prof)
+            rates[label].append(rate)
+            floors.append(bare_true_in_flight(n))
+            print(f"  round {r + 1}: {label}: {rate:.1f} jobs/s ({cpu}); floor (4 in "
+                  f"flight) {floors[-1]:.0f} jobs/s; {_loadavg()}", flush=True)
+        sequential.append(bare_true_in_flight(n, 1))
+    floor = max(floors)
+    print(f"fork+exec floor, {n} /bin/true from one Python parent: 4 in flight "
+          f"{floor:.0f} jobs/s (best of {len(floors)}), 1 in flight "
+          f"{max(sequential):.0f} jobs/s; {_loadavg()}")
+    for label, xs in rates.items():
+        best = max(xs)
+        print(f"throughput ({label}), {n} /bin/true jobs on a {os.cpu_count()}-core "
+              f"partitionable slot: {best:.1f} jobs/s (best of {len(xs)}; median "
+              f"{statistics.median(xs):.1f}); ratio to the floor {best / floor:.3f} "
+              f"(goal 0.07); HTCondor 23.9 personal pool {reference[0]:.2f} jobs/s, "
+              f"{reference[1]} ({best / reference[0]:.0f}x)")
+    if compare:
+        print(f"this tree / {compare}: {max(rates['this tree']) / max(rates[compare]):.2f}x")
+    if profile is not None:
+        print(f"the daemon's profile (this tree, round 1): {profile}")
 
 
 def _activation_time(job_ad: Path, timeout: float = 60.0) -> float:
@@ -108,28 +220,6 @@ def _activation_time(job_ad: Path, timeout: float = 60.0) -> float:
             return float(value)
         time.sleep(0.001)
     raise AssertionError(f"{job_ad} never named CondorpyActivatedAt")
-
-
-class _CodeDaemon(Daemon):
-    """A daemon running the condorpy in ``code`` (this tree, or a revision's ``git
-    archive``): started with ``code`` as its working directory, which ``python -m``
-    puts first on the path, for the daemon and the fork server it starts alike."""
-
-    def __init__(self, base: Path, code: Path, cpus: int) -> None:
-        super().__init__(base, cpus=cpus)
-        self.code = code
-
-    def env(self) -> dict[str, str]:
-        return {**super().env(), "PYTHONPATH": str(self.code)}
-
-    def start(self) -> None:
-        log = open(self.base / "daemon.out", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "condorpy", "startd", "-f"],
-                                     env=self.env(), cwd=self.code, stdout=log,
-                                     stderr=log, stdin=subprocess.DEVNULL)
-        log.close()
-        wait_for(lambda: self.socket.exists() and self._ping(), 60,
-                 lambda: f"daemon did not start: {self.output()}")
 
 
 def _codes(base: Path, compare: str | None) -> list[tuple[str, Path]]:
@@ -154,7 +244,7 @@ def _latency_round(base: Path, code: Path, n: int) -> tuple[list[float], list[fl
     """``n`` jobs one after another through a fresh daemon running ``code``: the
     milliseconds from each submission and from each activation to the job's first
     instruction (the time /bin/date prints)."""
-    d = _CodeDaemon(base, code, cpus=2)
+    d = CodeDaemon(base, code, cpus=2)
     d.start()
     from_submit, from_activation = [], []
     try:
@@ -344,7 +434,7 @@ def idle(base: Path, seconds: int, *, compare: str | None = None) -> None:
     """The idle daemon's CPU share and RSS; with ``compare``, that revision's daemon
     beside this tree's, both idle over the same ``seconds``."""
     codes = _codes(base, compare)
-    daemons = [(label, _CodeDaemon(base / f"idle{i}", code, cpus=2))
+    daemons = [(label, CodeDaemon(base / f"idle{i}", code, cpus=2))
                for i, (label, code) in enumerate(codes)]
     rows: list[tuple[str, float, int]] = []
     try:
@@ -376,6 +466,11 @@ def main() -> None:
     ap.add_argument("--idle", type=int, default=60)
     ap.add_argument("--compare", metavar="REV",
                     help="measure a git revision's daemon too, alternated with this tree's")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="throughput: rounds, each daemon once per round (default 3)")
+    ap.add_argument("--profile", metavar="FILE", type=Path,
+                    help="throughput: run this tree's first daemon under cProfile, "
+                         "its statistics written to FILE")
     ap.add_argument("--latency-rounds", type=int, default=3,
                     help="latency with --compare: rounds, each daemon once per round")
     ap.add_argument("--no-htcondor", action="store_true",
@@ -391,7 +486,8 @@ def main() -> None:
         if "throughput" in run:
             reference = (QUOTED_HTCONDOR_JOBS_PER_S, "quoted from the issue (--no-htcondor)") \
                 if args.no_htcondor else htcondor_reference()
-            throughput(base, args.jobs, reference)
+            throughput(base, args.jobs, reference, compare=args.compare,
+                       rounds=args.rounds, profile=args.profile)
         if "latency" in run:
             latency(base, compare=args.compare, rounds=args.latency_rounds)
         if "keystroke" in run:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ContextManager
 
 from condorpy.classad import Budget, CallContext, ClassAd, Expr
 from condorpy.errors import ClassAdError, QueueError
@@ -44,6 +45,7 @@ _RESERVED_BY = "reserved_by."
 _RESERVATIONS_KEPT = 10000
 _CHUNK = 500       # rows read at a time by chunks()
 _CHUNK_BYTES = 256 * 1024     # ...or fewer, when their ads hold this much text
+_ADS_KEPT = 32     # ads read lately, kept parsed (_record)
 
 
 class JobStore:
@@ -67,9 +69,30 @@ class JobStore:
         self.claims = LocalClaimRows(self.db)
         self.pool = PoolClaimRows(self.db)
         self.staged = StagedJobs(self.db)
+        # row text -> its ad as read (copies go out: callers change theirs)
+        self._read: OrderedDict[str, ClassAd] = OrderedDict()
 
     def close(self) -> None:
         self.db.close()
+
+    # --- group commit (:mod:`.store_db`) -----------------------------------------------
+
+    def group(self) -> ContextManager[None]:
+        """A turn of the daemon's loop: its deferred writes are committed together."""
+        return self.db.group()
+
+    def deferred(self) -> ContextManager[None]:
+        """Writes in the block may wait for the group's commit."""
+        return self.db.deferred()
+
+    def after_commit(self, done: Callable[[], None],
+                     undone: Callable[[], None] | None = None) -> None:
+        """``done`` once what was written so far is committed; ``undone`` if that fails."""
+        self.db.after_commit(done, undone)
+
+    def flush(self) -> None:
+        """Commit the deferred writes now."""
+        self.db.flush()
 
     def __enter__(self) -> JobStore:
         return self
@@ -228,7 +251,7 @@ class JobStore:
         row = self.db.conn().execute(
             "SELECT cluster, proc, status, entered, ad FROM jobs "
             "WHERE cluster=? AND proc=?", (job_id.cluster, job_id.proc)).fetchone()
-        return None if row is None else record_of(row, self.path)
+        return None if row is None else self._record(row)
 
     def jobs(self, constraint: str | Expr | None = None,
              limit: int | None = None) -> list[JobRecord]:
@@ -343,7 +366,22 @@ class JobStore:
                          ).fetchone()
         if row is None:
             raise QueueError(f"no job {job_id} in the queue", path=self.path)
-        return record_of(row, self.path)
+        return self._record(row)
+
+    def _record(self, row: JobRow) -> JobRecord:
+        """:func:`record_of`, through a few ads read lately: a job being started or
+        ended is read several times in a row (matched, launched, recorded), its row
+        unchanged between, and a parse costs far more than a copy."""
+        text = row[4]
+        ad = self._read.get(text)
+        if ad is None:
+            rec = record_of(row, self.path)
+            self._read[text] = rec.ad.copy()
+            while len(self._read) > _ADS_KEPT:
+                self._read.popitem(last=False)
+            return rec
+        self._read.move_to_end(text)
+        return JobRecord(JobId(row[0], row[1]), JobStatus(row[2]), row[3], ad.copy())
 
     def _store(self, db: sqlite3.Connection, job_id: JobId, ad: ClassAd) -> None:
         status = status_of(ad.get("JobStatus"), JobStatus.IDLE)

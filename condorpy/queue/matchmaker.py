@@ -364,8 +364,10 @@ class LocalSchedd:
                     return Offer.HELD
                 continue
             # The claim is on disk before the job is started on it.
-            self.store.claims.record(claim_id, self.execute.slot_of(claim_id), "claimed",
-                                     rec.job_id)
+            # (committed with the job's start, or with the loop's turn: group commit)
+            with self.store.deferred():
+                self.store.claims.record(claim_id, self.execute.slot_of(claim_id),
+                                         "claimed", rec.job_id)
             if not self.execute.activate(rec.job_id, claim_id, name):
                 outcome = Offer.NOT_STARTED
                 continue    # not activated: the claim went back, the job stays idle

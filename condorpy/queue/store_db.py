@@ -27,6 +27,27 @@ A store is created only where none existed; a file that is there but empty, unre
 damaged or not condorpy's raises :class:`StoreUnusable` (``fresh=True``, the
 administrator's ``-fresh-queue``, moves it aside first: :mod:`.store_check`).
 
+Group commit: the daemon runs each turn of its loop inside :meth:`StoreDb.group`, and
+the writes that may wait for the turn's end (a job's start and end, its claim, its
+usage) inside :meth:`StoreDb.deferred`. Those become savepoints of one transaction
+committed when the turn ends, or sooner, with the first write that may not wait (a
+submission, a command's change). Whatever acts on such a write outside this process (a
+held starter let go, a finished job's result file removed) is handed to
+:meth:`StoreDb.after_commit` and done only once the commit has returned; the daemon
+also commits before it answers any command. A daemon killed (SIGKILL) at any instant
+has let nothing out that depends on an uncommitted write, and the next one finds the
+state of the last commit, which is all it was told of.
+
+The line held: against the daemon's death (SIGKILL, a crash), every commit; against
+power loss or a kernel crash, every acknowledgement. A commit that holds a write that
+may not wait is on disk before it returns (FULL: the write-ahead log is synced). A
+turn's deferred writes alone commit under NORMAL (into the log, which the kernel keeps
+once written, without waiting for the disk): the daemon's own record of jobs starting
+and ending, which a power loss can take back to the last sync (at the latest the next
+acknowledgement or checkpoint). Such a loss costs a run, never a job: the machine's
+jobs died with it, and a job whose start or end was lost is run again from the queue,
+as every job that was running is.
+
 The schema's version says how the rows are written. A store of an older version is
 upgraded in place when the writer opens it (its rows read as they are); one of a newer
 version raises :class:`StoreTooNew`: its rows may say things this condorpy would read
@@ -39,7 +60,7 @@ import fcntl
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from condorpy.errors import QueueError
 from condorpy.queue import history_rotation
@@ -120,6 +141,12 @@ class StoreDb:
         self.damage: StoreUnusable | None = None
         self.cluster_floor_raised: tuple[int, int] | None = None
         self.upgraded_from: int | None = None     # the schema version found, if older
+        self._groups = 0          # group() blocks open: deferred writes wait for the last
+        self._deferring = 0       # deferred() blocks open
+        self._open = False        # a transaction holds deferred writes, uncommitted
+        self._durable = False     # ... and a write that may not wait, to be synced
+        # what waits for the commit: (done, undone), run once it has (or has failed)
+        self._waiting: list[tuple[Callable[[], None], Callable[[], None] | None]] = []
         try:
             if readonly:
                 if not os.path.exists(self.path):
@@ -225,8 +252,8 @@ class StoreDb:
             db.execute("PRAGMA journal_mode=WAL")
             # FULL, not NORMAL: in WAL mode NORMAL survives a crash of this process but
             # can lose the last commits on power loss or a kernel crash, and a commit
-            # here acknowledges a submission or records a started job; one fsync per
-            # transaction is cheap next to starting a job.
+            # here acknowledges a submission or a command. (A group of deferred writes
+            # alone commits under NORMAL: see "Group commit" above.)
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA busy_timeout=5000")
@@ -293,8 +320,12 @@ class StoreDb:
             self._db = None
 
     def close(self) -> None:
-        self._close_db()
-        self._unlock()
+        try:
+            if self._db is not None:
+                self.flush()
+        finally:
+            self._close_db()
+            self._unlock()
 
     # --- for the parts --------------------------------------------------------------
 
@@ -306,16 +337,142 @@ class StoreDb:
         if self.readonly:
             raise QueueError("the job store was opened read-only", path=self.path)
         db = self._db
+        if self._open:
+            # inside the turn's transaction: a savepoint, undone alone on failure
+            db.execute("SAVEPOINT part")
+            try:
+                yield db
+                db.execute("RELEASE part")
+            except BaseException:
+                self._undo_part(db)
+                raise
+            if not self._deferring:
+                self._durable = True
+                self.flush()        # a write that may not wait commits the turn's too
+            return
         self._spend_reserve_if_short()
+        grouped = bool(self._deferring and self._groups)
+        if grouped:
+            # the level is the transaction's from its start: see "Group commit"
+            db.execute("PRAGMA synchronous=NORMAL")
         # IMMEDIATE: take the write lock at the start, so a transaction never fails
         # half-way for want of it.
         db.execute("BEGIN IMMEDIATE")
+        if grouped:
+            self._open = True
+            try:
+                yield db
+            except BaseException:
+                self._roll_back(db)
+                self._undone(db)
+                raise
+            return
         try:
             yield db
             db.execute("COMMIT")
         except BaseException:
             self._roll_back(db)
             raise
+
+    def _undo_part(self, db: sqlite3.Connection) -> None:
+        """Undo a failed savepoint. Where SQLite has undone the whole transaction (a
+        full disk, an I/O error), the turn's earlier writes went with it: what waited
+        for them is told so."""
+        if db.in_transaction:
+            try:
+                db.execute("ROLLBACK TO part")
+                db.execute("RELEASE part")
+                return
+            except QueueError:
+                self._roll_back(db)
+        self._undone(db)
+
+    def _undone(self, db: sqlite3.Connection) -> None:
+        """The turn's transaction is gone uncommitted: back to FULL, and what waited
+        for it is told."""
+        self._open = self._durable = False
+        with suppress(QueueError):
+            db.execute("PRAGMA synchronous=FULL")
+        self._settle(False)
+
+    # --- group commit -----------------------------------------------------------------
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """A turn of the daemon's loop: deferred writes made in it are committed
+        together when it ends (or sooner, :meth:`flush`)."""
+        self._groups += 1
+        try:
+            yield
+        finally:
+            self._groups -= 1
+            if not self._groups:
+                self.flush()
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """The transactions opened in the block may wait for the end of the group (in
+        a group; outside one they commit at once, as any other)."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+
+    def after_commit(self, done: Callable[[], None],
+                     undone: Callable[[], None] | None = None) -> None:
+        """Run ``done`` once the writes made so far are committed (at once when none
+        waits), or ``undone`` if their commit fails."""
+        if self._open:
+            self._waiting.append((done, undone))
+        else:
+            done()
+
+    def flush(self) -> None:
+        """Commit the deferred writes now, then run what waited for them."""
+        if not self._open:
+            return
+        durable = self._durable
+        db = self.conn()
+        try:
+            db.execute("COMMIT")
+        except BaseException:
+            self._roll_back(db)
+            self._undone(db)
+            raise
+        self._open = self._durable = False
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            if durable:
+                self._sync_log()
+        finally:
+            self._settle(True)
+
+    def _sync_log(self) -> None:
+        """What FULL would have done at the commit: the write-ahead log on disk (an
+        fsync through any descriptor of a file writes all of it)."""
+        try:
+            fd = os.open(self.path + "-wal", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise os_store_error(exc, self.path) from None
+
+    def _settle(self, committed: bool) -> None:
+        waiting, self._waiting = self._waiting, []
+        first: BaseException | None = None
+        for done, undone in waiting:
+            step = done if committed else undone
+            if step is None:
+                continue
+            try:
+                step()
+            except Exception as exc:     # the rest must still hear; the first is raised
+                first = first or exc
+        if first is not None:
+            raise first
 
     def _roll_back(self, db: sqlite3.Connection) -> None:
         """Undo what is left of a failed transaction. SQLite has already undone it

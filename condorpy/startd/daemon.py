@@ -252,7 +252,7 @@ class Startd:
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
                                     control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
-                                     self.commands.dispatch, self.uid,
+                                     self._answer, self.uid,
                                      lambda: self.cfg.get("CONDORPY_ADMIN_GROUP"),
                                      monotonic=self.clock.monotonic, per_user=per_user,
                                      on_close=self.commands.submissions.closed)
@@ -373,8 +373,21 @@ class Startd:
         return self.exit_code
 
     def step(self, timeout: float) -> None:
-        """One pass of the loop: wait for I/O up to ``timeout``, then run what is due."""
-        self.loop.step(timeout)
+        """One pass of the loop: wait for I/O up to ``timeout``, then run what is due;
+        the job store's deferred writes of the pass are committed at its end, in one
+        transaction (condorpy/queue/store_db.py, "Group commit")."""
+        with self.store.group():
+            self.loop.step(timeout)
+            # a commit that fails (a full or unwritable spool) is logged, as a source's
+            # failure is; what waited for it has been told (held starters killed)
+            guard("job store", self.store.flush)
+
+    def _answer(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
+        """A command's answer, sent only once every write it may rest on is committed."""
+        try:
+            return self.commands.dispatch(command, args, peer)
+        finally:
+            self.store.flush()
 
     def reconfig(self) -> ReconfigReport:
         """Re-read the configuration and apply what changed without touching jobs. The

@@ -919,6 +919,8 @@ class ForkServer:
         self.timeout_s = timeout_s
         self.buffer = LineBuffer()
         self.lines: list[bytes | None] = []
+        self.unread = 0       # releases sent without waiting: their answers come first
+        self.late: list[str] = []     # what those answers said went wrong
 
     @property
     def pid(self) -> int:
@@ -983,6 +985,7 @@ class ForkServer:
             self.sock.sendall(encode_request(request))
         except OSError as exc:
             raise StartdError(f"the fork server (pid {self.pid}) is gone: {exc}") from None
+        self._read_unread()
         reply = self._read_reply()
         if isinstance(reply, LaunchFailed):
             raise StarterError(f"cannot start a starter: {reply.error}",
@@ -991,18 +994,36 @@ class ForkServer:
             raise StartdError(f"the fork server answered out of turn: {reply}")
         return reply
 
-    def release(self, pid: int) -> None:
+    def release(self, pid: int, *, wait: bool = True) -> None:
         """Let the held starter ``pid`` run its job; :class:`StarterError` when it is
-        gone, :class:`StartdError` when the server is."""
+        gone, :class:`StartdError` when the server is. ``wait=False``: the release is
+        sent and its answer read with the next request's, a starter that had gone
+        meanwhile then named in :attr:`late` (one round trip fewer per job: the
+        starter's own socket tells the startd of its end anyway)."""
         try:
             self.sock.sendall(encode_release(Release(pid)))
         except OSError as exc:
             raise StartdError(f"the fork server (pid {self.pid}) is gone: {exc}") from None
+        if not wait:
+            self.unread += 1
+            return
+        self._read_unread()
         reply = self._read_reply()
         if isinstance(reply, LaunchFailed):
             raise StarterError(f"cannot release starter {pid}: {reply.error}")
         if reply != Released(pid):
             raise StartdError(f"the fork server answered out of turn: {reply}")
+
+    def _read_unread(self) -> None:
+        """The answers to the releases sent without waiting (the server answers in
+        order, so they come before the next request's)."""
+        while self.unread:
+            reply = self._read_reply()
+            self.unread -= 1
+            if isinstance(reply, LaunchFailed):
+                self.late.append(reply.error)
+            elif not isinstance(reply, Released):
+                raise StartdError(f"the fork server answered out of turn: {reply}")
 
     def close(self, *, kill: bool = False, timeout_s: float = 10.0) -> None:
         """Close our end; the server exits, leaving its starters running."""

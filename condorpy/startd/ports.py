@@ -5,10 +5,11 @@ real things (the fork server, the starters' sockets, the pool link, the job stor
 
 from __future__ import annotations
 
+import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, ContextManager, Mapping, Protocol
 
 from condorpy.classad import ClassAd
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, StarterRecord
@@ -16,6 +17,8 @@ from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same
 from condorpy.startd.job_end import Outcome
 from condorpy.startd.starter_handle import Origin, StarterHandle
 from condorpy.startd.starters import kill_quietly
+
+log = logging.getLogger("condorpy.startd")
 
 
 class Launcher(Protocol):
@@ -37,10 +40,14 @@ class ForkLauncher:
     server: ForkServer
 
     def launch(self, request: LaunchRequest) -> Launched:
-        return self.server.launch(request)
+        try:
+            return self.server.launch(request)
+        finally:
+            while self.server.late:
+                log.warning("%s", self.server.late.pop(0))
 
     def release(self, launched: Launched) -> None:
-        self.server.release(launched.pid)
+        self.server.release(launched.pid, wait=False)
 
     def alive(self, launched: Launched) -> bool:
         return same_process(launched.pid, launched.start_ticks, launched.boot_id)
@@ -94,6 +101,13 @@ class JobRows(Protocol):
 
     @property
     def claims(self) -> ClaimRows: ...
+
+    def deferred(self) -> ContextManager[None]: ...
+
+    def after_commit(self, done: Callable[[], None],
+                     undone: Callable[[], None] | None = None) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 class StarterRows(Protocol):

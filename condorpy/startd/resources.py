@@ -165,7 +165,8 @@ class ResourceManager:
         elif isinstance(a, (HardKill, KillStarter)) and h is not None:
             self._do(h, h.on_kill(starter_too=isinstance(a, KillStarter)))
         elif isinstance(a, ClaimEnded):
-            self.store.claims.release(a.claim)
+            with self.store.deferred():
+                self.store.claims.release(a.claim)
             self.by_claim.pop(a.claim, None)
         elif isinstance(a, ClaimRefused):
             self.store.claims.release(a.claim)
@@ -272,7 +273,7 @@ class ResourceManager:
             self.finish(h, {"HoldReason": str(exc), "HoldReasonCode": 6})
             return
         self.stats.job_launched(h.name, activated)
-        with self._released(launched):
+        with self._released(launched), self.store.deferred():
             self.store.start_job(job_id, StarterRecord(
                 job_id, launched.pid, launched.boot_id, launched.start_ticks,
                 launched.socket_path, str(job_dir), slot_name, int(self.clock.time())),
@@ -312,14 +313,20 @@ class ResourceManager:
 
     @contextlib.contextmanager
     def _released(self, launched: Launched) -> Iterator[None]:
-        """Record the held starter (the block), then let it run its job. A daemon
-        killed before the record leaves it to end without running anything; a record
-        that fails ends it here (docs/startd.md, "Restart")."""
+        """Record the held starter (the block), then let it run its job once the
+        record is committed (with the rest of the loop's turn: the store's group
+        commit). A daemon killed before the commit leaves it to end without running
+        anything; a record or a commit that fails ends it here (docs/startd.md,
+        "Restart")."""
         try:
             yield
         except BaseException:
             self.launcher.kill(launched.pid)
             raise
+        self.store.after_commit(lambda: self._release(launched),
+                                lambda: self.launcher.kill(launched.pid))
+
+    def _release(self, launched: Launched) -> None:
         try:
             self.launcher.release(launched)
         except CondorpyError as exc:      # it died meanwhile: its socket tells the rest
@@ -429,7 +436,8 @@ class ResourceManager:
         if self.engine.has_claim(h.claim_id):
             self.apply(self.engine.job_update(self.clock.time(), h.claim_id, attrs))
         if h.job_id is not None and self.handles.get(h.origin) is h:
-            self.store.update(h.job_id, attrs)
+            with self.store.deferred():
+                self.store.update(h.job_id, attrs)
             self.queue.job_updated(h.job_id)
         self._pool_update(h, attrs)
 
@@ -466,15 +474,19 @@ class ResourceManager:
                 wall = number_of(rec.ad.evaluate("RemoteWallClockTime"))
                 attrs["RemoteWallClockTime"] = wall + max(0, now_i - started)
                 attrs["LastRemoteWallClockTime"] = float(max(0, now_i - started))
-            new = self.store.end_job(job_id, attrs, status, reason=reason or None,
-                                     code=code or None, subcode=subcode or None,
-                                     claim_id=h.claim_id)
+            with self.store.deferred():
+                new = self.store.end_job(job_id, attrs, status, reason=reason or None,
+                                         code=code or None, subcode=subcode or None,
+                                         claim_id=h.claim_id)
             if status is JobStatus.IDLE:
                 self.queue.job_back(new)
             elif status in (JobStatus.COMPLETED, JobStatus.REMOVED):
-                # its ads and any output spooled for a next run are no longer needed;
-                # rmtree does not follow the links a job may have left in it
-                shutil.rmtree(self.job_dir(h), ignore_errors=True)
+                # its ads and any output spooled for a next run are no longer needed
+                # once the end is committed (until then its result file is what a
+                # restarted daemon would record it from); rmtree does not follow the
+                # links a job may have left in it
+                job_dir = self.job_dir(h)
+                self.store.after_commit(lambda: shutil.rmtree(job_dir, ignore_errors=True))
             if self.job_log is not None and \
                     (h.stop is not None or (final is None and status is JobStatus.HELD)):
                 self.job_log.stopped(rec.ad, status, reason, code, subcode)
@@ -510,6 +522,7 @@ class ResourceManager:
         self.by_claim.pop(h.claim_id, None)
         self.queue.wake()
         if self.pool is not None and pool_claim:
+            self.store.flush()          # the shadow hears of nothing uncommitted
             if h.stop is not None:      # the slot's WANT_HOLD: the shadow holds the job
                 final = {**(final or {}), "HoldReason": h.stop.reason,
                          "HoldReasonCode": h.stop.code, "HoldReasonSubCode": h.stop.subcode}

@@ -4,7 +4,9 @@ measured and removed.
 The directory belongs to the job's user while the job runs, and a job can leave
 processes behind that keep changing it, so root never follows a name in it: every
 step goes through a descriptor (:mod:`condorpy.starter.safefs`). Removal first runs
-as the job's user, in a child that can do nothing the job could not, and root then
+as the job's user, in a child that can do nothing the job could not (where the
+directory holds no directory, its entries are unlinked below the descriptor instead,
+which is no more than the job could do, and no child is forked), and root then
 removes what is left below its descriptor of the directory and the directory itself
 relative to its descriptor of EXECUTE, whose own mode is never changed.
 """
@@ -178,10 +180,33 @@ def adopt_sandbox(path: str, execute: str, user: JobUser, *, job_ad_text: str,
     return Sandbox(os.path.join(execute_abs, name), prepared=True)
 
 
+def _unlink_flat(fd: int) -> bool:
+    """Where the directory open as fd holds no directory (most jobs leave a few files,
+    or nothing but the ads), unlink its entries here: unlinking a name below a held
+    descriptor, never following it, removes only what the job itself could have
+    removed, without a child to become the job's user. False where a directory is
+    there or an entry would not go: the child does the rest."""
+    try:
+        with os.scandir(fd) as it:
+            entries = list(it)
+        if any(e.is_dir(follow_symlinks=False) for e in entries):
+            return False
+        for e in entries:
+            try:
+                os.unlink(e.name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+    except OSError:
+        return False
+    return True
+
+
 def _empty_as(user: JobUser, fd: int, where: str) -> list[str]:
     """Empty the directory open as fd in a child that has become the job's user:
     whatever it removes, the job could have removed. What it could not remove is
     root's descriptor walk's to try next; only what that leaves is reported."""
+    if _unlink_flat(fd):
+        return []
     try:
         pid = os.fork()
     except OSError:

@@ -434,6 +434,22 @@ def test_a_held_starter_runs_its_job_once_released(env: Env, server: ForkServer)
         server.release(launched.pid)                 # once only
 
 
+def test_a_release_sent_without_waiting_is_answered_before_the_next_launch(
+        env: Env, server: ForkServer) -> None:
+    marks = _marker_dir(env)
+    first = env.launch(server, "13.0", job("/bin/touch", str(marks / "a"), n=13), hold=True)
+    server.release(first.pid, wait=False)
+    assert "ExitCode = 0" in final_ad(first)
+    server.release(first.pid, wait=False)           # gone by now: said with the next
+    second = env.launch(server, "14.0", job("/bin/touch", str(marks / "b"), n=14),
+                        hold=True)
+    assert server.unread == 0 and len(server.late) == 1
+    assert "no starter" in server.late[0]
+    server.release(second.pid)
+    assert "ExitCode = 0" in final_ad(second)
+    assert (marks / "a").exists() and (marks / "b").exists()
+
+
 def test_a_held_starter_whose_startd_goes_runs_nothing(env: Env, server: ForkServer) -> None:
     # the startd killed between the fork and recording the starter: the server sees
     # its socketpair close and exits; the starter must not start the job unknown
