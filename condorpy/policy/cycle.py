@@ -11,7 +11,10 @@ from condorpy.policy.readings import Readings
 from condorpy.policy.records import Slot
 from condorpy.policy.roster import SlotRoster
 from condorpy.policy.slot_eval import SlotEval
+from condorpy.policy.states import Activity, State
 from condorpy.policy.steps import StateSteps
+
+_BUSY, _CLAIMED = Activity.BUSY, State.CLAIMED
 
 
 class Cycle:
@@ -58,11 +61,19 @@ class Cycle:
         settle = self._steps.settle
         quiet = self._steps.quiet
         if quiet.enabled:
-            # a busy slot whose inputs have not changed is not stepped (quiet.py)
-            holds, now = quiet.holds, self._st.now
+            # a busy slot whose inputs have not changed is not stepped, and one asleep
+            # (nothing it reads written since) not even checked (quiet.py)
+            now, gen = self._st.now, quiet.gen
+            quiet.wake_due(now)
+            holds, asleep = quiet.holds, 0
             for slot in slots:
-                if not slot.deleted and (slot.quiet is None or not holds(slot, now)):
+                q = slot.quiet
+                if q is not None and q.asleep and q.gen == gen \
+                        and slot.activity is _BUSY and slot.state is _CLAIMED:
+                    asleep += 1
+                elif not slot.deleted and (q is None or not holds(slot, now)):
                     settle(slot)
+            quiet.slept += asleep
         else:
             for slot in slots:
                 if not slot.deleted:

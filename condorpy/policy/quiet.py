@@ -24,11 +24,12 @@ eval() and the like) or reads an ad whole is never remembered.
 
 from __future__ import annotations
 
+import heapq
 from operator import is_, itemgetter
 from typing import Any, Callable
 
 from condorpy.classad.scope import Scope
-from condorpy.policy.reads import ClockReads, Recording
+from condorpy.policy.reads import ClockReads, Recording, watch
 from condorpy.policy.states import Activity, State
 
 _BUSY, _CLAIMED = Activity.BUSY, State.CLAIMED
@@ -58,30 +59,35 @@ class Path:
     when it was recorded (compared by type and value) and the others, expressions or
     nothing (compared by identity)."""
 
-    __slots__ = ("consts", "exprs", "ne", "cg", "eg")
+    __slots__ = ("consts", "exprs", "ne", "cg", "eg", "names")
 
     def __init__(self, consts: tuple[str, ...], exprs: tuple[str, ...], absent: bool
                  ) -> None:
         self.consts, self.exprs, self.ne = consts, exprs, len(exprs)
+        self.names = frozenset(consts + exprs)
         self.cg, self.eg = _getter(consts, False), _getter(exprs, absent)
 
 
 class QuietRecord:
-    """What one quiet step read (see the module's docstring): for MY and for TARGET,
-    the expressions of the non-constant names then the values of the constant ones."""
+    """What one quiet step read (see the module's docstring): the expressions (or
+    nothing) held by the non-constant names of MY then of TARGET, the values of the
+    constant ones and their types."""
 
-    __slots__ = ("claim", "gen", "now", "my", "tg", "key", "my_w", "tg_w",
-                 "my_t", "tg_t")
+    __slots__ = ("claim", "gen", "now", "my", "tg", "token", "ew", "cv", "ct", "asleep",
+                 "wake_at")
 
-    def __init__(self, claim: Any, gen: int, now: float | None, key: Any, my: Path,
-                 tg: Path, my_w: tuple[Any, ...], tg_w: tuple[Any, ...]) -> None:
+    def __init__(self, claim: Any, gen: int, now: float | None, token: object, my: Path,
+                 tg: Path, ew: tuple[Any, ...], cv: tuple[Any, ...]) -> None:
         self.claim = claim
         self.gen = gen
         self.now = now          # the clock value read, None when time() was not read
-        self.key = key          # the path's names, the policy-name table, expression ids
+        self.token = token      # the names read, the policy-name table, the expressions
         self.my, self.tg = my, tg
-        self.my_w, self.tg_w = my_w, tg_w
-        self.my_t, self.tg_t = tuple(map(type, my_w)), tuple(map(type, tg_w))
+        self.ew, self.cv, self.ct = ew, cv, tuple(map(type, cv))
+        # Asleep: confirmed at a cycle, without reading the clock, and neither ad
+        # written nor the lease due since; such a slot is not even checked.
+        self.asleep = False
+        self.wake_at: float | None = None     # the lease's wake-up in the heap
 
 
 class QuietSlots:
@@ -95,8 +101,16 @@ class QuietSlots:
         self._memo: dict[Any, QuietRecord] = {}
         self._memo_now: float | None = None
         self._paths: dict[Any, Path] = {}
+        # one token per (paths, clock read, name table, expression ids): the memo's
+        # key in one identity-hashed object; the value keeps the expressions alive
+        self._tokens: dict[Any, tuple[object, tuple[Any, ...]]] = {}
         self._calls: dict[int, tuple[Any, bool]] = {}
-        # How steps went, for the benchmark and the tests: kept, shared, evaluated.
+        # (when, sequence, record): records asleep until their claim's lease is due
+        self._leases: list[tuple[float, int, QuietRecord]] = []
+        self._seq = 0
+        # How steps went, for the benchmark and the tests: asleep (not even checked),
+        # kept, shared, evaluated.
+        self.slept = 0
         self.reused = 0
         self.shared = 0
         self.evaluated = 0
@@ -126,37 +140,61 @@ class QuietSlots:
         ad, tg = slot.ad, claim.ad
         my, tp = rec.my, rec.tg
         try:
-            mw = my.eg(ad.exprs) + my.cg(ad.consts)
-            tw = tp.eg(tg.exprs) + tp.cg(tg.consts)
+            ew = my.eg(ad.exprs) + tp.eg(tg.exprs) if tp.ne else my.eg(ad.exprs)
+            cv = my.cg(ad.consts) + tp.cg(tg.consts)
         except KeyError:
             return False
-        if all(map(is_, mw, rec.my_w)) and all(map(is_, tw, rec.tg_w)):
-            if rec.now is None or rec.now == now:
-                self.reused += 1
-                return True
-        else:
-            if not (all(map(is_, mw[:my.ne], rec.my_w)) and
-                    all(map(is_, tw[:tp.ne], rec.tg_w))):
-                return False      # an expression changed: nothing to compare by value
-        mt, tt = tuple(map(type, mw)), tuple(map(type, tw))
-        if (rec.now is None or rec.now == now) and mw == rec.my_w and tw == rec.tg_w \
-                and mt == rec.my_t and tt == rec.tg_t:
-            rec.my_w, rec.tg_w = mw, tw         # equal values in new objects
+        if not all(map(is_, ew, rec.ew)):
+            return False          # an expression changed: nothing to compare by value
+        timely = rec.now is None or rec.now == now
+        if timely and all(map(is_, cv, rec.cv)):
             self.reused += 1
+            self._sleep(slot, claim, rec)
+            return True
+        ct = tuple(map(type, cv))
+        if timely and cv == rec.cv and ct == rec.ct:
+            rec.cv = cv                         # equal values in new objects
+            self.reused += 1
+            self._sleep(slot, claim, rec)
             return True
         if self._memo_now != now:
             return False
         try:
-            hit = self._memo.get((rec.key, mw[my.ne:], mt, tw[tp.ne:], tt))
+            hit = self._memo.get((rec.token, cv, ct))
         except TypeError:       # an unhashable value (a list)
             return False
         if hit is None:
             return False
         # another slot's step at ``now`` read the same names and found the same there
-        rec.now = hit.now
-        rec.my_w, rec.tg_w, rec.my_t, rec.tg_t = mw, tw, mt, tt
+        rec.now, rec.cv, rec.ct = hit.now, cv, ct
         self.shared += 1
+        self._sleep(slot, claim, rec)
         return True
+
+    def _sleep(self, slot: Any, claim: Any, rec: QuietRecord) -> None:
+        """``rec`` holds at this cycle: unless it read the clock, it needs no check
+        until one of its ads is written or the claim's lease comes due."""
+        if rec.now is not None:
+            return
+        my, tg = rec.my, rec.tg
+        watch(slot.ad, rec, my.names)
+        watch(claim.ad, rec, tg.names)
+        rec.asleep = True
+        # a second early: the lease's own test (now - last_alive > lease) decides
+        due = claim.last_alive + claim.lease - 1.0
+        if rec.wake_at != due:
+            rec.wake_at = due
+            self._seq += 1
+            heapq.heappush(self._leases, (due, self._seq, rec))
+
+    def wake_due(self, now: float) -> None:
+        """Wake the records whose claim's lease may have run out by ``now``."""
+        leases = self._leases
+        while leases and leases[0][0] <= now:
+            due, _, rec = heapq.heappop(leases)
+            if rec.wake_at == due:
+                rec.asleep = False
+                rec.wake_at = None
 
     # ------------------------------------------------------------- recording
     def start(self, slot: Any, claim: Any) -> Recording | None:
@@ -181,19 +219,23 @@ class QuietSlots:
             return
         time = self._clock.read
         mp, tp = self._path(ad, my), self._path(tg, tgn)
-        mw = mp.eg(ad.exprs) + mp.cg(ad.consts)
-        tw = tp.eg(tg.exprs) + tp.cg(tg.consts)
-        # the record keeps the expressions alive while their ids are in its key
-        key = (mp, tp, time, id(names), tuple(map(id, mw[:mp.ne])),
-               tuple(map(id, tw[:tp.ne])))
-        q = slot.quiet = QuietRecord(claim, self.gen, now if time else None, key, mp, tp,
-                                     mw, tw)
+        ew = mp.eg(ad.exprs) + tp.eg(tg.exprs)
+        cv = mp.cg(ad.consts) + tp.cg(tg.consts)
+        key = (mp, tp, time, id(names), tuple(map(id, ew)))
+        got = self._tokens.get(key)
+        if got is None:
+            if len(self._tokens) >= _MEMO_CAP:
+                self._tokens.clear()
+            got = self._tokens[key] = (object(), ew)
+        q = slot.quiet = QuietRecord(claim, self.gen, now if time else None, got[0], mp, tp,
+                                     ew, cv)
         self.evaluated += 1
+        self._sleep(slot, claim, q)
         if self._memo_now != now or len(self._memo) >= _MEMO_CAP:
             self._memo.clear()
             self._memo_now = now
         try:
-            self._memo[(key, mw[mp.ne:], q.my_t, tw[tp.ne:], q.tg_t)] = q
+            self._memo[(q.token, cv, q.ct)] = q
         except TypeError:
             pass
 

@@ -1,5 +1,5 @@
 """What one policy evaluation read: the attribute names it looked up in MY and in
-TARGET, and whether it asked the clock.
+TARGET, and whether it asked the clock; and the ads written since.
 
 The ClassAd evaluator looks every attribute up in an ad's two maps (``consts`` for the
 constant ones, ``exprs`` for all of them). While a step is recorded, each ad's maps are
@@ -8,11 +8,15 @@ looked up, so the record follows the path the evaluation actually took: a branch
 short-circuits is not read. Anything that walks a map whole (iterating, measuring,
 copying it) cannot be followed name by name, and marks the log *opaque*: such a step
 is never remembered.
+
+Between cycles, an ad whose step is remembered has a :class:`Watched` ``exprs`` map:
+every change to a ClassAd writes that map (constants included, beside ``consts``), so
+a write there to a name the step read wakes whoever watches the ad.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from condorpy.classad.scope import Scope
 
@@ -126,6 +130,79 @@ class Recording:
         for ad, spelling, exprs, consts in reversed(self._saved):
             ad.adopt(spelling, exprs, consts)
         self._saved.clear()
+
+
+class Watcher(Protocol):
+    asleep: bool
+
+
+class Watched(dict[str, Any]):
+    """An ad's ``exprs`` map that wakes its watcher on a write to one of the names it
+    watches (reads stay the plain dictionary's)."""
+
+    __slots__ = ("watcher", "names")
+
+    def __init__(self, src: dict[str, Any]) -> None:
+        super().__init__(src)
+        self.watcher: Watcher | None = None
+        self.names: frozenset[str] = frozenset()
+
+    def _wake(self) -> None:
+        w = self.watcher
+        if w is not None:
+            w.asleep = False
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key in self.names:
+            self._wake()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if key in self.names:
+            self._wake()
+        super().__delitem__(key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs or len(args) != 1 or type(args[0]) is not dict \
+                or not self.names.isdisjoint(args[0]):
+            self._wake()
+        super().update(*args, **kwargs)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if key in self.names:
+            self._wake()
+        return super().pop(key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key in self.names:
+            self._wake()
+        return super().setdefault(key, default)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._wake()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._wake()
+        super().clear()
+
+    def __ior__(self, other: Any) -> "Watched":  # type: ignore[misc, override]
+        self._wake()
+        super().__ior__(other)
+        return self
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self),))      # a copy is a plain map, watching nothing
+
+
+def watch(ad: Scope, watcher: Watcher, names: frozenset[str]) -> None:
+    """Wake ``watcher`` on the next write to one of ``names`` in ``ad``."""
+    exprs = ad.exprs
+    if type(exprs) is not Watched:
+        exprs = Watched(exprs)
+        ad.adopt(ad.spelling, exprs, ad.consts)
+    exprs.watcher = watcher
+    exprs.names = names
 
 
 class ClockReads:

@@ -41,9 +41,18 @@ POLICIES = {
     "random": HOST + PSLOT + KEYBOARD + (
         "WANT_SUSPEND = True\nSUSPEND = random(100) > 96 && KeyboardIdle < 100\n"
         "CONTINUE = random(100) > 50\nPREEMPT = random(1000) > 995\n"),
+    # Reads neither the clock nor an idle time: busy slots sleep (quiet.py) until a
+    # reading of their own, a machine-wide one, their job's ad or their lease wakes them.
+    "sleepy": HOST + PSLOT + (
+        "WANT_SUSPEND = TARGET.ImageSize > 4000 || MY.OwnerBusy =?= True\n"
+        "SUSPEND = MY.OwnerBusy =?= True || Pressure > 2\nCONTINUE = OwnerBusy =!= True\n"
+        "PREEMPT = TARGET.ImageSize is true || (Activity == \"Busy\" && Pressure > 3)\n"
+        "MaxJobRetirementTime = 25\n"),
 }
-# A reconfiguration's new knobs, for each policy.
-RECONFIG = "\nSUSPEND = KeyboardIdle < 120\nMaxJobRetirementTime = 20\n"
+# A reconfiguration's new knobs, for each policy: a new expression, a _VANILLA one
+# (which changes the names a vanilla job's slot evaluates, not the expressions).
+RECONFIG = ("\nSUSPEND = KeyboardIdle < 120\nMaxJobRetirementTime = 20\n",
+            "\nPREEMPT_VANILLA = TARGET.ImageSize > 2500\nWANT_SUSPEND_VANILLA = False\n")
 
 
 class Twins:
@@ -88,7 +97,7 @@ def job(r: random.Random, i: int) -> dict[str, Any]:
         "RequestCpus": 1, "RequestMemory": r.choice([512, 1024]), "RequestDisk": 1000}
     if r.random() < 0.3:
         ad["MaxJobRetirementTime"] = r.choice([0, 30, 100])
-    if r.random() < 0.3:
+    if r.random() < 0.4:
         ad["JobLeaseDuration"] = r.choice([40, 120, 600])
     return ad
 
@@ -118,6 +127,8 @@ def run_scenario(policy: str, seed: int, steps: int = 600) -> Twins:
                 attrs["LoadAvg"] = r.choice([0.0, 0.2, 1.0, 3.0])
             if r.random() < 0.3:
                 attrs["CondorLoadAvg"] = r.choice([0.0, 1.0])
+            if r.random() < 0.3:
+                attrs["Pressure"] = r.choice([0, 1, 3, 4])
             t.both(lambda e: e.set(now, attrs))
         elif what < 0.70:                                  # a claim, then its job
             n += 1
@@ -145,13 +156,14 @@ def run_scenario(policy: str, seed: int, steps: int = 600) -> Twins:
         elif what < 0.95:                                  # one slot's own reading
             names = sorted(t.engines[0].slots)
             name = r.choice(names)
-            load = r.choice([0.0, 1.0, 2.0])
-            t.both(lambda e: e.set(now, {"CondorLoadAvg": load}, slot=name))
+            own: dict[str, Any] = r.choice([{"CondorLoadAvg": r.choice([0.0, 1.0, 2.0])},
+                                             {"OwnerBusy": r.random() < 0.3}])
+            t.both(lambda e: e.set(now, own, slot=name))
         elif what < 0.965:                                  # condor_vacate
             fast = r.random() < 0.5
             t.both(lambda e: e.vacate(now, None, fast))
         elif what < 0.98:                                  # a reconfiguration
-            text = t.text + (RECONFIG if r.random() < 0.5 else "")
+            text = t.text + r.choice(("",) + RECONFIG)
             cfg = core_from_text(text).config
             t.both(lambda e: e.reconfigure(settings_from_config(
                 cfg, {s.slot_id: s.type_id for s in e.layout})))
@@ -172,8 +184,8 @@ def test_incremental_cycle_changes_no_outcome(policy: str) -> None:
     skipped = 0
     for seed in range(6):
         fast, slow = run_scenario(policy, seed).engines
-        assert slow.quiet.reused == slow.quiet.shared == 0
-        skipped += fast.quiet.reused + fast.quiet.shared
+        assert slow.quiet.slept == slow.quiet.reused == slow.quiet.shared == 0
+        skipped += fast.quiet.slept + fast.quiet.reused + fast.quiet.shared
     # not vacuous: the incremental engine did skip steps
     assert skipped > 0
 
@@ -188,8 +200,9 @@ def test_a_job_attribute_changing_type_is_a_change() -> None:
     eng.request_claim(0, "c1", {"ImageSize": 1000.0, "RequestCpus": 1,
                                 "RequestMemory": 512, "RequestDisk": 100})
     eng.activate(0, "c1")
+    evaluated = eng.quiet.evaluated
     assert not eng.cycle(5) and not eng.cycle(10)
-    assert eng.quiet.reused > 0
+    assert eng.quiet.evaluated == evaluated         # not evaluated again
     out = eng.job_update(15, "c1", {"ImageSize": 1000})
     assert [o.kind for o in out if hasattr(o, "kind")] == ["suspend"]
 
@@ -206,3 +219,21 @@ def test_reads_that_cannot_be_followed_are_not_remembered() -> None:
     for now in (5, 10, 15):
         eng.cycle(now)
     assert eng.quiet.reused == eng.quiet.shared == 0
+
+
+def test_a_reconfiguration_that_only_changes_which_names_are_read_wakes_slots() -> None:
+    """A _VANILLA variant changes which expression a vanilla job's slot evaluates,
+    while every expression the slot read stays as it was."""
+    text = HOST + PSLOT + "WANT_SUSPEND = False\nPREEMPT = False\n"
+    core = core_from_text(text)
+    eng = core.engine(ManualClock(0.0))
+    eng.set(0, {"KeyboardIdle": 5000})
+    eng.request_claim(0, "c1", {"JobUniverse": 5, "RequestCpus": 1, "RequestMemory": 512,
+                                "RequestDisk": 100})
+    eng.activate(0, "c1")
+    assert not eng.cycle(5) and not eng.cycle(10)
+    assert eng.quiet.slept > 0
+    cfg = core_from_text(text + "PREEMPT_VANILLA = True\n").config
+    eng.reconfigure(settings_from_config(cfg, {s.slot_id: s.type_id for s in eng.layout}))
+    out = eng.cycle(15)
+    assert [o.transition for o in out if hasattr(o, "transition")][:1] == ["13"]
