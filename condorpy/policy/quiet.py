@@ -126,8 +126,11 @@ class QuietSlots:
         step at ``now`` would come out as its last one did: the cycle's step of
         ``slot``, which would change nothing, need not run."""
         claim = slot.claim
-        if slot.activity is not _BUSY or slot.state is not _CLAIMED or claim is None \
-                or now - claim.last_alive > claim.lease:
+        if slot.activity is not _BUSY or slot.state is not _CLAIMED or claim is None:
+            slot.quiet.asleep = False
+            slot.quiet = None             # it left Busy: what it read no longer counts
+            return False
+        if now - claim.last_alive > claim.lease:
             return False
         return self.still_quiet(slot, claim, slot.quiet, now)
 
@@ -176,9 +179,13 @@ class QuietSlots:
         until one of its ads is written or the claim's lease comes due."""
         if rec.now is not None:
             return
-        my, tg = rec.my, rec.tg
-        watch(slot.ad, rec, my.names)
-        watch(claim.ad, rec, tg.names)
+        ad, tg = slot.ad, claim.ad
+        for m in (ad.exprs, tg.exprs):
+            w = getattr(m, "watcher", None)
+            if w is not None and w is not rec and w.asleep:
+                return    # a job ad another slot sleeps on (one ClassAd, two claims)
+        watch(ad, rec, rec.my.names)
+        watch(tg, rec, rec.tg.names)
         rec.asleep = True
         # a second early: the lease's own test (now - last_alive > lease) decides
         due = claim.last_alive + claim.lease - 1.0
@@ -210,6 +217,8 @@ class QuietSlots:
     def keep(self, slot: Any, claim: Any, names: Any, rec: Recording, now: float) -> None:
         """The step recorded by ``rec`` (closed) was quiet: remember what it read."""
         log = rec.log
+        if slot.quiet is not None:
+            slot.quiet.asleep = False         # replaced: it watches nothing any more
         slot.quiet = None
         if log.opaque:
             return

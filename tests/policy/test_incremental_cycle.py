@@ -237,3 +237,20 @@ def test_a_reconfiguration_that_only_changes_which_names_are_read_wakes_slots() 
     eng.reconfigure(settings_from_config(cfg, {s.slot_id: s.type_id for s in eng.layout}))
     out = eng.cycle(15)
     assert [o.transition for o in out if hasattr(o, "transition")][:1] == ["13"]
+
+
+def test_one_job_ad_for_two_claims() -> None:
+    """A caller may hand the same ClassAd to two claims: a write to it must reach
+    both slots' policies."""
+    text = HOST + PSLOT + "WANT_SUSPEND = False\nPREEMPT = TARGET.Bad =?= True\n"
+    eng = core_from_text(text).engine(ManualClock(0.0))
+    eng.set(0, {"KeyboardIdle": 5000})
+    shared = ClassAd({"RequestCpus": 1, "RequestMemory": 512, "RequestDisk": 100})
+    for cid in ("c1", "c2"):
+        eng.request_claim(0, cid, shared)
+        eng.activate(0, cid)
+    assert not eng.cycle(5) and not eng.cycle(10)
+    shared["Bad"] = True
+    out = eng.cycle(15)
+    assert sorted(o.slot for o in out if getattr(o, "transition", "") == "13") == \
+        sorted(s.name for s in eng.slots.values() if s.kind == "dynamic")
