@@ -11,10 +11,7 @@ from condorpy.policy.readings import Readings
 from condorpy.policy.records import Slot
 from condorpy.policy.roster import SlotRoster
 from condorpy.policy.slot_eval import SlotEval
-from condorpy.policy.states import Activity, State
 from condorpy.policy.steps import StateSteps
-
-_BUSY, _CLAIMED = Activity.BUSY, State.CLAIMED
 
 
 class Cycle:
@@ -63,17 +60,7 @@ class Cycle:
         if quiet.enabled:
             # a busy slot whose inputs have not changed is not stepped, and one asleep
             # (nothing it reads written since) not even checked (quiet.py)
-            now, gen = self._st.now, quiet.gen
-            quiet.wake_due(now)
-            holds, asleep = quiet.holds, 0
-            for slot in slots:
-                q = slot.quiet
-                if q is not None and q.asleep and q.gen == gen \
-                        and slot.activity is _BUSY and slot.state is _CLAIMED:
-                    asleep += 1
-                elif not slot.deleted and (q is None or not holds(slot, now)):
-                    settle(slot)
-            quiet.slept += asleep
+            quiet.run(slots, self._st.now, settle)
         else:
             for slot in slots:
                 if not slot.deleted:

@@ -29,7 +29,7 @@ from operator import is_, itemgetter
 from typing import Any, Callable
 
 from condorpy.classad.scope import Scope
-from condorpy.policy.reads import ClockReads, Recording, watch
+from condorpy.policy.reads import MIXED, ClockReads, Recording, watch
 from condorpy.policy.states import Activity, State
 
 _BUSY, _CLAIMED = Activity.BUSY, State.CLAIMED
@@ -73,8 +73,8 @@ class QuietRecord:
     nothing) held by the non-constant names of MY then of TARGET, the values of the
     constant ones and their types."""
 
-    __slots__ = ("claim", "gen", "now", "my", "tg", "token", "ew", "cv", "ct", "asleep",
-                 "wake_at")
+    __slots__ = ("claim", "gen", "now", "my", "tg", "token", "ew", "cv", "ct", "cls",
+                 "asleep", "cause", "wake_at")
 
     def __init__(self, claim: Any, gen: int, now: float | None, token: object, my: Path,
                  tg: Path, ew: tuple[Any, ...], cv: tuple[Any, ...]) -> None:
@@ -84,9 +84,13 @@ class QuietRecord:
         self.token = token      # the names read, the policy-name table, the expressions
         self.my, self.tg = my, tg
         self.ew, self.cv, self.ct = ew, cv, tuple(map(type, cv))
+        # (token, values, types), one object for every record found alike at a clock
+        # value and while they stay alike; None where the values do not hash
+        self.cls: Any = None
         # Asleep: confirmed at a cycle, without reading the clock, and neither ad
         # written nor the lease due since; such a slot is not even checked.
         self.asleep = False
+        self.cause: Any = None                # the batch that woke it, or MIXED
         self.wake_at: float | None = None     # the lease's wake-up in the heap
 
 
@@ -105,12 +109,14 @@ class QuietSlots:
         # key in one identity-hashed object; the value keeps the expressions alive
         self._tokens: dict[Any, tuple[object, tuple[Any, ...]]] = {}
         self._calls: dict[int, tuple[Any, bool]] = {}
+        self._classes: dict[Any, Any] = {}
         # (when, sequence, record): records asleep until their claim's lease is due
         self._leases: list[tuple[float, int, QuietRecord]] = []
         self._seq = 0
         # How steps went, for the benchmark and the tests: asleep (not even checked),
-        # kept, shared, evaluated.
+        # moved with their class, kept, shared, evaluated.
         self.slept = 0
+        self.moved = 0
         self.reused = 0
         self.shared = 0
         self.evaluated = 0
@@ -119,6 +125,53 @@ class QuietSlots:
         """Forget every record (new policy knobs, a new layout)."""
         self.gen += 1
         self._memo.clear()
+
+    # ----------------------------------------------------------------- cycle
+    def run(self, slots: list[Any], now: float, settle: Callable[[Any], None]) -> None:
+        """Step every slot of a cycle, in order, but those whose step would change
+        nothing: a slot asleep is passed over; one woken by nothing but a batch of
+        literals (new idle times, say) that woke another slot of its class before it
+        takes that slot's outcome; any other is checked, and stepped where its record
+        does not hold."""
+        gen, holds = self.gen, self.holds
+        self.wake_due(now)
+        moved: dict[tuple[int, int], tuple[Any, Any, Any, tuple[Any, ...],
+                                           tuple[Any, ...]]] = {}
+        asleep = 0
+        for slot in slots:
+            q = slot.quiet
+            if q is None:
+                if not slot.deleted:
+                    settle(slot)
+                continue
+            if q.gen == gen and slot.activity is _BUSY and slot.state is _CLAIMED:
+                if q.asleep:
+                    asleep += 1
+                    continue
+                cause, cls = q.cause, q.cls
+                if cause is not None and cause is not MIXED and cls is not None:
+                    t = moved.get((id(cls), id(cause)))
+                    claim = slot.claim
+                    if t is not None and t[0] is cls and t[1] is cause \
+                            and q.claim is claim and not now - claim.last_alive > claim.lease:
+                        q.cls, q.cv, q.ct = t[2], t[3], t[4]
+                        q.asleep, q.cause = True, None
+                        self.moved += 1
+                        continue
+            elif slot.deleted:
+                continue
+            else:
+                cause = cls = None
+            if not holds(slot, now):
+                settle(slot)
+            if cause is None or cause is MIXED or cls is None:
+                continue
+            # this slot's values were its class's, then the batch ``cause`` came:
+            # another slot of the class that got only that batch is where this one is
+            n = slot.quiet
+            if n is not None and n.asleep and n.cls is not None and n.token is cls[0]:
+                moved[(id(cls), id(cause))] = (cls, cause, n.cls, n.cv, n.ct)
+        self.slept += asleep
 
     # ----------------------------------------------------------------- reuse
     def holds(self, slot: Any, now: float) -> bool:
@@ -169,7 +222,7 @@ class QuietSlots:
         if hit is None:
             return False
         # another slot's step at ``now`` read the same names and found the same there
-        rec.now, rec.cv, rec.ct = hit.now, cv, ct
+        rec.now, rec.cv, rec.ct, rec.cls = hit.now, cv, ct, hit.cls
         self.shared += 1
         self._sleep(slot, claim, rec)
         return True
@@ -187,6 +240,7 @@ class QuietSlots:
         watch(ad, rec, rec.my.names)
         watch(tg, rec, rec.tg.names)
         rec.asleep = True
+        rec.cause = None
         # a second early: the lease's own test (now - last_alive > lease) decides
         due = claim.last_alive + claim.lease - 1.0
         if rec.wake_at != due:
@@ -201,6 +255,7 @@ class QuietSlots:
             due, _, rec = heapq.heappop(leases)
             if rec.wake_at == due:
                 rec.asleep = False
+                rec.cause = MIXED
                 rec.wake_at = None
 
     # ------------------------------------------------------------- recording
@@ -243,10 +298,15 @@ class QuietSlots:
         if self._memo_now != now or len(self._memo) >= _MEMO_CAP:
             self._memo.clear()
             self._memo_now = now
+        cls = (q.token, cv, q.ct)
         try:
-            self._memo[(q.token, cv, q.ct)] = q
+            self._memo[cls] = q
         except TypeError:
-            pass
+            return
+        # one object per class, so that slots of a class find each other's moves
+        if len(self._classes) >= _MEMO_CAP:
+            self._classes.clear()
+        q.cls = self._classes.setdefault(cls, cls)
 
     def _path(self, ad: Scope, names: tuple[str, ...]) -> Path:
         consts, exprs = ad.consts, ad.exprs

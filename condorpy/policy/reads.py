@@ -134,6 +134,11 @@ class Recording:
 
 class Watcher(Protocol):
     asleep: bool
+    cause: Any
+
+
+# What woke a watcher when more than one write (or anything but a batch) did.
+MIXED: Any = object()
 
 
 class Watched(dict[str, Any]):
@@ -147,10 +152,16 @@ class Watched(dict[str, Any]):
         self.watcher: Watcher | None = None
         self.names: frozenset[str] = frozenset()
 
-    def _wake(self) -> None:
+    def _wake(self, cause: Any = MIXED) -> None:
+        """Wake the watcher; ``cause``: the one batch map written into this ad since
+        it slept (the same object for every ad that got it), else MIXED."""
         w = self.watcher
         if w is not None:
-            w.asleep = False
+            if w.asleep:
+                w.asleep = False
+                w.cause = cause
+            elif w.cause is not cause:
+                w.cause = MIXED
 
     def __setitem__(self, key: str, value: Any) -> None:
         if key in self.names:
@@ -163,9 +174,10 @@ class Watched(dict[str, Any]):
         super().__delitem__(key)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
-        if kwargs or len(args) != 1 or type(args[0]) is not dict \
-                or not self.names.isdisjoint(args[0]):
+        if kwargs or len(args) != 1 or type(args[0]) is not dict:
             self._wake()
+        elif not self.names.isdisjoint(args[0]):
+            self._wake(args[0])
         super().update(*args, **kwargs)
 
     def pop(self, key: str, *default: Any) -> Any:

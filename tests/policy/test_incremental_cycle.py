@@ -19,6 +19,7 @@ from tests.policy.engines import core_from_text
 
 HOST = "NUM_CPUS = 6\nMEMORY = 6144\nDISK = 6000000\nRUNBENCHMARKS = False\n"
 KEYBOARD = "SLOTS_CONNECTED_TO_KEYBOARD = 100\n"
+MANY = "NUM_CPUS = 16\nMEMORY = 16384\nDISK = 16000000\nRUNBENCHMARKS = False\n"
 PSLOT = ("NUM_SLOTS = 1\nNUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\n"
          "SLOT_TYPE_1_PARTITIONABLE = True\n")
 
@@ -41,9 +42,12 @@ POLICIES = {
     "random": HOST + PSLOT + KEYBOARD + (
         "WANT_SUSPEND = True\nSUSPEND = random(100) > 96 && KeyboardIdle < 100\n"
         "CONTINUE = random(100) > 50\nPREEMPT = random(1000) > 995\n"),
+    # Many slots alike, so that classes of slots move together when the keyboard's
+    # idle time grows (quiet.py's transitions).
+    "desktop-many": "use POLICY : Desktop\n" + MANY + PSLOT,
     # Reads neither the clock nor an idle time: busy slots sleep (quiet.py) until a
     # reading of their own, a machine-wide one, their job's ad or their lease wakes them.
-    "sleepy": HOST + PSLOT + (
+    "sleepy": MANY + PSLOT + (
         "WANT_SUSPEND = TARGET.ImageSize > 4000 || MY.OwnerBusy =?= True\n"
         "SUSPEND = MY.OwnerBusy =?= True || Pressure > 2\nCONTINUE = OwnerBusy =!= True\n"
         "PREEMPT = TARGET.ImageSize is true || (Activity == \"Busy\" && Pressure > 3)\n"
@@ -110,6 +114,13 @@ def run_scenario(policy: str, seed: int, steps: int = 600) -> Twins:
     t.both(lambda e: e.cycle(0))
     claims: list[str] = []
     n = 0
+    for _ in range(r.randint(0, 14)):             # a burst of claims to begin with
+        n += 1
+        cid, ad = f"c{n}", job(r, n)
+        out = t.both(lambda e: e.request_claim(0, cid, dict(ad)))
+        if any(getattr(o, "kind", "") == "claim_accepted" for o in out):
+            claims.append(cid)
+            t.both(lambda e: e.activate(0, cid))
     for step in range(steps):
         what = r.random()
         if what < 0.35:                           # time passes: a cycle, or several
@@ -184,8 +195,10 @@ def test_incremental_cycle_changes_no_outcome(policy: str) -> None:
     skipped = 0
     for seed in range(6):
         fast, slow = run_scenario(policy, seed).engines
-        assert slow.quiet.slept == slow.quiet.reused == slow.quiet.shared == 0
-        skipped += fast.quiet.slept + fast.quiet.reused + fast.quiet.shared
+        assert slow.quiet.slept == slow.quiet.moved == slow.quiet.reused == 0
+        assert slow.quiet.shared == slow.quiet.evaluated == 0
+        q = fast.quiet
+        skipped += q.slept + q.moved + q.reused + q.shared
     # not vacuous: the incremental engine did skip steps
     assert skipped > 0
 
@@ -254,3 +267,39 @@ def test_one_job_ad_for_two_claims() -> None:
     out = eng.cycle(15)
     assert sorted(o.slot for o in out if getattr(o, "transition", "") == "13") == \
         sorted(s.name for s in eng.slots.values() if s.kind == "dynamic")
+
+
+def sleepy_engine(sizes: list[int]) -> PolicyEngine:
+    eng = core_from_text(POLICIES["sleepy"]).engine(ManualClock(0.0))
+    eng.set(0, {"KeyboardIdle": 5000, "Pressure": 0})
+    for i, size in enumerate(sizes):
+        eng.request_claim(0, f"c{i}", {"ImageSize": size, "RequestCpus": 1,
+                                       "RequestMemory": 512, "RequestDisk": 100})
+        eng.activate(0, f"c{i}")
+    assert not eng.cycle(5) and not eng.cycle(10)
+    return eng
+
+
+def suspended(out: list[Any]) -> list[str]:
+    return sorted({o.slot for o in out if getattr(o, "kind", "") == "suspend"})
+
+
+def test_slots_move_with_their_own_class_only() -> None:
+    """A machine-wide reading reaches slots of two classes (small and large jobs):
+    each class takes the outcome of a slot of its own."""
+    eng = sleepy_engine([1000, 1000, 5000, 5000])
+    large = sorted(s.name for s in eng.slots.values() if s.claim is not None
+                   and s.claim.ad.evaluate("ImageSize") == 5000)
+    eng.set(15, {"Pressure": 3})
+    assert suspended(eng.cycle(15)) == large
+
+
+def test_a_slot_written_besides_the_batch_is_checked_alone() -> None:
+    """A slot that got the machine-wide batch and a reading of its own does not take
+    its class's outcome."""
+    eng = sleepy_engine([1000, 1000, 1000])
+    last = sorted(s.name for s in eng.slots.values() if s.kind == "dynamic")[-1]
+    eng.set(15, {"Pressure": 1})
+    eng.set(15, {"OwnerBusy": True}, slot=last)
+    assert suspended(eng.cycle(15)) == [last]
+    assert eng.quiet.moved > 0 or eng.quiet.shared > 0
