@@ -7,19 +7,26 @@ evaluations read is remembered (:mod:`condorpy.policy.reads`): the names looked 
 the slot ad and in the job ad, with what each held (the value of a constant, the very
 expression object of any other, or nothing), and the clock value if ``time()`` was
 read on the path taken. The step is known to come out the same while each of those
-names holds the same: an evaluation is a function of what it reads.
+names holds the same (constants compared by type and value): an evaluation is a
+function of what it reads. What a record does not cover is checked before it is used:
+the claim is the same, nothing invalidated every record since (a reconfiguration, a
+new layout), and a step that read the clock is reused only at the same clock value.
+An expression that calls an impure function (random(), userMap(), eval() and the
+like) or reads an ad whole is never remembered.
 
-Slots change in step: a machine-wide input (the keyboard's idle time, say) changes for
-all of them at once. A slot whose own record no longer holds then looks for another
-slot evaluated at the same clock value whose step read the same names in the same
-order and found the same there (constants by type and value, expressions by
-identity): that slot's outcome is this one's too. Only the first slot of each distinct set of values is evaluated.
+Three ways a cycle saves work, cheapest first:
 
-What a record does not cover is checked before it is used: the claim and the
-policy-name table are the same objects, nothing invalidated every record since (a
-reconfiguration, a new layout), and a step that read the clock is reused only at the
-same clock value. An expression that calls an impure function (random(), userMap(),
-eval() and the like) or reads an ad whole is never remembered.
+- *asleep*: a record confirmed without reading the clock sleeps; the ad maps wake it
+  on a write to a name it read (:class:`~condorpy.policy.reads.Watched`), the lease
+  heap when its claim may expire. A sleeping slot is not even looked at.
+- *moved with its class*: slots whose records read the same names and found the same
+  values are one class. A machine-wide input (the keyboard's idle time) reaches all
+  of them as one batch of literals, the same object in every ad: a slot woken by that
+  batch alone, whose class-mate woken by the same batch alone was checked this cycle,
+  is where that slot is now.
+- *shared*: a slot whose record no longer holds looks for another slot checked at the
+  same clock value whose step read the same names and found the same there; only the
+  first slot of each distinct set of values is evaluated.
 """
 
 from __future__ import annotations
@@ -158,10 +165,10 @@ class QuietSlots:
                         q.asleep, q.cause = True, None
                         self.moved += 1
                         continue
-            elif slot.deleted:
-                continue
             else:
                 cause = cls = None
+            if slot.deleted:
+                continue
             if not holds(slot, now):
                 settle(slot)
             if cause is None or cause is MIXED or cls is None:
