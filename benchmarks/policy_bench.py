@@ -1,34 +1,62 @@
-"""One full policy cycle of a partitionable slot with 1024 claimed, busy d-slots.
+"""Policy cycles of a partitionable slot with N claimed, busy d-slots, and how their cost
+grows with the number of slots whose inputs changed.
 
-Policy: `use POLICY : Desktop` (through condorpy.config). Prints milliseconds per cycle
-(CPU time and wall time) and the ratio to the 20 ms goal.
+Policy: `use POLICY : Desktop` (through condorpy.config), a ManualClock five seconds
+further each cycle. For each N (default 64, 256, 1024, 4096), the CPU milliseconds of
+one cycle (median over the cycles), in three cases:
 
-    .venv/bin/python benchmarks/policy_bench.py [--slots N] [--cycles N]
+- ``quiet``: no input any slot reads has changed (the keyboard and console idle times
+  are measured again with the same values; the clock moves on);
+- ``k changed``: as quiet, but k = N/16 jobs' ads changed (a starter's update of
+  ImageSize, which WANT_SUSPEND reads): the k updates, each evaluated at once as the
+  daemon does, are counted with the cycle;
+- ``machine-wide``: the keyboard's idle time grows with the clock, as on a real
+  machine, so an input every slot reads changes every cycle (the worst case).
+
+``--compare REV`` measures a git revision too (``git archive``, run with PYTHONPATH),
+each measurement in a process of its own, the two alternated round after round; the
+best median of the rounds is printed with the ratio (this tree / REV) and the ratio to
+the 5 ms goal at 1024 slots, and the machine's load (uptime) before and after.
+
+    .venv/bin/python benchmarks/policy_bench.py [--slots 64 256 1024 4096]
+        [--cycles 20] [--rounds 2] [--compare REV] [--off]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
-from condorpy.clock import ManualClock
-from condorpy.config import Config
-from condorpy.machine.virtual import VIRTUAL_DETECTED, virtual_inventory
-from condorpy.policy.engine import PolicyEngine
-from condorpy.startd.core import Core
-
-GOAL_MS = 20.0
+ROOT = Path(__file__).resolve().parents[1]
+GOAL_MS = 5.0
+CASES = ("quiet", "k changed", "machine-wide")
+KB = 100000
 
 
-def build(n: int) -> PolicyEngine:
-    # The one path every front end takes: configuration -> (virtual) machine -> slot
-    # layer -> engine; the Desktop policy on one partitionable slot.
+def build(n: int, incremental: bool = True) -> Any:
+    """The one path every front end takes: configuration -> (virtual) machine -> slot
+    layer -> engine; the Desktop policy on one partitionable slot, n busy d-slots."""
+    from condorpy.clock import ManualClock
+    from condorpy.config import Config
+    from condorpy.machine.virtual import VIRTUAL_DETECTED, virtual_inventory
+    from condorpy.startd.core import Core
+
     text = "use POLICY : Desktop\n" + (f"NUM_CPUS = {n}\nMEMORY = {n * 1024}\n"
-             f"DISK = {n * 1000000}\nRUNBENCHMARKS = False\n")
+                                       f"DISK = {n * 1000000}\nRUNBENCHMARKS = False\n")
     cfg = Config.from_text(text, source="<bench>", env={}, detected=VIRTUAL_DETECTED)
     eng = Core(cfg, virtual_inventory(cfg)).engine(ManualClock(0.0))
-    eng.set(0, {"KeyboardIdle": 100000, "LoadAvg": 0.0, "CondorLoadAvg": 0.0})
+    if not incremental:
+        eng.quiet.enabled = False
+    eng.set(0, {"KeyboardIdle": KB, "ConsoleIdle": KB, "LoadAvg": 0.0,
+                "CondorLoadAvg": 0.0})
     eng.cycle(0)
     for i in range(n):
         job = {"JobUniverse": 5, "Owner": f"u{i % 7}", "ImageSize": 1000,
@@ -42,34 +70,95 @@ def build(n: int) -> PolicyEngine:
     return eng
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--slots", type=int, default=1024)
-    ap.add_argument("--cycles", type=int, default=20)
-    args = ap.parse_args()
-    backend = "condorpy.classad"
-    t0 = time.perf_counter()
-    eng = build(args.slots)
-    setup = time.perf_counter() - t0
-    wall: list[float] = []
-    cpu: list[float] = []
+def measure(n: int, cycles: int, incremental: bool) -> dict[str, Any]:
+    """In this process, with whichever condorpy is first on sys.path."""
+    eng = build(n, incremental)
+    k = max(1, n // 16)
     now = 10.0
-    for _ in range(args.cycles):
-        now += 5
-        t, c = time.perf_counter(), time.process_time()
-        out = eng.cycle(now)
-        cpu.append((time.process_time() - c) * 1000)
-        wall.append((time.perf_counter() - t) * 1000)
-        assert not out, out[:3]   # nothing should change: a quiet, busy machine
-    print(f"policy: use POLICY : Desktop; ClassAd backend: {backend}")
-    print(f"setup ({args.slots} claims + activations): {setup:.2f} s")
-    # CPU time is what the cycle costs; wall time also shows a busy, shared machine.
-    for label, times in (("cpu", cpu), ("wall", wall)):
-        med = statistics.median(times)
-        print(f"one cycle, {args.slots} busy d-slots ({label}): median {med:.2f} ms, "
-              f"min {min(times):.2f} ms, max {max(times):.2f} ms over {args.cycles} cycles; "
-              f"{med * 1000 / args.slots:.1f} us per slot; goal {GOAL_MS:.0f} ms; "
-              f"ratio to goal {med / GOAL_MS:.2f}")
+    out: dict[str, Any] = {"slots": n, "k": k}
+    for case in CASES:
+        times: list[float] = []
+        for c in range(cycles + 2):        # two to settle in, not counted
+            now += 5
+            t = time.process_time()
+            if case == "machine-wide":
+                eng.set(now, {"KeyboardIdle": KB + int(now), "ConsoleIdle": KB})
+            else:
+                eng.set(now, {"KeyboardIdle": KB, "ConsoleIdle": KB})
+            if case == "k changed":
+                for i in range(k):
+                    j = (c * k + i) % n
+                    assert not eng.job_update(now, f"c{j}", {"ImageSize": 1000 + c % 2})
+            got = eng.cycle(now)
+            if c >= 2:
+                times.append((time.process_time() - t) * 1000)
+            assert not got, got[:3]   # nothing should change: a quiet, busy machine
+        out[case] = round(statistics.median(times), 3)
+    return out
+
+
+def run(code: Path, n: int, cycles: int, incremental: bool = True) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(code))
+    args = [sys.executable, __file__, "--one", str(n), "--cycles", str(cycles)]
+    if not incremental:
+        args.append("--off")
+    got = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
+    return dict(json.loads(got.stdout.strip().splitlines()[-1]))
+
+
+def load() -> str:
+    return os.getloadavg().__repr__()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--slots", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    ap.add_argument("--cycles", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--compare", metavar="REV", help="a git revision to measure too")
+    ap.add_argument("--off", action="store_true",
+                    help="also this tree with the incremental cycle turned off")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one is not None:
+        print(json.dumps(measure(args.one, args.cycles, not args.off)))
+        return
+    print(f"policy: use POLICY : Desktop; one partitionable slot, N busy d-slots; "
+          f"CPU ms per cycle, best median of {args.rounds} rounds of {args.cycles} cycles")
+    print(f"load before: {load()}")
+    with tempfile.TemporaryDirectory() as old:
+        codes: list[tuple[str, Path, bool]] = []
+        if args.compare:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare,
+                                      "condorpy"], capture_output=True, check=True)
+            subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+            codes.append((args.compare[:10], Path(old), True))
+        codes.append(("this tree", ROOT, True))
+        if args.off:
+            codes.append(("incr. off", ROOT, False))
+        head = f"{'slots':>6} {'case':<14}" + "".join(f"{c[0]:>12}" for c in codes)
+        if args.compare:
+            head += f"{'ratio':>8}"
+        print(head + f"{'us/slot':>9}{'to goal':>9}", flush=True)
+        for n in args.slots:
+            best: dict[str, dict[str, float]] = {c[0]: {} for c in codes}
+            for _ in range(args.rounds):
+                for label, code, incr in codes:     # alternated: A B A B
+                    row = run(code, n, args.cycles, incr)
+                    for case in CASES:
+                        prev = best[label].get(case)
+                        best[label][case] = row[case] if prev is None else min(prev, row[case])
+            for case in CASES:
+                name = case if case != "k changed" else f"{max(1, n // 16)} changed"
+                line = f"{n:>6} {name:<14}" + "".join(
+                    f"{best[c[0]][case]:>12.2f}" for c in codes)
+                mine = best["this tree"][case]
+                if args.compare:
+                    line += f"{mine / best[codes[0][0]][case]:>8.2f}"
+                line += f"{mine * 1000 / n:>9.2f}"
+                line += f"{mine / GOAL_MS:>9.2f}" if n == 1024 else f"{'':>9}"
+                print(line, flush=True)
+    print(f"load after: {load()}")
 
 
 if __name__ == "__main__":

@@ -56,9 +56,15 @@ class Cycle:
         self._publisher.cross_slot_attrs(slots)
         self._ev.latch_all(slots)
         settle = self._steps.settle
-        for slot in slots:
-            if not slot.deleted:
-                settle(slot)
+        quiet = self._steps.quiet
+        if quiet.enabled:
+            # a busy slot whose inputs have not changed is not stepped, and one asleep
+            # (nothing it reads written since) not even checked (quiet.py)
+            quiet.run(slots, self._st.now, settle)
+        else:
+            for slot in slots:
+                if not slot.deleted:
+                    settle(slot)
         self._st.machine.after_cycle(self._moves)
 
     def settle_one(self, slot: Slot) -> None:

@@ -38,6 +38,8 @@ from condorpy.policy.evaluation import Backend, default_backend
 from condorpy.policy.machine_wide import MachineWide
 from condorpy.policy.moves import Moves
 from condorpy.policy.publish import AdPublisher
+from condorpy.policy.quiet import QuietSlots
+from condorpy.policy.reads import ClockReads
 from condorpy.policy.readings import Readings
 from condorpy.policy.records import (Action, EvictWhy, Output, Slot, StartBackfill)
 from condorpy.policy.roster import SlotRoster
@@ -56,14 +58,19 @@ class PolicyEngine:
 
     def __init__(self, settings: PolicySettings, layout: SlotManager, *, now: float = 0.0,
                  measurements: Measurements | None = None, backend: Backend | None = None,
-                 utc_offset: Callable[[float], int] | None = None) -> None:
+                 utc_offset: Callable[[float], int] | None = None,
+                 incremental: bool = True) -> None:
         self.hostname = layout.settings.hostname
         offset = utc_offset or (lambda _t: 0)
         # Every evaluation reads the engine's clock and zone, nested eval() included.
         # Each evaluation gets its own budget of CONDORPY_EVAL_STEP_LIMIT steps; the
         # allowance counts those that ran out (a claim refused, a job held, say why).
-        self.ctx = CallContext(now=lambda: self._st.now, tz_offset=offset,
+        # The clock notes when it is read: a busy step that did not read it is not
+        # evaluated again while its other inputs stay (``incremental``, quiet.py).
+        clock = ClockReads(lambda: self._st.now)
+        self.ctx = CallContext(now=clock, tz_offset=offset,
                                allowance=Allowance(settings.eval_step_limit))
+        self.quiet = QuietSlots(clock, incremental)
         st = self._st = EngineState(settings, layout, backend or default_backend(self.ctx),
                                     self.ctx, now)
         self._readings = Readings(st, measurements or Measurements(), offset)
@@ -73,7 +80,7 @@ class PolicyEngine:
         # The steps move slots through the moves, and a move may settle a slot at once.
         self._moves = Moves(st, self._eval, self._publisher, self._roster,
                             settle=lambda slot: self._steps.settle(slot))
-        self._steps = StateSteps(st, self._eval, self._moves)
+        self._steps = StateSteps(st, self._eval, self._moves, self.quiet)
         self._cycle = Cycle(st, self._readings, self._eval, self._publisher, self._roster,
                             self._steps, self._moves)
         self._claims = ClaimHandling(st, self._cycle, self._readings, self._eval,
@@ -278,6 +285,7 @@ class PolicyEngine:
         """A reconfigured slot layout. Slots it drops or redefines take no new claim
         and leave as they become free; its new slots come once every slot leaving is
         gone, so the machine is never promised twice. Running jobs are not touched."""
+        self.quiet.invalidate()
         return self._roster.relayout(new)
 
     @property
@@ -296,6 +304,7 @@ class PolicyEngine:
         if self.ctx.allowance is not None:
             self.ctx.allowance.resize(settings.eval_step_limit)
         self._eval.reconfigure(settings)
+        self.quiet.invalidate()
         for slot in st.live():
             self._roster.put_policy(slot, settings)
 

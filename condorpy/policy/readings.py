@@ -43,11 +43,13 @@ class Readings:
         self._inputs_at: float | None = None
         self._lit_values: dict[str, tuple[type, Any]] = {}
         self.idle_batches: dict[int, tuple[tuple[Any, Any], Any]] = {}
+        self._idle_lits: dict[tuple[type, Any], Any] = {}
         self._load_nonzero = m.total_load_avg != 0
         b = st.backend
         # The inputs, prepared by the backend for setting in many ads at once.
         self.all_batch: Any = b.literal_batch(())
         self.changed_batch: Any = self.all_batch
+        self.changed_any = False
         self.set_batch = b.batch_setter()
         self.input_names: frozenset[str] = frozenset()
         self.gen = 0
@@ -113,6 +115,7 @@ class Readings:
         self._inputs_cache, self._inputs_at = cache, now
         self.all_batch = b.literal_batch(cache.items())
         self.changed_batch = b.literal_batch(changed)
+        self.changed_any = bool(changed)
         self.input_names = frozenset(k.lower() for k in cache) | PER_SLOT
         return self.gen
 
@@ -132,13 +135,18 @@ class Readings:
         """measure() for every slot of a cycle, the same batches for each, then the
         load split."""
         gen = self.inputs()
-        changed, full, put = self.changed_batch, self.all_batch, self.set_batch
+        # (most cycles no machine-wide literal changes: nothing to put but the idle times)
+        changed = self.changed_batch if self.changed_any else None
+        full, put = self.all_batch, self.set_batch
         own = self.own
         idle = self.idle_batches
         for slot in slots:
             g = slot.inputs_gen
             if g != gen:
-                put(slot.ad, changed if g == gen - 1 else full)
+                if g != gen - 1:
+                    put(slot.ad, full)
+                elif changed is not None:
+                    put(slot.ad, changed)
                 slot.inputs_gen = gen
                 # measure_idle inline for the common case of a SlotID already computed
                 got = idle.get(slot.slot_id)
@@ -164,14 +172,25 @@ class Readings:
             if type(kb) in (int, float) and type(con) in (int, float):
                 kb, con = slot_idle_times(slot.slot_id, int(kb), int(con), lay.idle,
                                           st.now, lay.started_at)
-            lit = st.backend.literal
             got = self.idle_batches[slot.slot_id] = (
-                (kb, con), st.backend.literal_batch((("KeyboardIdle", lit(kb)),
-                                                     ("ConsoleIdle", lit(con)))))
+                (kb, con), st.backend.literal_batch((("KeyboardIdle", self._idle_lit(kb)),
+                                                     ("ConsoleIdle", self._idle_lit(con)))))
         pair, batch = got
         if slot.idle != pair:
             slot.idle = pair
             self.set_batch(slot.ad, batch)
+
+    def _idle_lit(self, value: Any) -> Any:
+        """The literal for an idle time, the same object while the value stays: an
+        attribute that keeps its expression object is unchanged to the incremental
+        cycle (quiet.py), though its batch companion (ConsoleIdle) has moved on."""
+        key = (type(value), value)
+        lit = self._idle_lits.get(key)
+        if lit is None:
+            if len(self._idle_lits) >= 64:
+                self._idle_lits.clear()
+            lit = self._idle_lits[key] = self._st.backend.literal(value)
+        return lit
 
     def measure_load(self, slots: list[Slot]) -> None:
         """LoadAvg and CondorLoadAvg of every slot, split as the slot layer does."""
@@ -181,6 +200,9 @@ class Readings:
         default = self.value("CondorLoadAvg")
         default = float(default) if type(default) in (int, float) else 0.0
         own = self.own
+        if not own and total == 0 and default == 0 and not self._load_nonzero:
+            self._quiet_load(slots, total)   # (what the split below comes to)
+            return
         loads = []
         for s in slots:
             mine = own.get(s.name, {}).get("CondorLoadAvg") if own else None
@@ -190,12 +212,7 @@ class Readings:
                                        s.state is _OWNER))
         nonzero = total != 0 or any(x.condor_load for x in loads)
         if not nonzero and not self._load_nonzero and not own:
-            for s in slots:      # the quiet machine: every slot 0.0, set once
-                if s.load != (0.0, 0.0):
-                    s.load = (0.0, 0.0)
-                    put(s, "LoadAvg", 0.0)
-                    put(s, "CondorLoadAvg", 0.0)
-            self._put_total_load(slots, total, 0.0)
+            self._quiet_load(slots, total)
             return
         self._load_nonzero = nonzero
         split = distribute_load(total, loads)
@@ -209,6 +226,17 @@ class Readings:
                 put(s, "LoadAvg", pair[0])
                 put(s, "CondorLoadAvg", pair[1])
         self._put_total_load(slots, total, split.total_condor_load_avg)
+
+    def _quiet_load(self, slots: list[Slot], total: float) -> None:
+        """The quiet machine: every slot 0.0, set once."""
+        put = self._st.put
+        zero = (0.0, 0.0)
+        for s in slots:
+            if s.load != zero:
+                s.load = zero
+                put(s, "LoadAvg", 0.0)
+                put(s, "CondorLoadAvg", 0.0)
+        self._put_total_load(slots, total, 0.0)
 
     def _put_total_load(self, slots: list[Slot], total: float, condor: float) -> None:
         put = self._st.put

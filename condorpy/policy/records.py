@@ -373,3 +373,4 @@ class Slot:
     load: tuple[float, ...] = ()      # (LoadAvg, CondorLoadAvg) last put in the ad
     total_load: tuple[float, ...] = ()
     job_attrs: frozenset[str] = frozenset()   # the job's attributes put in the ad
+    quiet: Any = None                 # what its last quiet busy step read (quiet.py)

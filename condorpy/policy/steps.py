@@ -13,7 +13,9 @@ from typing import Callable
 from condorpy.policy.engine_state import EngineState
 from condorpy.policy.evaluation import Error, is_true
 from condorpy.policy.moves import Moves
-from condorpy.policy.records import (EvictWhy, KillStarter, RunBenchmarks, Slot,
+from condorpy.policy.quiet import QuietSlots
+from condorpy.policy.reads import ClockReads
+from condorpy.policy.records import (Claim, EvictWhy, KillStarter, RunBenchmarks, Slot,
                                      StartBackfill, StopBenchmarks)
 from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
@@ -28,8 +30,11 @@ _CLAIMED, _IDLE, _BUSY = S.CLAIMED, A.IDLE, A.BUSY
 class StateSteps:
     """The per-state steps of the slot state machine."""
 
-    def __init__(self, st: EngineState, ev: SlotEval, moves: Moves) -> None:
+    def __init__(self, st: EngineState, ev: SlotEval, moves: Moves,
+                 quiet: QuietSlots | None = None) -> None:
         self._st = st
+        # without one, every busy slot is evaluated every cycle
+        self._quiet = self.quiet = quiet or QuietSlots(ClockReads(lambda: st.now), False)
         self._ev = ev
         self._moves = moves
         # step by state, looked up once per step instead of an if-chain
@@ -111,30 +116,65 @@ class StateSteps:
                 moves.evict(slot, EvictWhy.WORKLIFE, "CLAIM_WORKLIFE expired")
             return
         if ac is _BUSY:
-            # eval and is_true inline for the common case: every busy slot, every cycle
-            # (a job's attribute these read that runs out of its budget is an ERROR)
             names = ev.plain_lc if not ev.has_vanilla else ev.names_for(slot)
-            allowance = ev.allowance
-            spent = allowance.exceeded
-            v = ev.evaluate(slot.ad, names["WANT_SUSPEND"], claim.ad)
-            if v is Error or allowance.exceeded != spent:
-                v = ev.error("WANT_SUSPEND")
-            if v is True or (v is not False and is_true(v)):
-                if is_true(ev.eval(slot, "SUSPEND")):
-                    moves.suspend(slot, "14", "SUSPEND is True")
+            quiet = self._quiet
+            if not quiet.enabled:
+                self._act(slot, claim, self._busy(slot, claim, names))
                 return
-            v = ev.evaluate(slot.ad, names["PREEMPT"], claim.ad)
-            if v is Error or allowance.exceeded != spent:
-                v = ev.error("PREEMPT")
-            if v is True or (v is not False and is_true(v)):
-                if claim.job is not None:
-                    claim.job.preempt_was_true = True
-                moves.retire(slot, EvictWhy.OWNER, "PREEMPT is True")
+            now = self._st.now
+            if quiet.still_quiet(slot, claim, slot.quiet, now):
+                return
+            rec = quiet.start(slot, claim)
+            try:
+                move = self._busy(slot, claim, names)
+            finally:
+                if rec is not None:
+                    rec.close()
+            if move is None and rec is not None:
+                quiet.keep(slot, claim, names, rec, now)
+            else:
+                slot.quiet = None
+                self._act(slot, claim, move)
             return
         if ac is A.RETIRING:
             self._retiring(slot)
         elif ac is A.SUSPENDED:
             self._suspended(slot)
+
+    def _busy(self, slot: Slot, claim: Claim, names: dict[str, str]) -> str | None:
+        """What a busy slot does now, evaluated without moving it (so that what the
+        evaluations read can be recorded): "suspend", "preempt", "error" (nothing,
+        but an expression was ERROR, which is counted) or None (nothing)."""
+        # eval and is_true inline for the common case: every busy slot, every cycle
+        # (a job's attribute these read that runs out of its budget is an ERROR)
+        ev = self._ev
+        allowance = ev.allowance
+        spent = allowance.exceeded
+        erred = False
+        v = ev.evaluate(slot.ad, names["WANT_SUSPEND"], claim.ad)
+        if v is Error or allowance.exceeded != spent:
+            v = ev.error("WANT_SUSPEND")
+            erred = True
+        if v is True or (v is not False and is_true(v)):
+            v = ev.eval(slot, "SUSPEND")
+            if is_true(v):
+                return "suspend"
+            return "error" if erred or v is Error else None
+        v = ev.evaluate(slot.ad, names["PREEMPT"], claim.ad)
+        if v is Error or allowance.exceeded != spent:
+            v = ev.error("PREEMPT")
+            erred = True
+        if v is True or (v is not False and is_true(v)):
+            return "preempt"
+        return "error" if erred else None
+
+    def _act(self, slot: Slot, claim: Claim, move: str | None) -> None:
+        if move == "suspend":
+            self._moves.suspend(slot, "14", "SUSPEND is True")
+        elif move == "preempt":
+            if claim.job is not None:
+                claim.job.preempt_was_true = True
+            self._moves.retire(slot, EvictWhy.OWNER, "PREEMPT is True")
 
     def _retiring(self, slot: Slot) -> None:
         ev, moves = self._ev, self._moves
