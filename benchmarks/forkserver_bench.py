@@ -24,7 +24,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from condorpy.startd.forkserver import ForkServer, Launched, LaunchRequest, open_pidfd
+from condorpy.startd.forkserver import ForkServer, open_pidfd
+from condorpy.startd.forkserver_wire import Launched, LaunchRequest
 
 SLOT_AD = 'Name = "slot1@bench"\nCpus = 1\nMemory = 1024\n'
 KNOBS = {"STARTER_UPDATE_INTERVAL": "5"}

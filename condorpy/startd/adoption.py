@@ -17,7 +17,7 @@ from condorpy.policy.records import StartJob
 from condorpy.queue.jobstore import JobId, JobStatus, JobStore, StarterRecord
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
-from condorpy.startd.forkserver import Launched
+from condorpy.startd.forkserver_wire import Launched
 from condorpy.startd.journal import fields
 from condorpy.startd.metrics import MetricsStats
 from condorpy.startd.resources import ResourceManager

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from condorpy.queue.jobstore import JobId, StarterRecord
-from condorpy.startd.forkserver import Launched
+from condorpy.startd.forkserver_wire import Launched
 from condorpy.startd.starter_handle import Origin, PoolClaim
 
 

@@ -13,7 +13,8 @@ from typing import Any, ContextManager, Mapping, Protocol
 
 from condorpy.classad import ClassAd
 from condorpy.queue.jobstore import JobId, JobRecord, JobStatus, StarterRecord
-from condorpy.startd.forkserver import ForkServer, LaunchRequest, Launched, same_process
+from condorpy.startd.forkserver import ForkServer, same_process
+from condorpy.startd.forkserver_wire import LaunchRequest, Launched
 from condorpy.startd.job_end import Outcome
 from condorpy.startd.starter_handle import Origin, StarterHandle
 from condorpy.startd.starters import kill_quietly

@@ -31,7 +31,7 @@ from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
 from condorpy.startd import job_end, job_update
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
-from condorpy.startd.forkserver import LaunchRequest, Launched
+from condorpy.startd.forkserver_wire import LaunchRequest, Launched
 from condorpy.startd.hooks import FETCHED
 from condorpy.startd.job_log import JobLog
 from condorpy.starter.transferlist import SPOOL_ATTR

@@ -23,7 +23,7 @@ from typing import Any, Union
 from condorpy.errors import StartdError
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus
-from condorpy.startd.forkserver import Launched
+from condorpy.startd.forkserver_wire import Launched
 
 # How long a launched starter has to start listening on its socket.
 CONNECT_TIMEOUT_S = 30.0

@@ -16,7 +16,7 @@ from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.queue.submit import parse_submit
 from condorpy.startd import control
 from condorpy.startd.commands import CommandPorts, Commands
-from condorpy.startd.forkserver import LaunchRequest, Launched
+from condorpy.startd.forkserver_wire import LaunchRequest, Launched
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.metrics import MetricsStats
 from condorpy.startd.resources import Launching, ResourceManager

@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 
 from condorpy.errors import RequestError, StartdError, StarterError
-from condorpy.startd.forkserver import (MAX_MESSAGE, ForkServer, Launched, LaunchFailed,
-                                        LaunchRequest, LineBuffer, Ready, Release,
-                                        Released, current_boot_id, encode_release,
-                                        decode_reply, decode_request, encode_reply,
-                                        encode_request, open_pidfd, request_job_id,
-                                        same_process, start_ticks)
+from condorpy.startd.forkserver import (ForkServer, current_boot_id, open_pidfd, same_process,
+                                        start_ticks)
+from condorpy.startd.forkserver_wire import (MAX_MESSAGE, Launched, LaunchFailed, LaunchRequest,
+                                             LineBuffer, Ready, Release, Released,
+                                             decode_reply, decode_request, encode_release,
+                                             encode_reply, encode_request, request_job_id)
 from condorpy.starter.protocol import Command, StarterClient
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -470,7 +470,8 @@ def test_a_held_starter_whose_startd_goes_runs_nothing(env: Env, server: ForkSer
 CLIENT = textwrap.dedent("""
     import json, sys
     from dataclasses import asdict
-    from condorpy.startd.forkserver import ForkServer, LaunchRequest
+    from condorpy.startd.forkserver import ForkServer
+    from condorpy.startd.forkserver_wire import LaunchRequest
     server = ForkServer.start()
     launched = server.launch(LaunchRequest(**json.loads(sys.argv[1])))
     print(json.dumps({"server": server.pid, "launched": asdict(launched)}), flush=True)

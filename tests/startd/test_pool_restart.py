@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from condorpy.startd.forkserver import Launched
+from condorpy.startd.forkserver_wire import Launched
 from condorpy.queue.jobstore import JobId, JobStore
 from condorpy.startd.pool_restart import is_pool_job, last_pool_number, record_pool_starter
 

@@ -9,7 +9,7 @@ import pytest
 
 from condorpy.errors import CondorpyError
 from condorpy.queue.jobstore import JobId, JobStatus
-from condorpy.startd.forkserver import Launched
+from condorpy.startd.forkserver_wire import Launched
 from condorpy.startd.starter_handle import (CONNECT_TIMEOUT_S, MOVES, Finish, JobStarted,
                                             KillProcess, LocalJob, NeverListened, Phase,
                                             PoolClaim, StarterHandle, StarterMoveError,

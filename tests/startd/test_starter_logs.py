@@ -11,7 +11,7 @@ import pytest
 from condorpy.config import Config
 from condorpy.config.typed import log_size_value
 from condorpy.errors import ConfigError
-from condorpy.startd.forkserver import LaunchRequest, decode_request, encode_request
+from condorpy.startd.forkserver_wire import LaunchRequest, decode_request, encode_request
 from condorpy.startd.starter_logs import StarterLogs, open_starter_log, starter_logs
 from tests.startd.daemon_helpers import Daemon, counts, submit, wait_for
 
