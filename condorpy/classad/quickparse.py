@@ -108,8 +108,11 @@ _LEAVES: dict[str, Any] = dict(_KW_NODES)
 _OPERANDS: dict[str, tuple[int, Any, int]] = dict(_OPERANDS_START)
 _OPERATORS: dict[str, int] = dict(_OPERATORS_START)
 _ALIASES: dict[str, str] = dict(_ALIASES_START)
-# what _OGEN, _OCALL, _OSPLIT and _PSPLIT pieces stand for
+# what _OGEN, _OCALL and _OSPLIT pieces stand for where an operand belongs, and _PSPLIT
+# pieces where an operator does: two memos, as one piece ("+-2", "f(") can be met in
+# either place and means something else in each
 _DETAILS: dict[str, Any] = {}
+_PDETAILS: dict[str, tuple[str, ...]] = {}
 _MEMO_MAX = 8192
 # parses left that read tokens rather than whole pieces (see quick_parse)
 _WARM_UP = 8
@@ -125,6 +128,7 @@ def clear_memo() -> None:
     _OPERANDS.clear()
     _OPERANDS.update(_OPERANDS_START)
     _DETAILS.clear()
+    _PDETAILS.clear()
     if len(_OPERATORS) != len(_OPERATORS_START):
         _OPERATORS.clear()
         _OPERATORS.update(_OPERATORS_START)
@@ -135,7 +139,8 @@ def clear_memo() -> None:
 def memo_size() -> int:
     """Entries the memos hold: bounded (each is cleared past _MEMO_MAX, before a parse),
     with the tables of operators and punctuation they start from."""
-    return len(_LEAVES) + len(_OPERANDS) + len(_OPERATORS) + len(_DETAILS)
+    return (len(_LEAVES) + len(_OPERANDS) + len(_OPERATORS) + len(_DETAILS)
+            + len(_PDETAILS))
 
 
 def quick_parse(text: str) -> Node | None:
@@ -377,12 +382,12 @@ def _operator_piece(t: str) -> int:
         _ALIASES[t] = low
         return _ALIAS
     if t[0] == "-":
-        _DETAILS[t] = ("-", t[1:])  # "x -5": a minus, then 5
+        _PDETAILS[t] = ("-", t[1:])  # "x -5": a minus, then 5
         return _PSPLIT
     parts = split_piece(t)
     if parts is None or len(parts) < 2:
         return _PBAD
-    _DETAILS[t] = tuple(parts)
+    _PDETAILS[t] = tuple(parts)
     return _PSPLIT
 
 
@@ -706,8 +711,10 @@ def _parse(toks: list[str], bodies: list[str] | None) -> Node | None:
                 outer = None
                 continue
             # a break: the piece in t to read again, or as its tokens
-            if (c == _OSPLIT) if cur is None else (p == _PSPLIT):
+            if cur is None and c == _OSPLIT:
                 parts = _DETAILS[t]
+            elif cur is not None and p == _PSPLIT:
+                parts = _PDETAILS[t]
             else:
                 parts = (t,)
             if outer is None:

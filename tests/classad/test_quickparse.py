@@ -130,3 +130,40 @@ def test_glued_pieces_are_split_once_and_read_alike() -> None:
     quick = quick_parse(text)
     assert quick is not None
     assert quick == Parser(text).expr()
+
+
+def _warm() -> None:
+    from condorpy.classad.quickparse import clear_memo
+    clear_memo()
+    for _ in range(20):       # past the cold start's token-by-token parses
+        quick_parse("a + 1")
+
+
+@pytest.mark.parametrize("texts", [
+    ("a +-2", "+-2", "a +-2", "+-2"),
+    ("f( x )", "a f( x )", "f( x )", "a f( x )"),
+    ('reltime("1:00")', 'a reltime("1:00")', 'reltime("1:00")'),
+])
+def test_a_piece_met_where_an_operand_and_where_an_operator_belongs(
+        texts: tuple[str, ...]) -> None:
+    # one piece, two meanings: what it stands for as an operand must not be read back
+    # as what it stands for as an operator, or the other way round
+    _warm()
+    for text in texts:
+        quick = quick_parse(text)
+        assert quick is None or repr(quick) == _parser_tree(text), text
+
+
+def test_glued_pieces_in_either_place_in_any_order_agree_with_the_parser() -> None:
+    rng = random.Random(11)
+    glued = [a + b for a in ("+", "-", "f(", "(", "x", "2", ")", "!")
+             for b in ("-2", "x", "(", ")", "+", "1", "y)", "g(")]
+    _warm()
+    taken = 0
+    for _ in range(20000):
+        text = " ".join(rng.choice(glued) for _ in range(rng.randint(1, 4)))
+        quick = quick_parse(text)
+        if quick is not None:
+            taken += 1
+            assert repr(quick) == _parser_tree(text), text
+    assert taken > 500
