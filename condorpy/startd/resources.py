@@ -34,6 +34,7 @@ from condorpy.startd.results import read_result
 from condorpy.startd.forkserver_wire import LaunchRequest, Launched
 from condorpy.startd.hooks import FETCHED
 from condorpy.startd.job_log import JobLog
+from condorpy.startd.loop import guard
 from condorpy.starter.transferlist import SPOOL_ATTR
 from condorpy.starter.users import SUBMITTER_ATTR
 from condorpy.startd.journal import fields
@@ -522,7 +523,9 @@ class ResourceManager:
         self.by_claim.pop(h.claim_id, None)
         self.queue.wake()
         if self.pool is not None and pool_claim:
-            self.store.flush()          # the shadow hears of nothing uncommitted
+            # the shadow hears of nothing uncommitted; a commit that fails is logged and
+            # the shadow still told: the job has ended, and the next start re-reads it
+            guard("job store", self.store.flush)
             if h.stop is not None:      # the slot's WANT_HOLD: the shadow holds the job
                 final = {**(final or {}), "HoldReason": h.stop.reason,
                          "HoldReasonCode": h.stop.code, "HoldReasonSubCode": h.stop.subcode}

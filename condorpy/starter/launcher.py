@@ -47,6 +47,7 @@ _STAGE_HOLDS: dict[str, tuple[HoldCode, str]] = {
     "stdout": (HoldCode.UNABLE_TO_OPEN_OUTPUT, "cannot open the job's output file"),
     "stderr": (HoldCode.UNABLE_TO_OPEN_OUTPUT, "cannot open the job's error file"),
     "exec": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot execute the job's executable"),
+    "plan": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot hand the job's plan to its process"),
 }
 
 
@@ -256,11 +257,17 @@ class Vessel:
                 os.closerange(keep[1] + 1, keep[2])
                 os.closerange(keep[2] + 1, 65536)
                 plan = _read_plan(plan_r)
-            except BaseException:
-                plan = None
-            if plan is None:
-                os._exit(0)             # not needed after all
-            env = {k.encode(): v.encode() for k, v in plan.env.items()}
+                if plan is None:
+                    os._exit(0)         # not needed after all
+                env = {k.encode(): v.encode() for k, v in plan.env.items()}
+            except BaseException as exc:
+                # A plan it cannot use is reported as a failed start: end of file with
+                # no report means the job was executed, and it was not.
+                code = exc.errno if isinstance(exc, OSError) and exc.errno else errno.EINVAL
+                try:
+                    os.write(wfd, f"plan {code} -\n".encode())
+                finally:
+                    os._exit(127)
             _child(plan, wfd, go_r, env)
         for fd in (plan_r, wfd, go_r):
             os.close(fd)
@@ -331,8 +338,3 @@ def prepare_launch(plan: LaunchPlan, *, job_id: str) -> PendingLaunch:
     os.close(wfd)
     os.close(go_r)
     return PendingLaunch(plan, job_id, pid, rfd, go_w)
-
-
-def launch(plan: LaunchPlan, *, job_id: str) -> Launched:
-    """Start the job at once; raise JobHold with HTCondor's code if any step fails."""
-    return prepare_launch(plan, job_id=job_id).start()
