@@ -337,6 +337,7 @@ class StoreDb:
         if self.readonly:
             raise QueueError("the job store was opened read-only", path=self.path)
         db = self._db
+        self._spend_reserve_if_short()   # a write joining the turn's needs room as well
         if self._open:
             # inside the turn's transaction: a savepoint, undone alone on failure
             db.execute("SAVEPOINT part")
@@ -350,7 +351,6 @@ class StoreDb:
                 self._durable = True
                 self.flush()        # a write that may not wait commits the turn's too
             return
-        self._spend_reserve_if_short()
         grouped = bool(self._deferring and self._groups)
         if grouped:
             # the level is the transaction's from its start: see "Group commit"
