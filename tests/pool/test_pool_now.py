@@ -141,6 +141,14 @@ def queue(pool: RefPool, cluster: int) -> dict[int, tuple[str, str]]:
             if len(p) == 3}
 
 
+def _said(path: Path) -> bool:
+    """The job's output holds its whole line."""
+    try:
+        return path.read_text().endswith("\n")
+    except FileNotFoundError:
+        return False
+
+
 def test_condor_now_runs_the_now_job_on_the_victims_slot(daemon: Daemon, refpool: RefPool
                                                         ) -> None:
     refpool.condor("condor_rm", "-all", check=False)     # nothing else may take the slot
@@ -177,7 +185,8 @@ queue 2
         wait_for(lambda: queue(refpool, cluster).get(waiting, ("", ""))[0] == "2", 60,
                  lambda: f"{queue(refpool, cluster)}\n{daemon.output()[-3000:]}")
         assert queue(refpool, cluster)[running][0] == "1"
-        wait_for(lambda: (jobdir / f"out.{waiting}").exists(), 30, daemon.output)
+        # the file is made as the job starts, its line written once the shell runs
+        wait_for(lambda: _said(jobdir / f"out.{waiting}"), 30, daemon.output)
         assert re.fullmatch(rf"{waiting} on slot1_\d+@{re.escape(HOST)}\n",
                             (jobdir / f"out.{waiting}").read_text())
         assert re.search(r"pool: 1 claim\(s\) of <127\.0\.0\.1:\d+\S*> coalesced into "
