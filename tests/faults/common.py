@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -99,3 +102,45 @@ def processes_naming(mark: str) -> list[str]:
         except OSError:
             pass
     return found
+
+
+def kill_daemon(d: Daemon) -> None:
+    """SIGKILL the daemon and reap it, as a crash would leave it."""
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+    d.proc = None
+
+
+def restart_daemon(d: Daemon, again: float | None) -> None:
+    """Start the daemon again; with ``again``, first kill a start that many seconds in
+    (while it re-adopts its starters and finishes the jobs that ended meanwhile)."""
+    if again is not None:
+        with open(d.base / "daemon.out", "ab") as log:
+            proc = subprocess.Popen([*d.cli_argv(), "startd", "-f"], env=d.env(),
+                                    stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        time.sleep(again)
+        proc.kill()
+        proc.wait()
+    d.start()
+
+
+def job_rows(d: Daemon, tag: re.Pattern[str]) -> list[tuple[str, int, int]]:
+    """(tag, proc, status) of every job, queued or in the history; the tag is what
+    ``tag``'s first group finds in the job's ad ("?" where nothing)."""
+    with d.db() as db:
+        rows = db.execute("SELECT proc, status, ad FROM jobs UNION ALL "
+                          "SELECT proc, status, ad FROM history").fetchall()
+    out = []
+    for proc, status, ad in rows:
+        m = tag.search(ad)
+        out.append((m.group(1) if m else "?", proc, status))
+    return out
+
+
+def marker_lines(work: Path) -> list[str]:
+    """The lines the jobs appended to ``work``/marker, one a run."""
+    try:
+        return (work / "marker").read_text().splitlines()
+    except FileNotFoundError:
+        return []

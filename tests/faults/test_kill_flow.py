@@ -19,9 +19,7 @@ from __future__ import annotations
 import collections
 import random
 import re
-import signal
 import sqlite3
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -31,7 +29,8 @@ from condorpy.errors import CondorpyError
 from condorpy.queue.submit import parse_submit
 from condorpy.queue.submit_parts import parts
 from condorpy.startd.client import Connection
-from tests.faults.common import processes_naming, replay, runs, seed
+from tests.faults.common import (job_rows, kill_daemon, marker_lines, processes_naming,
+                                 replay, restart_daemon, runs, seed)
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 JOB = """#!/bin/sh
@@ -69,41 +68,8 @@ def _submit(d: Daemon, work: Path, run: Run) -> None:
         run.outcome, run.detail = "unknown", str(exc)[-200:]
 
 
-def _kill(d: Daemon) -> None:
-    assert d.proc is not None
-    d.proc.send_signal(signal.SIGKILL)
-    d.proc.wait()
-    d.proc = None
 
 
-def _restart(d: Daemon, again: float | None) -> None:
-    if again is not None:
-        with open(d.base / "daemon.out", "ab") as log:
-            proc = subprocess.Popen([*d.cli_argv(), "startd", "-f"], env=d.env(),
-                                    stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        time.sleep(again)
-        proc.kill()
-        proc.wait()
-    d.start()
-
-
-def _rows(d: Daemon) -> list[tuple[str, int, int]]:
-    """(tag, proc, status) of every job, queued or in the history."""
-    with d.db() as db:
-        rows = db.execute("SELECT proc, status, ad FROM jobs UNION ALL "
-                          "SELECT proc, status, ad FROM history").fetchall()
-    out = []
-    for proc, status, ad in rows:
-        m = TAG.search(ad)
-        out.append((m.group(1) if m else "?", proc, status))
-    return out
-
-
-def _marker_lines(work: Path) -> list[str]:
-    try:
-        return (work / "marker").read_text().splitlines()
-    except FileNotFoundError:
-        return []
 
 
 def test_sigkill_while_jobs_flow_loses_nothing_and_runs_nothing_twice(
@@ -123,7 +89,7 @@ def test_sigkill_while_jobs_flow_loses_nothing_and_runs_nothing_twice(
             f"  {x.tag} {x.window} +{x.delay:.3f}s"
             f"{'' if x.again is None else f' restart killed +{x.again:.3f}s'} "
             f"{x.jobs} job(s): {x.outcome} {x.detail!r}" for x in done)
-            + f"\nmarker:\n{' | '.join(_marker_lines(work))}\ndaemon:\n"
+            + f"\nmarker:\n{' | '.join(marker_lines(work))}\ndaemon:\n"
             f"{d.output()[-2500:]}")
 
     left: list[str] = []
@@ -145,14 +111,14 @@ def test_sigkill_while_jobs_flow_loses_nothing_and_runs_nothing_twice(
                 client.join(60)
                 t1 = time.monotonic()
             time.sleep(max(0.0, t1 + delay - time.monotonic()))
-            _kill(d)
+            kill_daemon(d)
             client.join(60)
-            _restart(d, again)
+            restart_daemon(d, again)
         told = {x.tag for x in done}
         queued = sum(x.jobs for x in done if x.outcome == "queued")
-        wait_for(lambda: all(st == 4 for t, _, st in _rows(d) if t in told)
-                 and len(_marker_lines(work)) >= queued, 120, story)
-        rows = _rows(d)
+        wait_for(lambda: all(st == 4 for t, _, st in job_rows(d, TAG) if t in told)
+                 and len(marker_lines(work)) >= queued, 120, story)
+        rows = job_rows(d, TAG)
     finally:
         d.stop()
         time.sleep(0.5)
@@ -173,7 +139,7 @@ def test_sigkill_while_jobs_flow_loses_nothing_and_runs_nothing_twice(
     keys = collections.Counter((t, p) for t, p, _ in rows)
     assert all(n == 1 for n in keys.values()), f"a job twice: {keys}\n{story()}"
     assert all(st == 4 for _, _, st in rows), f"not all completed: {rows}\n{story()}"
-    ran = collections.Counter(_marker_lines(work))
+    ran = collections.Counter(marker_lines(work))
     assert ran == collections.Counter(f"{t} {p}" for t, p, _ in rows), \
         f"jobs ran {dict(ran)}\n{story()}"
     store = d.state / "spool" / "condorpy_queue.sqlite3"

@@ -19,14 +19,14 @@ import collections
 import os
 import random
 import re
-import signal
 import sqlite3
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.faults.common import processes_naming, replay, runs, seed
+from tests.faults.common import (job_rows, kill_daemon, marker_lines, processes_naming,
+                                 replay, restart_daemon, runs, seed)
 from tests.startd.daemon_helpers import Daemon, wait_for
 
 # sleeps $3 seconds, then says it ran: one line, one write, O_APPEND
@@ -67,36 +67,7 @@ def _outcome(sub: Submission, res: subprocess.CompletedProcess[str]) -> None:
         sub.outcome = "failed"
 
 
-def _kill(d: Daemon) -> None:
-    assert d.proc is not None
-    d.proc.send_signal(signal.SIGKILL)
-    d.proc.wait()
-    d.proc = None
 
-
-def _restart(d: Daemon, again: float | None) -> None:
-    """Start the daemon again; with ``again``, first kill a start that many seconds in
-    (while it re-adopts its starters and finishes the jobs that ended meanwhile)."""
-    if again is not None:
-        with open(d.base / "daemon.out", "ab") as log:
-            proc = subprocess.Popen([*d.cli_argv(), "startd", "-f"], env=d.env(),
-                                    stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        time.sleep(again)
-        proc.kill()
-        proc.wait()
-    d.start()
-
-
-def _rows(d: Daemon) -> list[tuple[str, int, int]]:
-    """(tag, proc, status) of every job, queued or in the history."""
-    with d.db() as db:
-        rows = db.execute("SELECT proc, status, ad FROM jobs UNION ALL "
-                          "SELECT proc, status, ad FROM history").fetchall()
-    out = []
-    for proc, status, ad in rows:
-        m = TAG.search(ad)
-        out.append((m.group(1) if m else "?", proc, status))
-    return out
 
 
 def _one_run(d: Daemon, work: Path, rng: random.Random, sub: Submission,
@@ -108,10 +79,10 @@ def _one_run(d: Daemon, work: Path, rng: random.Random, sub: Submission,
         client = subprocess.Popen(argv, env=d.env(), cwd=work, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(sub.delay)
-        _kill(d)
+        kill_daemon(d)
         out, err = client.communicate(timeout=120)
         _outcome(sub, subprocess.CompletedProcess(argv, client.returncode, out, err))
-        _restart(d, sub.again)
+        restart_daemon(d, sub.again)
         return
     t0 = time.monotonic()
     _outcome(sub, subprocess.run(argv, env=d.env(), cwd=work, text=True,
@@ -120,11 +91,11 @@ def _one_run(d: Daemon, work: Path, rng: random.Random, sub: Submission,
     assert sub.outcome == "queued", sub.detail
     if sub.window == "end":
         # from the first of its jobs running: they end within their sleep
-        wait_for(lambda: any(t == sub.tag and s in (2, 4) for t, _, s in _rows(d)), 60,
+        wait_for(lambda: any(t == sub.tag and s in (2, 4) for t, _, s in job_rows(d, TAG)), 60,
                  d.output)
     time.sleep(sub.delay)
-    _kill(d)
-    _restart(d, sub.again)
+    kill_daemon(d)
+    restart_daemon(d, sub.again)
 
 
 def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
@@ -164,11 +135,11 @@ def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
             subs.append(sub)
             _one_run(d, work, rng, sub, took)
         told = {x.tag for x in subs if x.outcome != "failed"}
-        wait_for(lambda: all(st in (3, 4, 5) for t, _, st in _rows(d) if t in told)
-                 and len(_marker_lines(work)) >= sum(x.jobs for x in subs
+        wait_for(lambda: all(st in (3, 4, 5) for t, _, st in job_rows(d, TAG) if t in told)
+                 and len(marker_lines(work)) >= sum(x.jobs for x in subs
                                                      if x.outcome == "queued"),
                  120, story)
-        rows = _rows(d)
+        rows = job_rows(d, TAG)
     finally:
         d.stop()
         # the final stop leaves running jobs running: there are none, so nothing of
@@ -193,7 +164,7 @@ def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
     keys = collections.Counter((t, p) for t, p, _ in rows)
     assert all(n == 1 for n in keys.values()), f"a job twice: {keys}\n{story()}"
     assert all(st == 4 for _, _, st in rows), f"not all completed: {rows}\n{story()}"
-    ran = collections.Counter(_marker_lines(work))
+    ran = collections.Counter(marker_lines(work))
     assert ran == collections.Counter(f"{t} {p}" for t, p, _ in rows), \
         f"jobs ran {dict(ran)}\n{story()}"
     store = d.state / "spool" / "condorpy_queue.sqlite3"
@@ -201,12 +172,6 @@ def test_sigkill_at_random_instants_loses_nothing_and_runs_nothing_twice(
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok", story()
 
 
-def _marker_lines(work: Path) -> list[str]:
-    try:
-        return (work / "marker").read_text().splitlines()
-    except FileNotFoundError:
-        return []
-
 
 def _marker(work: Path) -> str:
-    return "\n".join(_marker_lines(work))
+    return "\n".join(marker_lines(work))
