@@ -6,32 +6,15 @@ store as the last commit had it."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from condorpy.classad import ClassAd
 from condorpy.errors import QueueError
-from condorpy.queue.jobstore import DB_NAME, JobId, JobStatus, JobStore, StarterRecord
-
-
-def _ads(n: int) -> list[ClassAd]:
-    return [ClassAd({"Cmd": "/bin/true", "ProcId": i, "Owner": "alice"}) for i in range(n)]
-
-
-def _starter(job: JobId) -> StarterRecord:
-    return StarterRecord(job_id=job, pid=4242 + job.proc, boot_id="b", process_start=1,
-                         socket_path="/x/s", execute_dir="/x", slot="slot1_1", started=1)
-
-
-def _chattr(flag: str, path: Path) -> None:
-    if shutil.which("chattr") is None or os.geteuid() != 0:
-        pytest.skip("file attributes need chattr and root")
-    res = subprocess.run(["chattr", flag, str(path)], capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip(f"chattr {flag} refused here: {res.stderr.strip()}")
+from condorpy.queue.jobstore import DB_NAME, JobId, JobStatus, JobStore
+from tests.queue.test_jobstore import ads, starter
+from tests.queue.test_store_faults import chattr
 
 
 def _statuses(spool: Path) -> dict[str, int]:
@@ -43,12 +26,12 @@ def test_deferred_writes_wait_for_the_group_and_what_depends_on_them_after(
         tmp_path: Path) -> None:
     said: list[str] = []
     with JobStore(tmp_path) as st:
-        cluster = st.submit(_ads(2))
+        cluster = st.submit(ads(2))
         with st.group():
             for proc in (0, 1):
                 job = JobId(cluster, proc)
                 with st.deferred():
-                    st.start_job(job, _starter(job))
+                    st.start_job(job, starter(job, 4242 + job.proc))
                 st.after_commit(lambda p=proc: said.append(f"go {p}"))
             assert said == []                           # nothing committed yet
             assert st.job(JobId(cluster, 0)).status is JobStatus.RUNNING   # seen here
@@ -59,9 +42,9 @@ def test_deferred_writes_wait_for_the_group_and_what_depends_on_them_after(
 def test_outside_a_group_deferred_writes_commit_at_once(tmp_path: Path) -> None:
     said: list[str] = []
     with JobStore(tmp_path) as st:
-        cluster = st.submit(_ads(1))
+        cluster = st.submit(ads(1))
         with st.deferred():
-            st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+            st.start_job(JobId(cluster, 0), starter(JobId(cluster, 0), 4242 + 0))
         st.after_commit(lambda: said.append("go"))
         assert said == ["go"]
 
@@ -69,12 +52,12 @@ def test_outside_a_group_deferred_writes_commit_at_once(tmp_path: Path) -> None:
 def test_a_write_that_may_not_wait_commits_the_groups_writes_with_it(tmp_path: Path) -> None:
     said: list[str] = []
     with JobStore(tmp_path) as st:
-        cluster = st.submit(_ads(1))
+        cluster = st.submit(ads(1))
         with st.group():
             with st.deferred():
-                st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+                st.start_job(JobId(cluster, 0), starter(JobId(cluster, 0), 4242 + 0))
             st.after_commit(lambda: said.append("go"))
-            second = st.submit(_ads(1))                 # acknowledged: committed now
+            second = st.submit(ads(1))                 # acknowledged: committed now
             assert said == ["go"]
         # the turn's deferred writes alone commit under NORMAL; everything else FULL
         assert st.db.conn().execute("PRAGMA synchronous").fetchone()[0] == 2
@@ -84,15 +67,15 @@ def test_a_write_that_may_not_wait_commits_the_groups_writes_with_it(tmp_path: P
 def test_a_failed_part_is_undone_alone(tmp_path: Path) -> None:
     said: list[str] = []
     with JobStore(tmp_path) as st:
-        cluster = st.submit(_ads(2))
+        cluster = st.submit(ads(2))
         with st.group():
             with st.deferred():
-                st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+                st.start_job(JobId(cluster, 0), starter(JobId(cluster, 0), 4242 + 0))
             st.after_commit(lambda: said.append("go"), lambda: said.append("undone"))
             with pytest.raises(QueueError), st.deferred():
-                st.start_job(JobId(cluster, 9), _starter(JobId(cluster, 9)))   # no job
+                st.start_job(JobId(cluster, 9), starter(JobId(cluster, 9), 4242 + 9))   # no job
             with st.deferred():
-                st.start_job(JobId(cluster, 1), _starter(JobId(cluster, 1)))
+                st.start_job(JobId(cluster, 1), starter(JobId(cluster, 1), 4242 + 1))
         assert said == ["go"]
     assert _statuses(tmp_path) == {f"{cluster}.0": 2, f"{cluster}.1": 2}
 
@@ -100,7 +83,7 @@ def test_a_failed_part_is_undone_alone(tmp_path: Path) -> None:
 def test_a_process_killed_before_the_groups_end_leaves_the_last_commit(
         tmp_path: Path) -> None:
     with JobStore(tmp_path) as st:
-        cluster = st.submit(_ads(2))
+        cluster = st.submit(ads(2))
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -108,10 +91,10 @@ def test_a_process_killed_before_the_groups_end_leaves_the_last_commit(
             with JobStore(tmp_path) as st:
                 with st.group():
                     with st.deferred():
-                        st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+                        st.start_job(JobId(cluster, 0), starter(JobId(cluster, 0), 4242 + 0))
                     st.flush()                          # committed: must survive
                     with st.deferred():
-                        st.start_job(JobId(cluster, 1), _starter(JobId(cluster, 1)))
+                        st.start_job(JobId(cluster, 1), starter(JobId(cluster, 1), 4242 + 1))
                     code = 0
                     os._exit(0)                         # killed before the turn's end
         finally:
@@ -124,19 +107,19 @@ def test_a_process_killed_before_the_groups_end_leaves_the_last_commit(
 def test_a_turns_commit_that_fails_undoes_it_and_tells_what_waited(tmp_path: Path) -> None:
     said: list[str] = []
     with JobStore(tmp_path) as st:
-        cluster = st.submit(_ads(1))
+        cluster = st.submit(ads(1))
         wal = tmp_path / (DB_NAME + "-wal")
         try:
             with pytest.raises(QueueError, match="not writable"), st.group():
                 with st.deferred():
-                    st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+                    st.start_job(JobId(cluster, 0), starter(JobId(cluster, 0), 4242 + 0))
                 st.after_commit(lambda: said.append("go"), lambda: said.append("undone"))
-                _chattr("+i", wal)          # the log cannot take the commit
+                chattr("+i", wal)          # the log cannot take the commit
         finally:
             subprocess.run(["chattr", "-i", str(wal)], capture_output=True)
         assert said == ["undone"]
         assert st.job(JobId(cluster, 0)).status is JobStatus.IDLE
         with st.group():                    # and the next turn commits
             with st.deferred():
-                st.start_job(JobId(cluster, 0), _starter(JobId(cluster, 0)))
+                st.start_job(JobId(cluster, 0), starter(JobId(cluster, 0), 4242 + 0))
     assert _statuses(tmp_path) == {f"{cluster}.0": 2}

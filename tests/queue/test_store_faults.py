@@ -110,7 +110,8 @@ def test_sqlites_page_limit_is_met_as_a_full_store(tmp_path: Path) -> None:
         assert _whole_clusters(st) == {**before, cid: 40}
 
 
-def _chattr(flag: str, path: Path) -> None:
+def chattr(flag: str, path: Path) -> None:
+    """Set or clear a file attribute (``+i``, ``-a``...); skip where this cannot."""
     if shutil.which("chattr") is None or os.geteuid() != 0:
         pytest.skip("file attributes need chattr and root")
     res = subprocess.run(["chattr", flag, str(path)], capture_output=True, text=True)
@@ -124,7 +125,7 @@ def test_an_unwritable_write_ahead_log_refuses_writes_clearly_then_recovers(
         st.submit(ads(3))
         wal = tmp_path / (DB_NAME + "-wal")
         assert wal.exists()
-        _chattr("+i", wal)
+        chattr("+i", wal)
         try:
             for _ in range(3):
                 with pytest.raises(StoreIOError) as info:
@@ -134,7 +135,7 @@ def test_an_unwritable_write_ahead_log_refuses_writes_clearly_then_recovers(
             assert "not writable: " + DB_NAME + "-wal" in message
             assert _whole_clusters(st) == {1: 3}        # reads go on
         finally:
-            _chattr("-i", wal)
+            chattr("-i", wal)
         cid = st.submit(ads(20))
         assert _whole_clusters(st) == {1: 3, cid: 20}
 
@@ -147,13 +148,13 @@ def test_no_shared_memory_file_is_used_so_a_broken_one_cannot_hurt(tmp_path: Pat
         shm = tmp_path / (DB_NAME + "-shm")
         assert not shm.exists()
         shm.write_bytes(b"")             # someone's empty, immutable -shm file
-        _chattr("+i", shm)
+        chattr("+i", shm)
         try:
             for _ in range(5):
                 st.submit(ads(20, pad=20000))
             assert len(st.jobs()) == 103
         finally:
-            _chattr("-i", shm)
+            chattr("-i", shm)
     with JobStore(tmp_path) as again:
         assert len(again.jobs()) == 103
 
