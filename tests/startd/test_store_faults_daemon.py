@@ -16,7 +16,7 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.queue.jobstore import DB_NAME, JobStore
-from tests.queue.test_store_faults import _chattr, _fill, small_tmpfs
+from tests.queue.test_store_faults import _fill, chattr, small_tmpfs
 from tests.startd.daemon_helpers import Daemon, counts, running, wait_for
 
 SLEEP = "executable = /bin/sleep\narguments = 300\nqueue\n"
@@ -108,22 +108,22 @@ def test_an_unwritable_log_refuses_submissions_and_a_broken_shm_is_harmless(
     shm = spool / (DB_NAME + "-shm")
     assert not shm.exists()
     shm.write_bytes(b"")
-    _chattr("+i", shm)
+    chattr("+i", shm)
     try:
         assert _submit(d, TRUE, tmp_path).returncode == 0
         _serving(d)
     finally:
-        _chattr("-i", shm)
+        chattr("-i", shm)
     shm.unlink()
     wal = spool / (DB_NAME + "-wal")
     assert wal.exists()
-    _chattr("+i", wal)
+    chattr("+i", wal)
     try:
         _refused(_submit(d, TRUE, tmp_path), spool / DB_NAME, "not writable")
         _serving(d)
         assert d.statuses()["1.0"] == 2
     finally:
-        _chattr("-i", wal)
+        chattr("-i", wal)
     assert _submit(d, TRUE, tmp_path).returncode == 0
     assert "internal error" not in d.whole_log()
 
