@@ -94,6 +94,12 @@ class JobStore:
         """Commit the deferred writes now."""
         self.db.flush()
 
+    @property
+    def rollbacks(self) -> int:
+        """How many groups' deferred writes were lost uncommitted so far (a full or
+        unwritable spool): what was decided on them in memory is no longer true."""
+        return self.db.rollbacks
+
     def __enter__(self) -> JobStore:
         return self
 

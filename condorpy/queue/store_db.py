@@ -147,6 +147,9 @@ class StoreDb:
         self._durable = False     # ... and a write that may not wait, to be synced
         # what waits for the commit: (done, undone), run once it has (or has failed)
         self._waiting: list[tuple[Callable[[], None], Callable[[], None] | None]] = []
+        # how many turns' transactions were lost uncommitted: the daemon compares it
+        # before and after a turn to learn that its memory ran ahead of the store
+        self.rollbacks = 0
         try:
             if readonly:
                 if not os.path.exists(self.path):
@@ -391,6 +394,7 @@ class StoreDb:
         """The turn's transaction is gone uncommitted: back to FULL, and what waited
         for it is told."""
         self._open = self._durable = False
+        self.rollbacks += 1
         with suppress(QueueError):
             db.execute("PRAGMA synchronous=FULL")
         self._settle(False)

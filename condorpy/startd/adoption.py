@@ -55,6 +55,12 @@ class Requeue(Protocol):
     def set_status(self, job_id: JobId, status: JobStatus, **why: Any) -> None: ...
 
 
+def launched_of(srec: StarterRecord) -> Launched:
+    """The starter a row of the store names, as its launch reported it."""
+    return Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
+                    srec.socket_path, str(Path(srec.execute_dir) / "final.ad"), "")
+
+
 class Adopter:
     def __init__(self, rm: ResourceManager, engine: PolicyEngine, store: JobStore,
                  clock: Clock, stats: MetricsStats, queue: Requeue,
@@ -72,9 +78,7 @@ class Adopter:
         """Take back every starter the previous daemon left running; record the ends of
         those that finished meanwhile; requeue jobs whose starter vanished."""
         for srec in self.store.starters.all():
-            launched = Launched(str(srec.job_id), srec.pid, srec.process_start, srec.boot_id,
-                                srec.socket_path, str(Path(srec.execute_dir) / "final.ad"),
-                                "")
+            launched = launched_of(srec)
             alive = self.rm.launcher.alive(launched)
             number = pool_restart.number_of_row(srec.job_id)
             if number is not None:
@@ -94,13 +98,25 @@ class Adopter:
                 self.queue.set_status(rec.job_id, JobStatus.IDLE)
 
     def _local_job(self, srec: StarterRecord, launched: Launched, alive: bool) -> None:
+        h = self.take_back(srec, launched)
+        self._settle_local(srec, launched, alive, h)
+
+    def take_back(self, srec: StarterRecord, launched: Launched | None, *,
+                  fresh: bool = False) -> StarterHandle:
+        """The handle of a local job the store says runs, and its claim rebuilt in the
+        engine. Without ``launched`` the handle waits (its starter is neither reached
+        nor seen ended) until :meth:`StarterHandle.on_adopted` is called. ``fresh``:
+        under a new claim id, recorded in place of the stored one (an engine that has
+        seen that claim end refuses it again)."""
         rec = self.store.job(srec.job_id)
         assert rec is not None
-        claim_id = next((c.claim_id for c in self.store.claims.all()
-                         if c.job_id == srec.job_id), None) or \
+        stored = next((c.claim_id for c in self.store.claims.all()
+                       if c.job_id == srec.job_id), None)
+        claim_id = (stored if not fresh else None) or \
             f"<condorpy>#{int(self.started_at)}#{os.urandom(12).hex()}"
         h = StarterHandle(LocalJob(srec.job_id), claim_id, srec.slot)
-        h.on_adopted(launched, self.clock.monotonic())
+        if launched is not None:
+            h.on_adopted(launched, self.clock.monotonic())
         # Rebuild the claim in the engine as the job had it, without launching.
         self.rm.adopt(h)
         target = srec.slot.split("_")[0]
@@ -112,6 +128,16 @@ class Adopter:
             h.slot = self.rm.slot_of(claim_id)
             self.rm.apply([o for o in self.engine.activate(self.clock.time(), claim_id)
                            if not isinstance(o, StartJob)])
+            if fresh:
+                with self.store.deferred():
+                    if stored is not None:
+                        self.store.claims.release(stored)
+                    self.store.claims.record(claim_id, h.slot, "claimed", srec.job_id)
+        return h
+
+    def _settle_local(self, srec: StarterRecord, launched: Launched, alive: bool,
+                      h: StarterHandle) -> None:
+        claim_id = h.claim_id
         if alive:
             log.info("job %s: re-adopted starter %d in %s", srec.job_id, srec.pid,
                      h.slot, extra=fields(event="job_adopted", job_id=srec.job_id,

@@ -42,6 +42,7 @@ from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
 from condorpy.startd.adoption import Adopter
+from condorpy.startd.reconcile import Reconciler
 from condorpy.startd.children import ChildRunner
 from condorpy.startd.commands import CommandPorts, Commands
 from condorpy.startd.control_socket import ControlConn, ControlSocket
@@ -183,6 +184,7 @@ class Startd:
             log_dir=self.paths.log, uid=self.uid, started_at=self.started_at,
             restart=self.restart))
         self.control: ControlSocket | None = None
+        self.reconciler: Reconciler | None = None     # set at start-up
         self.signals = Signals(sel, {signal.SIGTERM: self._stop_signal,
                                      signal.SIGINT: self._stop_signal,
                                      signal.SIGHUP: self._reconfig_signal,
@@ -243,10 +245,13 @@ class Startd:
         self.metrics.placed(self.placement.starters)
         self.rm.apply(self.engine.take_output())
         from condorpy.startd.poolside.adoption import WithoutPool
-        Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
-                self.schedd,
-                self.pool if self.pool is not None else WithoutPool(self.store.pool),
-                self.started_at).adopt()
+        adopter = Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
+                          self.schedd,
+                          self.pool if self.pool is not None else WithoutPool(self.store.pool),
+                          self.started_at)
+        adopter.adopt()
+        self.reconciler = Reconciler(self.rm, self.engine, self.store, self.clock, adopter,
+                                     self.schedd)
         if self.pool is not None:
             self.pool.skip_numbers(pool_restart.last_pool_number(self.store.starters))
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
@@ -272,6 +277,8 @@ class Startd:
         add("signals", self.signals, "signal")
         add("listen", Ticker(ctl.tick, ctl.next_due, self._control_ready), "listen", "control")
         add("starters", Ticker(self.rm.tick, lambda: self.rm.next_deadline(now())))
+        if self.reconciler is not None:
+            add("taken back", Ticker(self.reconciler.tick, self.reconciler.next_deadline))
         add("starter sockets", self.links, "starter")
         add("probe", Ticker(self.timers.probe_tick, self.timers.next_deadline,
                             self.timers.on_input), "input")
@@ -376,11 +383,19 @@ class Startd:
         """One pass of the loop: wait for I/O up to ``timeout``, then run what is due;
         the job store's deferred writes of the pass are committed at its end, in one
         transaction (condorpy/queue/store_db.py, "Group commit")."""
+        rollbacks = self.store.rollbacks
         with self.store.group():
             self.loop.step(timeout)
             # a commit that fails (a full or unwritable spool) is logged, as a source's
             # failure is; what waited for it has been told (held starters killed)
             guard("job store", self.store.flush)
+        if self.reconciler is not None:
+            # and what the turn decided in memory on writes now lost is undone
+            # (its own writes, claims released, wait for the end of the block)
+            reconciler = self.reconciler
+            with self.store.group():
+                guard("job store", lambda: reconciler.after_turn(rollbacks))
+                guard("job store", self.store.flush)
 
     def _answer(self, command: str, args: dict[str, Any], peer: control.Peer) -> Any:
         """A command's answer, sent only once every write it may rest on is committed."""

@@ -173,3 +173,35 @@ def test_a_row_that_does_not_read_is_named_until_salvaged(tmp_path: Path) -> Non
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+def test_a_turn_whose_commit_fails_leaves_memory_as_the_store_has_it(
+        tmp_path: Path) -> None:
+    """A turn in which one job ends and the next starts on its slot, committed into an
+    unwritable write-ahead log: the start is undone (its starter killed) and the ended
+    job is taken back from the store, so the daemon holds what the store holds; once
+    the log is writable again the end is recorded and the next job runs, without a
+    restart, a traceback or a process left behind."""
+    from tests.faults.common import processes_naming, tracebacks
+    d = Daemon(tmp_path / "d", cpus=1)
+    flag = tmp_path / "go"
+    waiter = (f"executable = /bin/sh\narguments = \"-c 'while [ ! -e {flag} ]; "
+              "do sleep 0.2; done'\"\nqueue 2\n")
+    wal = d.state / "spool" / (DB_NAME + "-wal")
+    with running(d):
+        assert _submit(d, waiter, tmp_path).returncode == 0
+        wait_for(lambda: d.statuses() == {"1.0": 2, "1.1": 1}, 60, d.output)
+        chattr("+i", wal)
+        try:
+            flag.touch()
+            wait_for(lambda: "were not committed" in d.whole_log(), 60, d.output)
+            _serving(d)
+            assert d.statuses() == {"1.0": 2, "1.1": 1}     # nothing was committed
+            assert str(d.state / "spool") in d.whole_log()
+        finally:
+            chattr("-i", wal)
+        wait_for(lambda: d.statuses() == {"1.0": 4, "1.1": 4}, 120,
+                 lambda: f"{d.statuses()}\n{d.output()}")
+        _serving(d)
+        assert not tracebacks(d.whole_log()), d.whole_log()
+    assert processes_naming(str(d.state)) == []
