@@ -16,6 +16,7 @@ import pytest
 
 from condorpy.classad import ClassAd
 from condorpy.queue.jobstore import DB_NAME, JobStore
+from tests.faults.common import processes_naming, tracebacks
 from tests.queue.test_store_faults import _fill, chattr, small_tmpfs
 from tests.startd.daemon_helpers import Daemon, counts, running, wait_for
 
@@ -182,7 +183,6 @@ def test_a_turn_whose_commit_fails_leaves_memory_as_the_store_has_it(
     job is taken back from the store, so the daemon holds what the store holds; once
     the log is writable again the end is recorded and the next job runs, without a
     restart, a traceback or a process left behind."""
-    from tests.faults.common import processes_naming, tracebacks
     d = Daemon(tmp_path / "d", cpus=1)
     flag = tmp_path / "go"
     waiter = (f"executable = /bin/sh\narguments = \"-c 'while [ ! -e {flag} ]; "
