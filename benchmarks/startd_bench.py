@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -379,8 +380,8 @@ def busy_cycle(base: Path, n: int) -> None:
                "STARTER_UPDATE_INTERVAL = 300\n"
                # a cycle a second, so the cycles measured all come after the start storm
                "POLLING_INTERVAL = 1\n")
-    d.start()
     try:
+        d.start()
         work = base / "busy" / "work"
         work.mkdir()
         _submit_in_process(d, f"executable = /bin/sleep\narguments = 3600\n"
@@ -396,9 +397,18 @@ def busy_cycle(base: Path, n: int) -> None:
         unique = [_unique_kb(p) for p in pids]
         unique = [u for u in unique if u is not None]
     finally:
-        d.call("rm", constraint="true")
-        d.stop()
-        d.kill_leftovers()
+        # Whatever went wrong (a daemon that crashed cannot answer ``rm``), no sleeping
+        # job outlives the bench: stop and kill_leftovers run in any case.
+        try:
+            d.call("rm", constraint="true")
+        except Exception as exc:        # noqa: BLE001 - reported, then cleaned up
+            print(f"busy: rm failed ({type(exc).__name__}: {exc}); killing leftovers",
+                  file=sys.stderr)
+        finally:
+            try:
+                d.stop()
+            finally:
+                d.kill_leftovers()
     print(f"{n} real sleeping jobs started in {started:.1f} s")
     print(f"one policy cycle with {n} busy d-slots running real jobs: median "
           f"{statistics.median(cycles):.1f} ms over {len(cycles)} cycles; goal 20 ms")
@@ -480,6 +490,8 @@ def main() -> None:
                     help="run only this part (may be given more than once)")
     args = ap.parse_args()
     run = set(args.only or parts)
+    # a SIGTERM (a timeout's) unwinds like ^C, so that every part's clean-up runs
+    signal.signal(signal.SIGTERM, lambda _s, _f: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="startd-bench-") as tmp:
         base = Path(tmp)
         os.chmod(base, 0o755)
