@@ -97,6 +97,10 @@ from condorpy.startd.forkserver_wire import (MAX_MESSAGE, PROTOCOL_VERSION, Laun
 SETUP_TIMEOUT_S = 10.0
 # How long the server is quiet before it forks the next spare starter.
 SPARE_AFTER_MS = 10
+# How long a spare waits for its request before it rehearses the last launch (see
+# _Server.rehearse): in a burst of launches the request comes first and no CPU goes to
+# a rehearsal.
+REHEARSE_AFTER_S = 0.005
 # systemd's service-manager variables: they describe the daemon's service, not a starter.
 _DROPPED_ENV = ("NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID",
                 "JOURNAL_STREAM")
@@ -458,7 +462,8 @@ class _Server:
             except OSError as exc:
                 os.write(wfd, f"fail {stage}: {exc.strerror or exc}\n".encode())
                 return
-            if rehearse and not waiting and self.last_request:
+            if rehearse and not waiting and self.last_request and \
+                    not select.select([req_r], [], [], REHEARSE_AFTER_S)[0]:
                 self.rehearse(self.last_request)
             line = _read_line(req_r)
             os.close(req_r)
