@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,7 +211,11 @@ def throughput(base: Path, n: int, reference: tuple[float, str], *,
         print(f"the daemon's profile (this tree, round 1): {profile}")
 
 
-def _activation_time(job_ad: Path, timeout: float = 60.0) -> float:
+def _activation_time(job_ad: Path, ended: Callable[[], bool],
+                     timeout: float = 60.0) -> float | None:
+    """The activation's time from the ad the starter was given; None when the job
+    ended (and the daemon removed the ad) before this poll read it, as happens on a
+    loaded machine: that job is left out rather than the run lost."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
@@ -218,6 +224,8 @@ def _activation_time(job_ad: Path, timeout: float = 60.0) -> float:
             value = None        # not written yet, or written part-way
         if isinstance(value, (int, float)):
             return float(value)
+        if value is None and ended() and not job_ad.exists():
+            return None
         time.sleep(0.001)
     raise AssertionError(f"{job_ad} never named CondorpyActivatedAt")
 
@@ -258,11 +266,17 @@ def _latency_round(base: Path, code: Path, n: int) -> tuple[list[float], list[fl
             # the ad the starter was given names the activation's time; the daemon
             # removes it with the job's spool directory once the job has ended, so it
             # is read while the job starts (a 1-ms poll, light beside a fork and exec)
-            activated = _activation_time(d.state / "spool" / "jobs" / f"{i + 1}.0" / "job.ad")
+            activated = _activation_time(
+                d.state / "spool" / "jobs" / f"{i + 1}.0" / "job.ad",
+                lambda: out.exists() and out.stat().st_size > 0)
             wait_for(lambda: out.exists() and out.stat().st_size > 0, 60, d.output)
             first = float(out.read_text())
             from_submit.append((first - t0) * 1000)
-            from_activation.append((first - activated) * 1000)
+            if activated is not None:
+                from_activation.append((first - activated) * 1000)
+            else:
+                print(f"  job {i + 1}.0 ended before its ad was read: left out of the "
+                      f"activation figures", flush=True)
     finally:
         d.stop()
         d.kill_leftovers()
@@ -379,8 +393,8 @@ def busy_cycle(base: Path, n: int) -> None:
                "STARTER_UPDATE_INTERVAL = 300\n"
                # a cycle a second, so the cycles measured all come after the start storm
                "POLLING_INTERVAL = 1\n")
-    d.start()
     try:
+        d.start()
         work = base / "busy" / "work"
         work.mkdir()
         _submit_in_process(d, f"executable = /bin/sleep\narguments = 3600\n"
@@ -396,9 +410,18 @@ def busy_cycle(base: Path, n: int) -> None:
         unique = [_unique_kb(p) for p in pids]
         unique = [u for u in unique if u is not None]
     finally:
-        d.call("rm", constraint="true")
-        d.stop()
-        d.kill_leftovers()
+        # Whatever went wrong (a daemon that crashed cannot answer ``rm``), no sleeping
+        # job outlives the bench: stop and kill_leftovers run in any case.
+        try:
+            d.call("rm", constraint="true")
+        except Exception as exc:        # noqa: BLE001 - reported, then cleaned up
+            print(f"busy: rm failed ({type(exc).__name__}: {exc}); killing leftovers",
+                  file=sys.stderr)
+        finally:
+            try:
+                d.stop()
+            finally:
+                d.kill_leftovers()
     print(f"{n} real sleeping jobs started in {started:.1f} s")
     print(f"one policy cycle with {n} busy d-slots running real jobs: median "
           f"{statistics.median(cycles):.1f} ms over {len(cycles)} cycles; goal 20 ms")
@@ -480,6 +503,8 @@ def main() -> None:
                     help="run only this part (may be given more than once)")
     args = ap.parse_args()
     run = set(args.only or parts)
+    # a SIGTERM (a timeout's) unwinds like ^C, so that every part's clean-up runs
+    signal.signal(signal.SIGTERM, lambda _s, _f: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="startd-bench-") as tmp:
         base = Path(tmp)
         os.chmod(base, 0o755)

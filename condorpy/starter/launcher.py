@@ -256,6 +256,7 @@ class Vessel:
                 os.closerange(keep[0] + 1, keep[1])
                 os.closerange(keep[1] + 1, keep[2])
                 os.closerange(keep[2] + 1, 65536)
+                _rehearse()
                 plan = _read_plan(plan_r)
                 if plan is None:
                     os._exit(0)         # not needed after all
@@ -274,11 +275,7 @@ class Vessel:
         return cls(pid, plan_w, rfd, go_w)
 
     def load(self, plan: LaunchPlan, *, job_id: str) -> PendingLaunch:
-        data = json.dumps({"executable": plan.executable, "argv": list(plan.argv),
-                           "env": plan.env, "cwd": plan.cwd, "stdin": plan.stdin,
-                           "stdout": plan.stdout, "stderr": plan.stderr,
-                           "user": dataclasses.asdict(plan.user),
-                           "cgroup_procs": plan.cgroup_procs, "home": self.home}).encode()
+        data = _plan_json(plan, self.home)
         try:
             view = memoryview(data)
             while view:
@@ -299,6 +296,30 @@ class Vessel:
             pass
 
 
+def _plan_json(plan: LaunchPlan, home: str | None) -> bytes:
+    return json.dumps({"executable": plan.executable, "argv": list(plan.argv),
+                       "env": plan.env, "cwd": plan.cwd, "stdin": plan.stdin,
+                       "stdout": plan.stdout, "stderr": plan.stderr,
+                       "user": dataclasses.asdict(plan.user),
+                       "cgroup_procs": plan.cgroup_procs, "home": home}).encode()
+
+
+def _rehearse() -> None:
+    """In a vessel waiting for its plan: decode a made-up plan and open /dev/null as a
+    job's file would be opened, so that the pages this code touches are copied (fork's
+    copy-on-write) now rather than between the word and the job's exec."""
+    try:
+        user = JobUser("nobody", os.geteuid(), os.getegid(), (), False)
+        plan = _decode_plan(_plan_json(LaunchPlan(
+            "/bin/true", ("true",), {"A": "b"}, "/", os.devnull, os.devnull, os.devnull,
+            user, None, False), None))
+        {k.encode(): v.encode() for k, v in plan.env.items()}
+        os.close(safefs.open_regular(plan.stdin, os.O_RDONLY, follow=True,
+                                     allow_devnull=True))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+
+
 def _read_plan(fd: int) -> LaunchPlan | None:
     chunks = []
     while True:
@@ -309,7 +330,11 @@ def _read_plan(fd: int) -> LaunchPlan | None:
     os.close(fd)
     if not chunks:
         return None
-    d = json.loads(b"".join(chunks))
+    return _decode_plan(b"".join(chunks))
+
+
+def _decode_plan(data: bytes) -> LaunchPlan:
+    d = json.loads(data)
     return LaunchPlan(executable=d["executable"], argv=tuple(d["argv"]), env=d["env"],
                       cwd=d["cwd"], stdin=d["stdin"], stdout=d["stdout"],
                       stderr=d["stderr"],

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from condorpy.errors import CgroupError
+from condorpy.errors import CgroupError, CondorpyError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
 from condorpy.starter.control import JobControl, JobState
@@ -118,6 +118,18 @@ class Starter:
     def _say(self, text: str) -> None:
         self.notices.append(text)
         self.notice(text)
+
+    def rehearse(self) -> None:
+        """Read the ads as :meth:`run` does, with no effect: a spare starter runs this
+        on an earlier job's ads while it waits, so that its first real run finds those
+        pages already its own (see ForkServer's spares)."""
+        try:
+            job = JobSpec.from_ad(self.job_ad)
+            slot = SlotSpec.from_ad(self.slot_ad)
+            JobIdentity.from_ad(self.job_ad)
+            choose_user(job, slot, self.settings)
+        except (JobHold, CondorpyError):
+            pass
 
     # --- the run ----------------------------------------------------------------------
 

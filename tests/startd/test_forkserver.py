@@ -400,6 +400,26 @@ def test_a_spare_starter_waits_for_the_next_launch(env: Env, server: ForkServer)
     assert "ExitCode = 0" in final_ad(launched)
 
 
+def test_a_spare_that_rehearsed_the_last_launch_runs_the_next_job_alone(
+        env: Env, server: ForkServer) -> None:
+    """A spare forked after a launch runs that launch's steps once while it waits
+    (so that a fresh child's copy-on-write faults come before the next job): nothing
+    of the rehearsal is seen, and the next job is its own."""
+    first = env.launch(server, "14.0", job("/bin/sh", "-c 'echo one > one'", n=14))
+    assert "ExitCode = 0" in final_ad(first)
+    deadline = time.monotonic() + 10
+    while [c for c in children_of(server.pid) if c[0] != first.pid] == []:
+        assert time.monotonic() < deadline, children_of(server.pid)
+        time.sleep(0.01)
+    time.sleep(0.2)                     # past the spare's wait before it rehearses
+    second = env.launch(server, "15.0", job("/bin/sh", "-c 'echo two > two'", n=15))
+    text = final_ad(second)
+    assert "ExitCode = 0" in text and "ClusterId = 15" in text
+    assert sorted(p.name for p in env.results.iterdir()) == ["14.0.ad", "15.0.ad"]
+    # the rehearsal made no sandbox: only the two jobs' starters had one
+    assert [p for p in env.execute.iterdir() if p.is_dir()] == []
+
+
 def test_starter_survives_the_server_closing(env: Env, server: ForkServer) -> None:
     launched = env.launch(server, "9.0", job("/bin/sleep", "30", n=9))
     server.close()                      # the server exits on end of file...
