@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from condorpy.starter.cgroup import CgroupTree, JobCgroup, compute_limits
+from condorpy.starter.cgroup import JobCgroup, compute_limits, open_tree
 from condorpy.starter.protocol import Command
 from condorpy.starter.settings import MemoryPolicy
 
@@ -101,8 +101,7 @@ def spawn_family(cg: JobCgroup, marker: str) -> subprocess.Popen[bytes]:
 @pytest.mark.parametrize("at_once", [True, False])
 def test_final_kill_leaves_nothing(work: Path, at_once: bool,  # noqa: F811
                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    tree = CgroupTree(MOUNT, "/" + BASE)
-    os.makedirs(tree.directory, exist_ok=True)
+    tree = open_tree(MOUNT, "/" + BASE)
     cg = JobCgroup(tree, f"kill_{int(at_once)}")
     cg.create(compute_limits(policy="none", slot_memory_mb=None, slot_vm_kb=None,
                              machine_memory_mb=None, custom_hard_mb=None,
