@@ -235,16 +235,6 @@ def slice_settings(limits: CgroupLimits) -> list[tuple[str, str]]:
     return settings
 
 
-def leaf_settings(limits: CgroupLimits) -> list[tuple[str, str]]:
-    """The files written in the job's leaf. memory.low protects only the pages of the
-    cgroup that asks for it, up to what its parent is granted (unless the hierarchy
-    is mounted with memory_recursiveprot), and the job's pages are charged to the
-    leaf: so it is set on both."""
-    if limits.memory_low is not None:
-        return [("memory.low", str(limits.memory_low))]
-    return []
-
-
 class JobCgroup:
     """One job's cgroup pair. Always freshly created: memory.peak is inherited by reuse."""
 
@@ -263,8 +253,9 @@ class JobCgroup:
             self.remove()
         os.mkdir(self.slice)
         self._apply(self.slice, slice_settings(limits))
+        # The leaf gets no memory controller of its own, so its pages are charged to
+        # the slice, whose memory.low and memory.max are the job's.
         os.mkdir(self.scope)
-        self._apply(self.scope, leaf_settings(limits))
 
     def _apply(self, directory: str, settings: list[tuple[str, str]]) -> None:
         for name, value in settings:

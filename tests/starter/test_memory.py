@@ -12,7 +12,7 @@ import pytest
 from condorpy.config import Config, DetectedFacts
 from condorpy.errors import ConfigError
 from condorpy.starter.cgroup import (CgroupLimits, CgroupTree, JobCgroup, compute_limits,
-                                     leaf_settings, peak_memory, slice_settings)
+                                     peak_memory, slice_settings)
 from condorpy.starter.holds import OomVerdict, oom_verdict
 from condorpy.starter.knobs import KNOBS, settings_from_knobs
 from condorpy.starter.jobspec import SlotSpec
@@ -70,17 +70,16 @@ def test_the_startd_sends_the_memory_knobs_to_its_starters() -> None:
 
 # --- which file gets which value ----------------------------------------------------
 
-def test_low_limit_goes_to_the_slice_and_the_leaf() -> None:
+def test_low_limit_goes_to_the_slice() -> None:
     lim = limits(low_mb=300)
     assert lim.memory_low == 300 * MIB
     assert ("memory.low", str(300 * MIB)) in slice_settings(lim)
-    assert leaf_settings(lim) == [("memory.low", str(300 * MIB))]
 
 
 @pytest.mark.parametrize("low", [None, 0, -5])
 def test_no_low_limit_writes_no_memory_low(low: int | None) -> None:
     lim = limits(low_mb=low)
-    assert lim.memory_low is None and leaf_settings(lim) == []
+    assert lim.memory_low is None
     assert "memory.low" not in dict(slice_settings(lim))
 
 

@@ -40,9 +40,11 @@ def test_memory_files_of_a_running_job(work: Path) -> None:  # noqa: F811
     scope = slice_ / "job.scope"
     try:
         assert read(slice_ / "memory.max") == str(128 * MIB)
-        assert read(slice_ / "memory.high") == str(128 * MIB * 90 // 100)
+        page = os.sysconf("SC_PAGE_SIZE")           # the kernel keeps whole pages
+        assert int(read(slice_ / "memory.high")) == 128 * MIB * 90 // 100 // page * page
         assert read(slice_ / "memory.low") == str(32 * MIB)
-        assert read(scope / "memory.low") == str(32 * MIB)
+        # no memory controller below the slice: the leaf's pages are the slice's
+        assert not (scope / "memory.low").exists()
         assert read(slice_ / "memory.oom.group") == "1"
         swap = slice_ / "memory.swap.max"
         if swap.exists():                  # kernels without swap accounting lack it
