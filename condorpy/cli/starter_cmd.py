@@ -87,7 +87,8 @@ def main(argv: list[str]) -> int:
         custom_hard_mb=custom_memory_limit(cfg, "CGROUP_HARD_MEMORY_LIMIT_EXPR", job_ad,
                                            slot_ad),
         custom_soft_mb=custom_memory_limit(cfg, "CGROUP_SOFT_MEMORY_LIMIT_EXPR", job_ad,
-                                           slot_ad))
+                                           slot_ad),
+        low_memory_mb=custom_memory_limit(cfg, "CGROUP_LOW_MEMORY_LIMIT", job_ad, slot_ad))
     starter = Starter(ad_values(job_ad, slot_ad), ad_values(slot_ad, job_ad), settings,
                       job_ad_text=job_ad.to_old(), machine_ad_text=slot_ad.to_old(),
                       handle_signals=True)

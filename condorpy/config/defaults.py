@@ -208,6 +208,9 @@ CODE_DEFAULTS: dict[str, str] = {
     # condorpy's own knobs (HTCondor knows none of them, so it too reports them undefined)
     "CONDORPY_USE_CGROUPS": "true",
     "CONDORPY_ENFORCE_DISK_USAGE": "true",
+    # memory (issue 27): memory.high at this percentage of a job's hard limit, so that
+    # the kernel throttles and reclaims before the OOM killer; 0 = off
+    "CONDORPY_CGROUP_MEMORY_HIGH_PERCENT": "0",
     # how often a starter measures its job and tells the daemon (HTCondor's
     # STARTER_UPDATE_INTERVAL, 300 s, is the cadence of updates sent on, e.g. to an
     # update hook: policy and metrics here read usage far fresher than that)

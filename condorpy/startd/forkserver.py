@@ -276,7 +276,9 @@ class _Server:
                 custom_hard_mb=custom_memory_limit(cfg, "CGROUP_HARD_MEMORY_LIMIT_EXPR",
                                                    job_ad, slot_ad),
                 custom_soft_mb=custom_memory_limit(cfg, "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
-                                                   job_ad, slot_ad))
+                                                   job_ad, slot_ad),
+                low_memory_mb=custom_memory_limit(cfg, "CGROUP_LOW_MEMORY_LIMIT",
+                                                  job_ad, slot_ad))
         except CondorpyError as exc:
             raise _Refused(f"bad configuration: {exc}") from None
         # the startd sends both ads as its ClassAd.to_old wrote them: passed on as they

@@ -26,7 +26,8 @@ def ad_values(ad: ClassAd, target: ClassAd | None = None) -> dict[str, object]:
 
 def custom_memory_limit(cfg: KnobReader, name: str, job: ClassAd,
                         slot: ClassAd) -> int | None:
-    """A CGROUP_*_MEMORY_LIMIT_EXPR: an expression over the job and slot ads, in MB."""
+    """A CGROUP_*_MEMORY_LIMIT_EXPR or CGROUP_LOW_MEMORY_LIMIT: an expression over the
+    job and slot ads, in MB."""
     expr_text = cfg.get(name)
     if not expr_text:
         return None

@@ -184,6 +184,7 @@ def _hand_down(directory: str, path: str) -> None:
 class CgroupLimits:
     memory_max: int | None = None      # bytes
     memory_high: int | None = None
+    memory_low: int | None = None      # CGROUP_LOW_MEMORY_LIMIT: protected from reclaim
     swap_max: int | None = None
     oom_group: bool = True
     cpu_weight: int = 100
@@ -200,14 +201,47 @@ class CgroupSample:
     pids: int
     oom_kills: int
     memory_events: int = 0     # high + max + oom of memory.events: pressure on the limits
+    limit_ooms: int = 0        # "oom" of memory.events: the job's own limit ran out
+
+
+def peak_memory(peak: int | None, stat: dict[str, int], ignore_cache: bool) -> int | None:
+    """memory.peak as the job's peak: with CGROUP_IGNORE_CACHE_MEMORY the page cache
+    (``file``) and the inactive anonymous pages, which the kernel may reclaim and which
+    HTCondor does not blame on the job, are taken off it (never below zero)."""
+    if peak is None or not ignore_cache:
+        return peak
+    cache = stat.get("file", 0) + stat.get("inactive_anon", 0)
+    return peak - cache if peak > cache else peak
+
+
+def slice_settings(limits: CgroupLimits) -> list[tuple[str, str]]:
+    """The files written in the job's slice, which carries its limits."""
+    settings: list[tuple[str, str]] = [("cpu.weight", str(limits.cpu_weight))]
+    if limits.memory_max is not None:
+        settings.append(("memory.max", str(limits.memory_max)))
+    if limits.memory_high is not None:
+        settings.append(("memory.high", str(limits.memory_high)))
+    if limits.memory_low is not None:
+        settings.append(("memory.low", str(limits.memory_low)))
+    if limits.swap_max is not None:
+        settings.append(("memory.swap.max", str(limits.swap_max)))
+    if limits.oom_group:
+        # an OOM kill, the job's own or the machine's, takes the whole job
+        settings.append(("memory.oom.group", "1"))
+    if limits.cpu_max is not None:
+        settings.append(("cpu.max", limits.cpu_max))
+    if limits.pids_max is not None:
+        settings.append(("pids.max", str(limits.pids_max)))
+    return settings
 
 
 class JobCgroup:
     """One job's cgroup pair. Always freshly created: memory.peak is inherited by reuse."""
 
-    def __init__(self, tree: CgroupTree, name: str) -> None:
+    def __init__(self, tree: CgroupTree, name: str, *, ignore_cache: bool = True) -> None:
         self.slice = os.path.join(tree.directory, f"{name}.slice")
         self.scope = os.path.join(self.slice, "job.scope")
+        self.ignore_cache = ignore_cache          # CGROUP_IGNORE_CACHE_MEMORY
 
     @property
     def procs_file(self) -> str:
@@ -218,31 +252,20 @@ class JobCgroup:
             self.kill()          # left by a dead starter with our pid: start clean
             self.remove()
         os.mkdir(self.slice)
-        self._apply(limits)
+        self._apply(self.slice, slice_settings(limits))
+        # The leaf gets no memory controller of its own, so its pages are charged to
+        # the slice, whose memory.low and memory.max are the job's.
         os.mkdir(self.scope)
 
-    def _apply(self, limits: CgroupLimits) -> None:
-        settings: list[tuple[str, str]] = [("cpu.weight", str(limits.cpu_weight))]
-        if limits.memory_max is not None:
-            settings.append(("memory.max", str(limits.memory_max)))
-        if limits.memory_high is not None:
-            settings.append(("memory.high", str(limits.memory_high)))
-        if limits.swap_max is not None:
-            settings.append(("memory.swap.max", str(limits.swap_max)))
-        if limits.oom_group:
-            settings.append(("memory.oom.group", "1"))
-        if limits.cpu_max is not None:
-            settings.append(("cpu.max", limits.cpu_max))
-        if limits.pids_max is not None:
-            settings.append(("pids.max", str(limits.pids_max)))
+    def _apply(self, directory: str, settings: list[tuple[str, str]]) -> None:
         for name, value in settings:
-            path = os.path.join(self.slice, name)
+            path = os.path.join(directory, name)
             if name == "memory.swap.max" and not os.path.exists(path):
                 continue         # kernel without swap accounting
             try:
                 _write(path, value)
             except OSError as exc:
-                raise CgroupError(f"cannot set {name}={value} in {self.slice}: "
+                raise CgroupError(f"cannot set {name}={value} in {directory}: "
                                   f"{exc.strerror}") from None
 
     def _file(self, name: str) -> str | None:
@@ -263,13 +286,15 @@ class JobCgroup:
         peak_text = self._file("memory.peak")
         pids_text = self._file("pids.current")
         ev = self.memory_events()
+        peak = int(peak_text) if peak_text and peak_text.strip().isdigit() else None
         return CgroupSample(
             user_usec=cpu.get("user_usec", 0), system_usec=cpu.get("system_usec", 0),
             memory_bytes=mem.get("anon", 0) + mem.get("shmem", 0),
-            peak_bytes=int(peak_text) if peak_text and peak_text.strip().isdigit() else None,
+            peak_bytes=peak_memory(peak, mem, self.ignore_cache),
             pids=int(pids_text) if pids_text and pids_text.strip().isdigit() else 0,
             oom_kills=ev.get("oom_kill", 0) + ev.get("oom_group_kill", 0),
-            memory_events=ev.get("high", 0) + ev.get("max", 0) + ev.get("oom", 0))
+            memory_events=ev.get("high", 0) + ev.get("max", 0) + ev.get("oom", 0),
+            limit_ooms=ev.get("oom", 0))
 
     def memory_event_watch(self) -> MemoryEventWatch | None:
         """A descriptor that becomes readable when the job's memory.events changes;
@@ -312,9 +337,7 @@ class JobCgroup:
         """SIGKILL everything below the slice: cgroup.kill (>= 5.14) or pid by pid."""
         if not os.path.isdir(self.slice):
             return
-        kill_file = os.path.join(self.slice, "cgroup.kill")
-        if os.path.exists(kill_file):
-            _write(kill_file, "1")
+        if self.kill_at_once():
             return
         # Freeze first so nothing can fork between reading the pids and killing them.
         frozen = False
@@ -337,6 +360,15 @@ class JobCgroup:
                 self.thaw(timeout_s=1.0)
             except OSError:
                 pass
+
+    def kill_at_once(self) -> bool:
+        """SIGKILL the whole subtree through cgroup.kill; False where the kernel has no
+        such file (before 5.14) or refuses the write, and the caller must go pid by pid."""
+        try:
+            _write(os.path.join(self.slice, "cgroup.kill"), "1")
+        except OSError:
+            return False
+        return True
 
     def wait_empty(self, timeout_s: float = 5.0) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -396,8 +428,13 @@ class MemoryEventWatch:
 def compute_limits(*, policy: str, slot_memory_mb: int | None, slot_vm_kb: int | None,
                    machine_memory_mb: int | None, custom_hard_mb: int | None,
                    custom_soft_mb: int | None, disable_swap: bool, cpus: float,
-                   pids_max: int | None, enforce_cpu_max: bool) -> CgroupLimits:
-    """The limits for one job, from CGROUP_MEMORY_LIMIT_POLICY and the slot."""
+                   pids_max: int | None, enforce_cpu_max: bool,
+                   low_mb: int | None = None, high_percent: int = 0) -> CgroupLimits:
+    """The limits for one job, from CGROUP_MEMORY_LIMIT_POLICY and the slot.
+
+    ``low_mb`` is CGROUP_LOW_MEMORY_LIMIT evaluated for the job (none or not positive:
+    no protection); ``high_percent`` is CONDORPY_CGROUP_MEMORY_HIGH_PERCENT, a
+    throttling threshold below a hard limit that no custom soft limit already sets."""
     mib = 1024 * 1024
     memory_max: int | None = None
     memory_high: int | None = None
@@ -410,6 +447,11 @@ def compute_limits(*, policy: str, slot_memory_mb: int | None, slot_vm_kb: int |
     elif policy == "custom":
         memory_max = custom_hard_mb * mib if custom_hard_mb is not None else None
         memory_high = custom_soft_mb * mib if custom_soft_mb is not None else None
+    # under "soft" memory.max is the machine's, no limit of the job's to throttle before
+    if (0 < high_percent < 100 and policy in ("hard", "custom") and memory_max is not None
+            and memory_high is None):
+        memory_high = memory_max * high_percent // 100
+    memory_low = low_mb * mib if low_mb is not None and low_mb > 0 else None
     swap_max: int | None = None
     if policy != "none":
         if disable_swap:
@@ -418,5 +460,6 @@ def compute_limits(*, policy: str, slot_memory_mb: int | None, slot_vm_kb: int |
             swap_max = max(0, slot_vm_kb * 1024 - slot_memory_mb * mib)
     weight = min(10000, max(1, round(100 * cpus)))
     cpu_max = f"{max(1000, round(cpus * 100000))} 100000" if enforce_cpu_max else None
-    return CgroupLimits(memory_max=memory_max, memory_high=memory_high, swap_max=swap_max,
-                        oom_group=True, cpu_weight=weight, cpu_max=cpu_max, pids_max=pids_max)
+    return CgroupLimits(memory_max=memory_max, memory_high=memory_high,
+                        memory_low=memory_low, swap_max=swap_max, oom_group=True,
+                        cpu_weight=weight, cpu_max=cpu_max, pids_max=pids_max)

@@ -5,7 +5,7 @@ The numbers are HTCondor's (``CONDOR_HOLD_CODE``); a schedd and its users know t
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 from condorpy.errors import JobAdError
 
@@ -31,3 +31,33 @@ class JobHold(JobAdError):
                          hold_subcode=subcode, job=job)
         self.code = code
         self.reason = message
+
+
+OUT_OF_RESOURCES_MEMORY = 102        # HTCondor's subcode of a hold for memory
+
+
+class OomVerdict(Enum):
+    """What an OOM kill of the job means for it."""
+    HOLD = "hold"          # the job outgrew its own limit: it would again, anywhere
+    REQUEUE = "requeue"    # the machine ran short: the job may run fine elsewhere
+
+
+# HTCondor's margin: the starter's last sample may lag the usage that hit the limit.
+OWN_OOM_FRACTION = 0.9
+
+
+def oom_verdict(*, always_hold: bool, limit_ooms: int, used_bytes: int,
+                limit_bytes: int | None) -> OomVerdict:
+    """Tell a job's own OOM from a system OOM (STARTER_ALWAYS_HOLD_ON_OOM false).
+
+    The kernel counts ``oom`` in the job's memory.events only when the job's own
+    memory.max ran out; a kill for the machine's sake (a global OOM, or a limit of an
+    ancestor) does not move it. Where it did not move, HTCondor's test decides: usage
+    at 90% of the limit (the slot's memory where no memory.max is set) or more is the
+    job's own doing.
+    """
+    if always_hold or limit_ooms > 0:
+        return OomVerdict.HOLD
+    if limit_bytes is not None and used_bytes >= OWN_OOM_FRACTION * limit_bytes:
+        return OomVerdict.HOLD
+    return OomVerdict.REQUEUE

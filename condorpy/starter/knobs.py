@@ -24,7 +24,9 @@ KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
          "STARTER_ALLOW_RUNAS_OWNER", "CONDORPY_ALLOW_ROOT_JOBS", "BASE_CGROUP",
          "CONDORPY_USE_CGROUPS", "KILLING_TIMEOUT", "CONDORPY_USAGE_INTERVAL",
          "CONDORPY_ENFORCE_DISK_USAGE", "FULL_HOSTNAME",
-         "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR")
+         "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
+         "CGROUP_LOW_MEMORY_LIMIT", "CGROUP_IGNORE_CACHE_MEMORY",
+         "STARTER_ALWAYS_HOLD_ON_OOM", "CONDORPY_CGROUP_MEMORY_HIGH_PERCENT")
 
 
 def knob_names(cfg: KnobReader) -> list[str]:
@@ -44,7 +46,8 @@ def starter_knobs(cfg: KnobReader) -> dict[str, str]:
 
 def settings_from_knobs(cfg: KnobReader, *, execute: str,
                         custom_hard_mb: int | None = None,
-                        custom_soft_mb: int | None = None) -> StarterSettings:
+                        custom_soft_mb: int | None = None,
+                        low_memory_mb: int | None = None) -> StarterSettings:
     policy_text = (cfg.get("CGROUP_MEMORY_LIMIT_POLICY") or "none").lower()
     try:
         policy = MemoryPolicy(policy_text)
@@ -59,11 +62,19 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
             if value:
                 slot_users[int(m.group(1))] = value
     pids = cfg.get_int("CONDORPY_CGROUP_PIDS_MAX")
+    high = cfg.knob_int("CONDORPY_CGROUP_MEMORY_HIGH_PERCENT")
+    if not 0 <= high < 100:
+        raise cfg.invalid("CONDORPY_CGROUP_MEMORY_HIGH_PERCENT",
+                          "a percentage from 0 (off) to 99")
     return StarterSettings(
         execute=execute, memory_policy=policy,
         disable_swap=cfg.knob_bool("DISABLE_SWAP_FOR_JOB"),
         machine_memory_mb=configured_memory_mb(cfg),
         custom_hard_mb=custom_hard_mb, custom_soft_mb=custom_soft_mb,
+        low_memory_mb=low_memory_mb,
+        ignore_cache_memory=cfg.knob_bool("CGROUP_IGNORE_CACHE_MEMORY"),
+        always_hold_on_oom=cfg.knob_bool("STARTER_ALWAYS_HOLD_ON_OOM"),
+        memory_high_percent=high,
         pids_max=pids if pids else None,
         enforce_cpu_max=cfg.get_bool("CONDORPY_CGROUP_CPU_MAX", False),
         use_pid_namespaces=cfg.knob_bool("USE_PID_NAMESPACES"),

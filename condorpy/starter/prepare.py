@@ -45,7 +45,8 @@ def cgroup_limits(settings: StarterSettings, slot: SlotSpec) -> CgroupLimits:
         custom_soft_mb=settings.custom_soft_mb,
         disable_swap=settings.disable_swap, cpus=slot.cpus,
         pids_max=settings.pids_max,
-        enforce_cpu_max=settings.enforce_cpu_max)
+        enforce_cpu_max=settings.enforce_cpu_max,
+        low_mb=settings.low_memory_mb, high_percent=settings.memory_high_percent)
 
 
 def open_job_log(job: JobSpec, who: JobUser, iwd: str,

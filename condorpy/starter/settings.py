@@ -22,6 +22,10 @@ class StarterSettings:
     machine_memory_mb: int | None = None       # the whole startd's memory, for "soft"
     custom_hard_mb: int | None = None          # CGROUP_HARD_MEMORY_LIMIT_EXPR, evaluated
     custom_soft_mb: int | None = None          # CGROUP_SOFT_MEMORY_LIMIT_EXPR, evaluated
+    low_memory_mb: int | None = None           # CGROUP_LOW_MEMORY_LIMIT, evaluated
+    ignore_cache_memory: bool = True           # CGROUP_IGNORE_CACHE_MEMORY
+    always_hold_on_oom: bool = True            # STARTER_ALWAYS_HOLD_ON_OOM
+    memory_high_percent: int = 0               # beyond HTCondor: memory.high below the limit
     pids_max: int | None = None                # beyond HTCondor: a fork bomb stays inside
     enforce_cpu_max: bool = False              # beyond HTCondor: cpu.max = Cpus cores
     use_pid_namespaces: bool = False           # USE_PID_NAMESPACES

@@ -22,7 +22,8 @@ from condorpy.errors import CgroupError, CondorpyError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
 from condorpy.starter.control import JobControl, JobState
-from condorpy.starter.holds import HoldCode, JobHold
+from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, HoldCode, JobHold, \
+    OomVerdict, oom_verdict
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import Launched, Vessel, prepare_launch
 from condorpy.starter.localxfer import LocalTransfer
@@ -93,6 +94,7 @@ class Starter:
         self.xfer: LocalTransfer | None = None  # a local job's file transfer
         self.notices: list[str] = []
         self.memory_limit: int | None = None
+        self.oom_reference: int | None = None
         # The startd's word that it recorded this starter (the fork server's hold):
         # asked just before the job starts or anything is reported, so that the set-up
         # (sandbox, input, cgroup) overlaps the startd's record.
@@ -196,11 +198,15 @@ class Starter:
         self.server = ControlServer(self.socket_path)
         job = self._transfer_in(job, slot, user)
         if tree is not None:
-            self.cgroup = JobCgroup(tree, f"job_{self.tag}")
+            self.cgroup = JobCgroup(tree, f"job_{self.tag}",
+                                    ignore_cache=self.settings.ignore_cache_memory)
             limits = cgroup_limits(self.settings, slot)
             self.cgroup.create(limits)
             self.meter.enforced = True
             self.memory_limit = limits.memory_max
+            # what an OOM is measured against when no memory.max is set (HTCondor's)
+            if self.memory_limit is None and slot.memory_mb is not None:
+                self.oom_reference = slot.memory_mb * MIB
         plan = launch_plan(job, slot, user, self.sandbox, pid_ns=pid_ns,
                            settings=self.settings,
                            cgroup_procs=self.cgroup.procs_file if self.cgroup else None)
@@ -401,11 +407,21 @@ class Starter:
         if hold is not None:
             attrs.update(hold_attributes(hold))
         oom = sample.oom_kills if sample is not None else 0
-        if oom > 0 and sig == signal.SIGKILL and hold is None:
-            hold = oom_hold(job.job_id, oom, max(u.memory_bytes, u.image_bytes),
-                            self.memory_limit)
-            attrs.update(hold_attributes(hold))
         vacating = control.vacating
+        if oom > 0 and sig == signal.SIGKILL and hold is None and sample is not None:
+            used = max(u.memory_bytes, u.image_bytes)
+            verdict = oom_verdict(always_hold=self.settings.always_hold_on_oom,
+                                  limit_ooms=sample.limit_ooms, used_bytes=used,
+                                  limit_bytes=self.memory_limit or self.oom_reference)
+            if verdict is OomVerdict.HOLD:
+                hold = oom_hold(job.job_id, oom, used, self.memory_limit)
+                attrs.update(hold_attributes(hold))
+            else:
+                # not the job's fault: back to the queue, to run where memory is
+                self._say(f"job {job.job_id} killed by the kernel's OOM killer while "
+                          f"using {math.ceil(used / MIB)} MB, below its limit: the "
+                          "worker node is out of memory; the job is requeued")
+                vacating = True
         if self.xfer is not None and hold is None and self.xfer.plan.output_goes(
                 exited=not vacating, success=not signalled and code == 0):
             hold = self.xfer.send_out(final=not vacating)
@@ -482,7 +498,7 @@ def oom_hold(job_id: str, oom_kills: int, used_bytes: int, limit: int | None) ->
         f"Job has gone over memory limit of {limit_text}: peak usage "
         f"{math.ceil(used_bytes / MIB)} MB (killed by the kernel's OOM killer "
         f"{oom_kills} time(s) in the job's cgroup)",
-        HoldCode.JOB_OUT_OF_RESOURCES, 0, job=job_id)
+        HoldCode.JOB_OUT_OF_RESOURCES, OUT_OF_RESOURCES_MEMORY, job=job_id)
 
 def hold_attributes(hold: JobHold) -> dict[str, object]:
     return {"JobStatus": 5, "HoldReason": hold.reason, "HoldReasonCode": int(hold.code),

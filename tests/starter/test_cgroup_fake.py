@@ -102,7 +102,7 @@ def test_cpu_max_and_weight_bounds() -> None:
 
 def test_sample_reads_usage_and_oom(tmp_path: Path) -> None:
     tree = CgroupTree(str(tmp_path), "/jobs")
-    cg = JobCgroup(tree, "job_1")
+    cg = JobCgroup(tree, "job_1", ignore_cache=False)      # memory.peak as the kernel says
     os.makedirs(cg.scope)
     s = Path(cg.slice)
     (s / "cpu.stat").write_text("usage_usec 3000\nuser_usec 2000\nsystem_usec 1000\n")
