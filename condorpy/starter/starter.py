@@ -21,6 +21,7 @@ from typing import Any
 from condorpy.errors import CgroupError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
+from condorpy.starter.devices import hide_unassigned_gpus
 from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
@@ -189,6 +190,10 @@ class Starter:
             self.cgroup.create(limits)
             self.meter.enforced = True
             self.memory_limit = limits.memory_max
+        if self.settings.hide_gpu_devices:
+            hide_unassigned_gpus(self.cgroup.slice if self.cgroup else None,
+                                 slot.assigned_gpus, gpus_dir=self.settings.gpu_inventory_dir,
+                                 dev_dir=self.settings.dev_dir, say=self._say)
         plan = launch_plan(job, slot, user, self.sandbox, pid_ns=pid_ns,
                            settings=self.settings,
                            cgroup_procs=self.cgroup.procs_file if self.cgroup else None)
