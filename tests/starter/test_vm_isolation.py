@@ -66,6 +66,14 @@ try:
     out["mknod"] = 0
 except OSError as e:
     out["mknod"] = e.errno
+if os.geteuid() == 0:
+    # root can leave its cgroup, and the program with it
+    open("/sys/fs/cgroup/cgroup.procs", "w").write("0")
+    try:
+        os.close(os.open(sys.argv[-1], os.O_RDWR))
+        out["escaped"] = 0
+    except OSError as e:
+        out["escaped"] = e.errno
 open(sys.argv[1], "w").write(json.dumps(out))
 """
 
@@ -106,3 +114,23 @@ def test_a_job_opens_its_own_gpu_and_no_other(work: Path,
     assert seen[str(other)] == errno.EPERM, seen
     assert seen[via_root] == errno.EPERM, seen
     assert seen["mknod"] == errno.EPERM, seen
+
+
+def test_a_root_job_is_refused_in_its_cgroup_and_not_out_of_it(
+        work: Path, fake_gpus: tuple[Path, Path]) -> None:
+    dev, inventory = fake_gpus
+    probe = work / "probe.py"
+    probe.write_text(GPU_PROBE)
+    result = work / "out" / "gpus"
+    other = dev / "nvidia1"
+    job = {"Cmd": PY, "Arguments": f"{probe} {result} {other}", "ClusterId": 1,
+           "Owner": "root", "Err": str(work / "out" / "err")}
+    s = settings(work, gpu_inventory_dir=str(inventory), dev_dir=str(dev),
+                 allow_root_jobs=True)
+    out = run(job, {"Name": "slot1_1@vm", "AssignedGPUs": "GPU-aaaa1111"}, s)
+    assert out.attributes.get("ExitCode") == 0, (work / "out" / "err").read_text()
+    seen = json.loads(result.read_text())
+    # root's permissions do not pass the program, nor does a node it makes again ...
+    assert seen[str(other)] == errno.EPERM and seen["mknod"] == errno.EPERM, seen
+    # ... but root can move itself out of its cgroup (docs/starter.md says so)
+    assert seen["escaped"] == errno.ENXIO, seen
