@@ -183,10 +183,7 @@ PARAM_DEFAULTS: dict[str, str] = {
     "STARTER_RLIMIT_AS": "0",
     "STARTER_SETS_HOME_ENV": "true",
     "STARTER_NESTED_SCRATCH": "true",
-    # --- starter: network and GPU isolation (netgpu) ---
     "STARTER_HIDE_GPU_DEVICES": "true",
-    "NO_JOB_NETWORKING": "false",
-    # ---
     "STARTER_UPLOAD_TIMEOUT": "300",
     "STARTER_INITIAL_UPDATE_INTERVAL": "8",
     "STARTER_NUM_THREADS_ENV_VARS": (

@@ -70,7 +70,9 @@ def wants_cgroups(cfg: KnobReader) -> bool:
 def no_job_networking(cfg: KnobReader) -> bool:
     """NO_JOB_NETWORKING: jobs run with their own loopback and no other network; the
     slot ad says ``HasJobNetworking = false``, as HTCondor's starter does."""
-    return cfg.knob_bool("NO_JOB_NETWORKING")
+    # HTCondor defaults it in the code (false), not in its table: condor_config_val
+    # says it is not defined, and so does condorpy's
+    return cfg.get_bool("NO_JOB_NETWORKING", False)
 
 
 def enforces_disk(cfg: KnobReader) -> bool:
