@@ -135,7 +135,6 @@ def _bpf(cmd: int, attr: ctypes.Array[ctypes.c_char]) -> int:
     if nr is None:
         raise DeviceProgramError(0, f"no bpf system call number for {platform.machine()}")
     c = libc()
-    c.syscall.restype = ctypes.c_long
     result = int(c.syscall(ctypes.c_long(nr), ctypes.c_int(cmd), attr,
                            ctypes.c_uint(len(attr))))
     if result < 0:
