@@ -23,6 +23,7 @@ CONTROLLERS_ATTR = "CondorpyCgroupControllers"
 # condor_status -lvm lists the startds that have it. Here the job is held once
 # measured over its Disk: "hold", or "none".
 DISK_ATTR = "CondorpyDiskEnforcement"
+JOB_NETWORKING_ATTR = "HasJobNetworking"     # HTCondor's name: false under NO_JOB_NETWORKING
 # the controllers the starter needs (condorpy/starter/cgroup.py, which sits above this
 # layer; a test keeps the two the same)
 NEEDED_CONTROLLERS = ("cpu", "memory", "pids")
@@ -54,6 +55,9 @@ def containment_facts(cfg: KnobReader, roots: HostRoots,
     else:
         facts[CONTAINMENT_ATTR] = "subreaper"
     facts[DISK_ATTR] = "hold" if enforces_disk(cfg) else "none"
+    if no_job_networking(cfg):
+        # only then: a slot without it has networking, as for HTCondor before 24.7.3
+        facts[JOB_NETWORKING_ATTR] = False
     return facts
 
 
@@ -61,6 +65,14 @@ def containment_facts(cfg: KnobReader, roots: HostRoots,
 def wants_cgroups(cfg: KnobReader) -> bool:
     """CONDORPY_USE_CGROUPS: contain jobs in cgroups where the host allows it."""
     return cfg.knob_bool("CONDORPY_USE_CGROUPS")
+
+
+def no_job_networking(cfg: KnobReader) -> bool:
+    """NO_JOB_NETWORKING: jobs run with their own loopback and no other network; the
+    slot ad says ``HasJobNetworking = false``, as HTCondor's starter does."""
+    # HTCondor defaults it in the code (false), not in its table: condor_config_val
+    # says it is not defined, and so does condorpy's
+    return cfg.get_bool("NO_JOB_NETWORKING", False)
 
 
 def enforces_disk(cfg: KnobReader) -> bool:

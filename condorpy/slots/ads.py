@@ -193,12 +193,17 @@ def build_slot_ad(slot: Slot, available: Resources, inventory: MachineInventory,
     config = settings.config_for(slot.slot_id)
     ad.set_expr("Start", config.start)
     ad.set_expr("Rank", config.rank)
+    # NO_JOB_NETWORKING: only a job that says it needs no network (want_job_networking
+    # = false) matches, as HTCondor adds to WithinResourceLimits
+    offline = " && (TARGET.WantJobNetworking =?= false)" \
+        if ad.get("HasJobNetworking", True) is False else ""
     if slot.is_partitionable:
-        limits = _WITHIN_LIMITS.format(custom="".join(f" && {c}" for c in custom_limits))
+        limits = _WITHIN_LIMITS.format(custom="".join(f" && {c}" for c in custom_limits)
+                                       + offline)
         ad.set_expr("WithinResourceLimits", limits)
         ad.set_expr("Requirements", "START && (WithinResourceLimits)")
     else:
-        ad.set_expr("Requirements", "START")
+        ad.set_expr("Requirements", "START" + offline)
     for attr, text in config.custom:
         ad.set_expr(attr, text)
     for key, value in (extra or {}).items():

@@ -10,7 +10,7 @@ import socket
 from dataclasses import dataclass
 
 from condorpy.config import KnobReader
-from condorpy.machine.containment import enforces_disk, wants_cgroups
+from condorpy.machine.containment import enforces_disk, no_job_networking, wants_cgroups
 from condorpy.machine.probe import configured_memory_mb
 from condorpy.starter.settings import MemoryPolicy, StarterSettings
 
@@ -26,7 +26,8 @@ KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
          "CONDORPY_ENFORCE_DISK_USAGE", "FULL_HOSTNAME",
          "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
          "CGROUP_LOW_MEMORY_LIMIT", "CGROUP_IGNORE_CACHE_MEMORY",
-         "STARTER_ALWAYS_HOLD_ON_OOM", "CONDORPY_CGROUP_MEMORY_HIGH_PERCENT")
+         "STARTER_ALWAYS_HOLD_ON_OOM", "CONDORPY_CGROUP_MEMORY_HIGH_PERCENT",
+         "NO_JOB_NETWORKING", "STARTER_HIDE_GPU_DEVICES")
 
 
 def knob_names(cfg: KnobReader) -> list[str]:
@@ -86,7 +87,9 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
         kill_timeout_s=cfg.knob_float("KILLING_TIMEOUT"),
         update_interval_s=cfg.knob_float("CONDORPY_USAGE_INTERVAL"),
         enforce_disk=enforces_disk(cfg),
-        hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn())
+        hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn(),
+        no_job_networking=no_job_networking(cfg),
+        hide_gpu_devices=cfg.knob_bool("STARTER_HIDE_GPU_DEVICES"))
 
 
 # The cadence of a running job's updates (HTCondor's starter sends them to its shadow

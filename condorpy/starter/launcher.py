@@ -30,6 +30,7 @@ from condorpy.starter import safefs
 from condorpy.starter.libc import check, libc
 from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.inherited import reset_for_job
+from condorpy.starter.netns import enter_isolated_network
 from condorpy.starter.users import JobUser
 
 CLONE_NEWNS = 0x00020000
@@ -41,6 +42,8 @@ _STAGE_HOLDS: dict[str, tuple[HoldCode, str]] = {
     "cgroup": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot place the job in its cgroup"),
     "limits": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot reset the job's inherited limits"),
     "namespace": (HoldCode.FAILED_TO_CREATE_PROCESS, "cannot create the job's PID namespace"),
+    "network": (HoldCode.FAILED_TO_CREATE_PROCESS,
+                "cannot create the job's network namespace (NO_JOB_NETWORKING)"),
     "user": (HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT, "cannot switch to the job's user"),
     "iwd": (HoldCode.IWD_ERROR, "cannot enter the job's initial working directory"),
     "stdin": (HoldCode.UNABLE_TO_OPEN_INPUT, "cannot open the job's input file"),
@@ -63,6 +66,7 @@ class LaunchPlan:
     user: JobUser
     cgroup_procs: str | None
     pid_namespace: bool
+    net_namespace: bool = False       # NO_JOB_NETWORKING
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,9 @@ def _child(plan: LaunchPlan, wfd: int, go_r: int, env: dict[bytes, bytes]) -> No
             check(c.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))
             check(c.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                               None))
+        if plan.net_namespace:
+            stage = "network"
+            enter_isolated_network()
         os.setsid()
         stage = "user"
         if plan.user.switch:
@@ -301,7 +308,8 @@ def _plan_json(plan: LaunchPlan, home: str | None) -> bytes:
                        "env": plan.env, "cwd": plan.cwd, "stdin": plan.stdin,
                        "stdout": plan.stdout, "stderr": plan.stderr,
                        "user": dataclasses.asdict(plan.user),
-                       "cgroup_procs": plan.cgroup_procs, "home": home}).encode()
+                       "cgroup_procs": plan.cgroup_procs, "home": home,
+                       "net_namespace": plan.net_namespace}).encode()
 
 
 def _rehearse() -> None:
@@ -341,7 +349,7 @@ def _decode_plan(data: bytes) -> LaunchPlan:
                       user=JobUser(**{**d["user"], "groups": tuple(d["user"]["groups"])}),
                       cgroup_procs=d["cgroup_procs"] or (
                           os.path.join(d["home"], "cgroup.procs") if d["home"] else None),
-                      pid_namespace=False)
+                      pid_namespace=False, net_namespace=bool(d.get("net_namespace")))
 
 
 def prepare_launch(plan: LaunchPlan, *, job_id: str) -> PendingLaunch:

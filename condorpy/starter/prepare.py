@@ -115,4 +115,4 @@ def launch_plan(job: JobSpec, slot: SlotSpec, user: JobUser, box: Sandbox, *,
     return LaunchPlan(executable=executable, argv=(executable, *job.args), env=env,
                       cwd=iwd, stdin=rel(job.stdin), stdout=rel(job.stdout),
                       stderr=rel(job.stderr), user=user, cgroup_procs=cgroup_procs,
-                      pid_namespace=pid_ns)
+                      pid_namespace=pid_ns, net_namespace=settings.no_job_networking)

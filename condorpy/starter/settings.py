@@ -41,6 +41,11 @@ class StarterSettings:
     update_interval_s: float = 5.0             # usage sampling and updates to the startd
     enforce_disk: bool = True                  # CONDORPY_ENFORCE_DISK_USAGE: hold over Disk
     hostname: str = "localhost"
+    # network and GPU isolation (condorpy.starter.netns, condorpy.starter.devices)
+    no_job_networking: bool = False            # NO_JOB_NETWORKING
+    hide_gpu_devices: bool = True              # STARTER_HIDE_GPU_DEVICES
+    gpu_inventory_dir: str = "/proc/driver/nvidia/gpus"
+    dev_dir: str = "/dev"
     num_threads_env: tuple[str, ...] = (
         "CUBACORES", "GOMAXPROCS", "JULIA_NUM_THREADS", "MKL_NUM_THREADS",
         "NUMEXPR_NUM_THREADS", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT",

@@ -21,6 +21,7 @@ from typing import Any
 from condorpy.errors import CgroupError, CondorpyError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
+from condorpy.starter.devices import hide_unassigned_gpus
 from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, HoldCode, JobHold, \
     OomVerdict, oom_verdict
@@ -207,6 +208,10 @@ class Starter:
             # what an OOM is measured against when no memory.max is set (HTCondor's)
             if self.memory_limit is None and slot.memory_mb is not None:
                 self.oom_reference = slot.memory_mb * MIB
+        if self.settings.hide_gpu_devices:
+            hide_unassigned_gpus(self.cgroup.slice if self.cgroup else None,
+                                 slot.assigned_gpus, gpus_dir=self.settings.gpu_inventory_dir,
+                                 dev_dir=self.settings.dev_dir, say=self._say)
         plan = launch_plan(job, slot, user, self.sandbox, pid_ns=pid_ns,
                            settings=self.settings,
                            cgroup_procs=self.cgroup.procs_file if self.cgroup else None)

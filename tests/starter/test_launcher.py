@@ -48,3 +48,29 @@ def test_a_missing_executable_is_a_failed_start(tmp_path: Path) -> None:
     with pytest.raises(JobHold) as hold:
         pending.start()
     assert "cannot execute the job's executable" in str(hold.value)
+
+
+NET_CHECK = ("import socket, sys; "
+             "names = [n for _, n in socket.if_nameindex()]; "
+             "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1); "
+             "c = socket.create_connection(s.getsockname(), timeout=5); "
+             "sys.stdout.write(' '.join(names))")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace needs root")
+@pytest.mark.parametrize("forked_ahead", [True, False])
+def test_no_job_networking_leaves_the_job_its_own_loopback_only(
+        tmp_path: Path, forked_ahead: bool) -> None:
+    import dataclasses
+    import sys
+
+    from condorpy.starter.launcher import prepare_launch
+
+    plan = dataclasses.replace(_plan(tmp_path, (sys.executable, "-c", NET_CHECK), {}),
+                               net_namespace=True)
+    pending = (Vessel.fork().load(plan, job_id="4.0") if forked_ahead
+               else prepare_launch(plan, job_id="4.0"))
+    launched = pending.start()
+    _, status = os.waitpid(launched.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, (tmp_path / "err").read_text()
+    assert (tmp_path / "out").read_text() == "lo"
