@@ -155,6 +155,13 @@ def lv_name(slot: str, startd_pid: int, serial: int) -> str:
     return f"{slot}+{startd_pid}_{serial}"
 
 
+def job_volume_name(slot_name: str, tag: str) -> str:
+    """A starter's volume: its slot (without the host) and its unique tag, in the
+    characters lvm allows."""
+    raw = f"{slot_name.partition('@')[0] or 'slot'}+{tag}"
+    return "".join(c if c.isalnum() and c.isascii() or c in "+_.-" else "_" for c in raw)
+
+
 def mapper_path(vg: str, lv: str, encrypted: bool = False) -> str:
     """The device-mapper node of an LV (hyphens doubled, as lvm names it), or of its
     dm-crypt mapping."""
@@ -437,13 +444,13 @@ class JobVolume:
         return mapper_path(self.volume_group, self.name, self.encrypted)
 
 
-def volume_usage(mountpoint: str) -> tuple[int, int]:
-    """(used bytes, files) of a mounted volume, by statvfs: the whole filesystem is the
-    job's, so no walk is needed."""
+def volume_usage(mountpoint: str) -> tuple[int, int, int]:
+    """(used bytes, files, bytes still free) of a mounted volume, by statvfs: the whole
+    filesystem is the job's, so no walk is needed."""
     st = os.statvfs(mountpoint)
     block = st.f_frsize or st.f_bsize
     used = (st.f_blocks - st.f_bfree) * block
-    return used, st.f_files - st.f_ffree
+    return used, st.f_files - st.f_ffree, st.f_bavail * block
 
 
 class VolumeManager:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from condorpy.config import KnobReader
 from condorpy.machine.containment import enforces_disk, wants_cgroups
 from condorpy.machine.probe import configured_memory_mb
+from condorpy.machine.volumes import KNOBS as VOLUME_KNOBS, lvm_settings
 from condorpy.starter.settings import MemoryPolicy, StarterSettings
 
 _SLOT_USER = re.compile(r"^SLOT(\d+)_USER$", re.IGNORECASE)
@@ -24,7 +25,8 @@ KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
          "STARTER_ALLOW_RUNAS_OWNER", "CONDORPY_ALLOW_ROOT_JOBS", "BASE_CGROUP",
          "CONDORPY_USE_CGROUPS", "KILLING_TIMEOUT", "CONDORPY_USAGE_INTERVAL",
          "CONDORPY_ENFORCE_DISK_USAGE", "FULL_HOSTNAME",
-         "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR")
+         "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
+         *VOLUME_KNOBS)
 
 
 def knob_names(cfg: KnobReader) -> list[str]:
@@ -59,6 +61,7 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
             if value:
                 slot_users[int(m.group(1))] = value
     pids = cfg.get_int("CONDORPY_CGROUP_PIDS_MAX")
+    lvm = lvm_settings(cfg)
     return StarterSettings(
         execute=execute, memory_policy=policy,
         disable_swap=cfg.knob_bool("DISABLE_SWAP_FOR_JOB"),
@@ -75,7 +78,8 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
         kill_timeout_s=cfg.knob_float("KILLING_TIMEOUT"),
         update_interval_s=cfg.knob_float("CONDORPY_USAGE_INTERVAL"),
         enforce_disk=enforces_disk(cfg),
-        hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn())
+        hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn(),
+        lvm=lvm if lvm.enforce else None)
 
 
 # The cadence of a running job's updates (HTCondor's starter sends them to its shadow

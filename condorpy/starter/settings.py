@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from condorpy.machine.volumes import LvmSettings
+
 
 class MemoryPolicy(Enum):
     """``CGROUP_MEMORY_LIMIT_POLICY``."""
@@ -37,6 +39,7 @@ class StarterSettings:
     update_interval_s: float = 5.0             # usage sampling and updates to the startd
     enforce_disk: bool = True                  # CONDORPY_ENFORCE_DISK_USAGE: hold over Disk
     hostname: str = "localhost"
+    lvm: LvmSettings | None = None             # STARTD_ENFORCE_DISK_LIMITS: a volume per job
     num_threads_env: tuple[str, ...] = (
         "CUBACORES", "GOMAXPROCS", "JULIA_NUM_THREADS", "MKL_NUM_THREADS",
         "NUMEXPR_NUM_THREADS", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT",
