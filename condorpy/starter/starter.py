@@ -252,7 +252,7 @@ class Starter:
             self.sandbox = create_sandbox(self.settings.execute, user,
                                           job_ad_text=self.job_ad_text,
                                           machine_ad_text=self.machine_ad_text, tag=self.tag,
-                                          mount=self._volume_mount(user))
+                                          mount=self._volume_mount())
             return
         # a pool job whose files were transferred in (startd/poolside/transfer.py)
         try:
@@ -263,7 +263,7 @@ class Starter:
             raise JobHold(f"the job's scratch directory was refused: {exc}",
                           HoldCode.IWD_ERROR, exc.errno, job=job.job_id) from None
 
-    def _volume_mount(self, user: JobUser) -> Callable[[str], None] | None:
+    def _volume_mount(self) -> Callable[[str], None] | None:
         """With STARTD_ENFORCE_DISK_LIMITS: how the job's volume is made at its sandbox."""
         if self.settings.lvm is None:
             return None
@@ -271,10 +271,10 @@ class Starter:
                                              say=self._say)
         name = job_volume_name(str(self.slot_ad.get("Name") or "slot"), self.tag)
         disk_kb = disk_limit_kb(self.slot_ad, self.job_ad) or EXTENT_KB
-        owner = (user.uid, user.gid) if user.switch else None
 
         def mount(path: str) -> None:
-            volume.make(name, disk_kb, path, self.job_ad, owner)
+            # root's until create_sandbox has written the ads and hands it to the user
+            volume.make(name, disk_kb, path, self.job_ad, owner=None)
         return mount
 
     def _transfer_in(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> JobSpec:
