@@ -15,6 +15,7 @@ import os
 
 from condorpy.config import KnobReader
 from condorpy.machine.roots import HostRoots, read_text
+from condorpy.machine.volumes import lvm_settings, slot_attributes
 
 CONTAINMENT_ATTR = "CondorpyJobContainment"
 CONTROLLERS_ATTR = "CondorpyCgroupControllers"
@@ -54,6 +55,10 @@ def containment_facts(cfg: KnobReader, roots: HostRoots,
     else:
         facts[CONTAINMENT_ATTR] = "subreaper"
     facts[DISK_ATTR] = "hold" if enforces_disk(cfg) else "none"
+    # STARTD_ENFORCE_DISK_LIMITS: IsEnforcingDiskUsage and the LVM attributes; the
+    # startd does not start without its backing store, so configured means ready
+    lvm = lvm_settings(cfg)
+    facts.update(slot_attributes(lvm, loopback=lvm.automatic, ready=True))
     return facts
 
 
