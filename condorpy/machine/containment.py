@@ -19,10 +19,9 @@ from condorpy.machine.volumes import lvm_settings, slot_attributes
 
 CONTAINMENT_ATTR = "CondorpyJobContainment"
 CONTROLLERS_ATTR = "CondorpyCgroupControllers"
-# Not HTCondor's IsEnforcingDiskUsage: that one means a filesystem of the request's
-# size for each job (STARTD_ENFORCE_DISK_LIMITS, LVM), a hard cap, and
-# condor_status -lvm lists the startds that have it. Here the job is held once
-# measured over its Disk: "hold", or "none".
+# Not HTCondor's IsEnforcingDiskUsage (a filesystem of the request's size for each
+# job, STARTD_ENFORCE_DISK_LIMITS: condorpy/machine/volumes.py): without it the job is
+# held once measured over its Disk: "hold", or "none".
 DISK_ATTR = "CondorpyDiskEnforcement"
 # the controllers the starter needs (condorpy/starter/cgroup.py, which sits above this
 # layer; a test keeps the two the same)
