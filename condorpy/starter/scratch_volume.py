@@ -57,11 +57,10 @@ class ScratchVolume:
         self.hidden = False
         self.removal_failure: VolumeRemovalFailed | None = None
 
-    def make(self, name: str, disk_kb: int, mountpoint: str,
-             job_ad: Mapping[str, object], owner: tuple[int, int] | None) -> JobVolume:
-        """The volume mounted at ``mountpoint`` (an empty directory just made). A volume
-        that cannot be made is the machine's failure: the job goes back to the queue
-        (HTCondor's vacate code ScratchDirError)."""
+    def enter_namespace(self) -> None:
+        """Into a mount namespace of the starter's own, per LVM_HIDE_MOUNT: before the
+        sandbox is made, since a descriptor opened earlier still looks up paths in
+        the namespace it was opened in, where the volume is not mounted."""
         hide = hide_mount_wanted(self.settings.hide_mount, self.own_process)
         if hide is None:
             raise StarterError("LVM_HIDE_MOUNT = true, but this starter shares its "
@@ -76,6 +75,12 @@ class ScratchVolume:
                                        f"could be made: {exc.strerror}") from None
                 self.say(f"the job's volume is not hidden (no mount namespace: "
                          f"{exc.strerror})")
+
+    def make(self, name: str, disk_kb: int, mountpoint: str,
+             job_ad: Mapping[str, object], owner: tuple[int, int] | None) -> JobVolume:
+        """The volume mounted at ``mountpoint`` (an empty directory just made). A volume
+        that cannot be made is the machine's failure: the job goes back to the queue
+        (HTCondor's vacate code ScratchDirError)."""
         try:
             self.volume = self.manager.create(
                 name, disk_kb, mountpoint, encrypt=self.settings.wants_encryption(job_ad),

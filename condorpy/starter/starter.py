@@ -269,6 +269,7 @@ class Starter:
             return None
         volume = self.volume = ScratchVolume(self.settings.lvm, own_process=self.own_process,
                                              say=self._say)
+        volume.enter_namespace()
         name = job_volume_name(str(self.slot_ad.get("Name") or "slot"), self.tag)
         disk_kb = disk_limit_kb(self.slot_ad, self.job_ad) or EXTENT_KB
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -153,3 +154,59 @@ def test_leaked_volumes_are_swept_and_a_busy_one_is_a_failure_record(
         if store.remove_named(failure.volume, failure.encrypted) is None:
             waiting.removed(failure.volume)
     assert len(waiting) == 0 and ours(store) == []
+
+
+def test_own_process_starter_hides_its_thin_volume(work: Path) -> None:
+    """The daemon's kind of starter (a process of its own, `condorpy starter`): with
+    LVM_HIDE_MOUNT = true its job's volume is mounted in the starter's own mount
+    namespace, here carved from a thin pool of an automatic store."""
+    vg = "condorpy_thin"
+    thin = v.LvmSettings(enforce=True, thin=True, thin_extra_mb=8, auto_vg_name=vg,
+                         backing_file=str(work / "thin.img"), backing_file_mb=64,
+                         timeout_s=60)
+    mgr = v.VolumeManager(thin, v.SubprocessRunner())
+    mgr.set_up()
+    try:
+        out = work / "out" / "mounts"
+        probe = work / "probe.py"
+        probe.write_text(PROBE.format(out=out, rest="import time; time.sleep(4)"))
+        probe.chmod(0o644)
+        (work / "job.ad").write_text(f'Cmd = "{PY}"\nArguments = "{probe}"\n'
+                                     "ClusterId = 1\nProcId = 0\n")
+        (work / "slot.ad").write_text('Name = "slot3@vm"\nDisk = 8192\nCpus = 1\n')
+        sets = {"STARTD_ENFORCE_DISK_LIMITS": "true", "LVM_USE_THIN_PROVISIONING": "true",
+                "LVM_THIN_LV_EXTRA_SIZE_MB": "8", "LVM_HIDE_MOUNT": "true",
+                "LVM_AUTO_VG_NAME": vg, "CONDORPY_USE_CGROUPS": "false"}
+        argv = [sys.executable, "-m", "condorpy", "starter", "--job-ad",
+                str(work / "job.ad"), "--slot-ad", str(work / "slot.ad"),
+                "--execute", str(work / "execute"), "--result", str(work / "result.ad")]
+        for k, val in sets.items():
+            argv += ["--set", f"{k}={val}"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = 120
+        while not out.exists() or not out.read_text():
+            if proc.poll() is not None:
+                result = work / "result.ad"
+                pytest.fail(proc.communicate()[0].decode() + (
+                    result.read_text() if result.exists() else ""))
+            deadline -= 1
+            assert deadline > 0, "the job never wrote its probe"
+            subprocess.run(["sleep", "1"])
+        device = out.read_text()
+        assert device.startswith(f"/dev/mapper/{vg}-slot3+"), device
+        # the job sees its volume; this process (another mount namespace) does not
+        with open("/proc/self/mounts") as fh:
+            assert device not in fh.read()
+        live = [r for r in mgr.list_volumes() if r.ours]
+        assert len(live) == 1 and live[0].pool == f"{vg}_THINPOOL", live
+        text = proc.communicate(timeout=120)[0].decode()
+        assert proc.returncode == 0, text
+        assert "HoldReasonCode" not in (work / "result.ad").read_text()
+        assert ours(mgr) == []
+    finally:
+        runner = v.SubprocessRunner()
+        runner.run(("vgremove", "--config", v.LVM_CONFIG, "--yes", "--force", vg), timeout=60)
+        if mgr.loop_device:
+            runner.run(("pvremove", "--config", v.LVM_CONFIG, "--yes", "--force",
+                        mgr.loop_device), timeout=60)
+            runner.run(("losetup", "-d", mgr.loop_device), timeout=60)
