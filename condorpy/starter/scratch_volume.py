@@ -81,6 +81,10 @@ class ScratchVolume:
         """The volume mounted at ``mountpoint`` (an empty directory just made). A volume
         that cannot be made is the machine's failure: the job goes back to the queue
         (HTCondor's vacate code ScratchDirError)."""
+        if self.settings.encryption_disabled and job_ad.get(volumes.JOB_ATTR_ENCRYPT) is True:
+            # HTCondor's startd refuses such a job rather than run it unencrypted
+            raise StarterError("the job asks for an encrypted scratch directory and "
+                               "DISABLE_EXECUTE_DIRECTORY_ENCRYPTION is set")
         try:
             self.volume = self.manager.create(
                 name, disk_kb, mountpoint, encrypt=self.settings.wants_encryption(job_ad),

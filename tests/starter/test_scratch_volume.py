@@ -63,3 +63,10 @@ def test_a_job_that_filled_its_volume_and_exited_is_held(
     meter.disk = watch(monkeypatch, used=7000 * 1024, free=0)
     meter.final_disk("1.0")
     assert meter.disk_hold is not None and meter.disk_hold.hold_subcode == 104
+
+
+def test_encryption_asked_for_but_disabled_is_refused() -> None:
+    vol = ScratchVolume(v.LvmSettings(enforce=True, encryption_disabled=True),
+                        own_process=False, say=lambda _t: None)
+    with pytest.raises(StarterError, match="DISABLE_EXECUTE_DIRECTORY_ENCRYPTION"):
+        vol.make("lv", 8192, "/nowhere", {"EncryptExecuteDirectory": True}, None)
