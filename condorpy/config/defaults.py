@@ -167,6 +167,18 @@ PARAM_DEFAULTS: dict[str, str] = {
         "GPU_DEVICE_ORDINAL=/(CUDA|OCL)//  CUDA_VISIBLE_DEVICES=/CUDA//"),
     "ENVIRONMENT_VALUE_FOR_UnAssignedGPUs": "10000",
     "STARTD_ENFORCE_DISK_LIMITS": "false",
+    # per-job scratch volumes (condorpy/machine/volumes.py), HTCondor's defaults
+    "LVM_VOLUME_GROUP_NAME": "",
+    "LVM_THINPOOL_NAME": "",
+    "LVM_USE_THIN_PROVISIONING": "false",
+    "LVM_HIDE_MOUNT": "auto",
+    "LVM_BACKING_FILE": "$(SPOOL)/startd_disk.img",
+    "LVM_BACKING_FILE_SIZE_MB": "10240",
+    "LVM_THIN_LV_EXTRA_SIZE_MB": "2000",
+    "LVM_THICK_LV_MARGIN": "0.98",
+    "LVM_AUTO_VG_NAME": "",
+    "ENCRYPT_EXECUTE_DIRECTORY": "false",
+    "DISABLE_EXECUTE_DIRECTORY_ENCRYPTION": "false",
     "STARTD_RECOMPUTE_DISK_FREE": "false",
     "CONTINUE_TO_ADVERTISE_BROKEN_DYNAMIC_SLOTS": "false",
     # --- starter ----------------------------------------------------------------
@@ -220,6 +232,9 @@ CODE_DEFAULTS: dict[str, str] = {
     # The ClassAd library's own DEFAULT_STEPS (not imported: configuration loads
     # without the ClassAd package; a test keeps the two equal)
     "CONDORPY_EVAL_STEP_LIMIT": "250000",
+    # per-job scratch volumes: defaults HTCondor's code holds, not its param table
+    "VOLUME_MANAGER_TIMEOUT": "120",
+    "STARTD_CLEANUP_REMINDER_TIMER_INTERVAL": "62",
     # the schedd's history file: files of at most 20 MB, two old ones kept
     "MAX_HISTORY_LOG": "20971520",
     "MAX_HISTORY_ROTATIONS": "2",

@@ -15,13 +15,13 @@ import os
 
 from condorpy.config import KnobReader
 from condorpy.machine.roots import HostRoots, read_text
+from condorpy.machine.volumes import lvm_settings, slot_attributes
 
 CONTAINMENT_ATTR = "CondorpyJobContainment"
 CONTROLLERS_ATTR = "CondorpyCgroupControllers"
-# Not HTCondor's IsEnforcingDiskUsage: that one means a filesystem of the request's
-# size for each job (STARTD_ENFORCE_DISK_LIMITS, LVM), a hard cap, and
-# condor_status -lvm lists the startds that have it. Here the job is held once
-# measured over its Disk: "hold", or "none".
+# Not HTCondor's IsEnforcingDiskUsage (a filesystem of the request's size for each
+# job, STARTD_ENFORCE_DISK_LIMITS: condorpy/machine/volumes.py): without it the job is
+# held once measured over its Disk: "hold", or "none".
 DISK_ATTR = "CondorpyDiskEnforcement"
 JOB_NETWORKING_ATTR = "HasJobNetworking"     # HTCondor's name: false under NO_JOB_NETWORKING
 # the controllers the starter needs (condorpy/starter/cgroup.py, which sits above this
@@ -58,6 +58,10 @@ def containment_facts(cfg: KnobReader, roots: HostRoots,
     if no_job_networking(cfg):
         # only then: a slot without it has networking, as for HTCondor before 24.7.3
         facts[JOB_NETWORKING_ATTR] = False
+    # STARTD_ENFORCE_DISK_LIMITS: IsEnforcingDiskUsage and the LVM attributes; the
+    # startd does not start without its backing store, so configured means ready
+    lvm = lvm_settings(cfg)
+    facts.update(slot_attributes(lvm, loopback=lvm.automatic, ready=True))
     return facts
 
 

@@ -64,6 +64,7 @@ from condorpy.startd.resources import Launching, ResourceManager
 from condorpy.startd.sources import Signals, StarterLinks, Ticker
 from condorpy.starter.knobs import job_updates, starter_knobs
 from condorpy.startd.starter_logs import StarterLogs, starter_logs
+from condorpy.startd.volume_keeper import VolumeKeeper
 
 if TYPE_CHECKING:
     from condorpy.startd.poolside.link import PoolLink
@@ -185,6 +186,7 @@ class Startd:
             restart=self.restart))
         self.control: ControlSocket | None = None
         self.reconciler: Reconciler | None = None     # set at start-up
+        self.volumes: VolumeKeeper | None = None    # STARTD_ENFORCE_DISK_LIMITS
         self.signals = Signals(sel, {signal.SIGTERM: self._stop_signal,
                                      signal.SIGINT: self._stop_signal,
                                      signal.SIGHUP: self._reconfig_signal,
@@ -254,6 +256,10 @@ class Startd:
                                      self.schedd)
         if self.pool is not None:
             self.pool.skip_numbers(pool_restart.last_pool_number(self.store.starters))
+        # per-job scratch volumes: after adoption, so re-adopted starters keep theirs
+        self.volumes = VolumeKeeper.from_config(self.cfg)
+        if self.volumes is not None:
+            self.volumes.start(self.clock.monotonic())
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
                                     control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
@@ -298,6 +304,9 @@ class Startd:
             pool = self.pool
             add("pool", Ticker(lambda t: pool.tick(now()), lambda: now() + pool.timeout(now()),
                                pool.handle), "pool")
+        if self.volumes is not None:
+            volumes = self.volumes
+            add("volumes", Ticker(lambda t: volumes.step(now()), volumes.next_due))
         add("notify", Ticker(lambda t: self.notify.tick(now(), self._status_line),
                              self.notify.next_due))
 

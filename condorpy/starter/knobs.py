@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from condorpy.config import KnobReader
 from condorpy.machine.containment import enforces_disk, no_job_networking, wants_cgroups
 from condorpy.machine.probe import configured_memory_mb
+from condorpy.machine.volumes import KNOBS as VOLUME_KNOBS, lvm_settings
 from condorpy.starter.settings import MemoryPolicy, StarterSettings
 
 _SLOT_USER = re.compile(r"^SLOT(\d+)_USER$", re.IGNORECASE)
@@ -27,7 +28,8 @@ KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
          "CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
          "CGROUP_LOW_MEMORY_LIMIT", "CGROUP_IGNORE_CACHE_MEMORY",
          "STARTER_ALWAYS_HOLD_ON_OOM", "CONDORPY_CGROUP_MEMORY_HIGH_PERCENT",
-         "NO_JOB_NETWORKING", "STARTER_HIDE_GPU_DEVICES")
+         "NO_JOB_NETWORKING", "STARTER_HIDE_GPU_DEVICES",
+         *VOLUME_KNOBS)
 
 
 def knob_names(cfg: KnobReader) -> list[str]:
@@ -67,6 +69,7 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
     if not 0 <= high < 100:
         raise cfg.invalid("CONDORPY_CGROUP_MEMORY_HIGH_PERCENT",
                           "a percentage from 0 (off) to 99")
+    lvm = lvm_settings(cfg)
     return StarterSettings(
         execute=execute, memory_policy=policy,
         disable_swap=cfg.knob_bool("DISABLE_SWAP_FOR_JOB"),
@@ -89,7 +92,8 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
         enforce_disk=enforces_disk(cfg),
         hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn(),
         no_job_networking=no_job_networking(cfg),
-        hide_gpu_devices=cfg.knob_bool("STARTER_HIDE_GPU_DEVICES"))
+        hide_gpu_devices=cfg.knob_bool("STARTER_HIDE_GPU_DEVICES"),
+        lvm=lvm if lvm.enforce else None)
 
 
 # The cadence of a running job's updates (HTCondor's starter sends them to its shadow

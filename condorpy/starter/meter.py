@@ -73,9 +73,12 @@ class UsageMeter:
             userlog.image_size(image_kb, math.ceil(u.memory_bytes / MIB),
                                math.ceil(u.rss_bytes / 1024))
 
-    def final_disk(self) -> None:
-        """The whole sandbox measured once more, at the job's end."""
+    def final_disk(self, job_id: str = "") -> None:
+        """The whole sandbox measured once more, at the job's end; a job that filled its
+        own volume (its writes failed) is held even when it exited before a reading."""
         if self.disk is not None:
             last = self.disk.final()
             self.usage.add_disk(last.kb, last.files)
+            if self.disk_hold is None and self.disk.holds_at_end and self.disk.over(last.kb):
+                self.disk_hold = self.disk.hold(last, job_id)
             self.disk.close()

@@ -17,6 +17,7 @@ import errno
 import os
 import signal
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from condorpy.errors import StarterError
@@ -79,7 +80,11 @@ def _write_ads(dir_fd: int, texts: tuple[tuple[str, str], ...], *, exclusive: bo
 
 
 def create_sandbox(execute: str, user: JobUser, *, job_ad_text: str,
-                   machine_ad_text: str, tag: str | None = None) -> Sandbox:
+                   machine_ad_text: str, tag: str | None = None,
+                   mount: Callable[[str], None] | None = None) -> Sandbox:
+    """``mount``: called with the new directory's path before anything is written in
+    it (the job's scratch volume goes there); what it raises is raised, the directory
+    removed."""
     name = f"dir_{os.getpid() if tag is None else tag}"
     path = os.path.join(execute, name)
     exec_fd = _open_execute(execute)
@@ -91,6 +96,12 @@ def create_sandbox(execute: str, user: JobUser, *, job_ad_text: str,
                                "starter?)") from None
         except OSError as exc:
             raise StarterError(f"cannot create sandbox {path}: {exc.strerror}") from None
+        if mount is not None:
+            try:
+                mount(path)
+            except BaseException:
+                safefs.remove_dir_at(exec_fd, name, path)
+                raise
         try:
             fd = safefs.open_dir_at(exec_fd, name)
             try:

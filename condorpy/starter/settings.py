@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from condorpy.machine.volumes import LvmSettings
+
 
 class MemoryPolicy(Enum):
     """``CGROUP_MEMORY_LIMIT_POLICY``."""
@@ -46,6 +48,7 @@ class StarterSettings:
     hide_gpu_devices: bool = True              # STARTER_HIDE_GPU_DEVICES
     gpu_inventory_dir: str = "/proc/driver/nvidia/gpus"
     dev_dir: str = "/dev"
+    lvm: LvmSettings | None = None             # STARTD_ENFORCE_DISK_LIMITS: a volume per job
     num_threads_env: tuple[str, ...] = (
         "CUBACORES", "GOMAXPROCS", "JULIA_NUM_THREADS", "MKL_NUM_THREADS",
         "NUMEXPR_NUM_THREADS", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT",

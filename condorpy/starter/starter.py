@@ -34,6 +34,8 @@ from condorpy.starter.prepare import cgroup_limits, cgroup_tree, launch_plan, \
 from condorpy.starter.protocol import PROTOCOL_VERSION, Command, Connection, ControlServer
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR, Sandbox, SandboxRefused, \
     adopt_sandbox, create_sandbox, remove_sandbox
+from condorpy.machine.volumes import EXTENT_KB, job_volume_name
+from condorpy.starter.scratch_volume import ScratchVolume
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.usage import MIB, DiskWatch, disk_limit_kb
 from condorpy.starter.userlog import UserLog
@@ -96,6 +98,9 @@ class Starter:
         self.notices: list[str] = []
         self.memory_limit: int | None = None
         self.oom_reference: int | None = None
+        # the job's scratch volume (STARTD_ENFORCE_DISK_LIMITS); its removal_failure is
+        # the record of a volume left behind
+        self.volume: ScratchVolume | None = None
         # The startd's word that it recorded this starter (the fork server's hold):
         # asked just before the job starts or anything is reported, so that the set-up
         # (sandbox, input, cgroup) overlaps the startd's record.
@@ -222,14 +227,17 @@ class Starter:
             if not subreaper:
                 self._say("cannot become the child subreaper of the job (prctl); a "
                           "process that leaves the job's session may escape")
-        self.meter.disk = DiskWatch(self.sandbox.path,
-                                    disk_limit_kb(self.slot_ad, self.job_ad)
-                                    if self.settings.enforce_disk else None,
-                                    self.settings.update_interval_s, self.clock)
+        self.meter.disk = self.volume.watch(self.settings.update_interval_s, self.clock) \
+            if self.volume is not None else DiskWatch(
+                self.sandbox.path, disk_limit_kb(self.slot_ad, self.job_ad)
+                if self.settings.enforce_disk else None,
+                self.settings.update_interval_s, self.clock)
         # forked and set up while the startd records this starter; it runs the job only
         # once the startd's word has come
         vessel, self.vessel = self.vessel, None
-        if vessel is not None and not plan.pid_namespace:
+        # a process forked before the volume's private mount namespace would not see it
+        if vessel is not None and not plan.pid_namespace and not (
+                self.volume is not None and self.volume.hidden):
             pending = vessel.load(plan, job_id=job.job_id)
         else:
             if vessel is not None:
@@ -266,7 +274,8 @@ class Starter:
             self.user = user
             self.sandbox = create_sandbox(self.settings.execute, user,
                                           job_ad_text=self.job_ad_text,
-                                          machine_ad_text=self.machine_ad_text, tag=self.tag)
+                                          machine_ad_text=self.machine_ad_text, tag=self.tag,
+                                          mount=self._volume_mount())
             return
         # a pool job whose files were transferred in (startd/poolside/transfer.py)
         try:
@@ -276,6 +285,21 @@ class Starter:
         except SandboxRefused as exc:
             raise JobHold(f"the job's scratch directory was refused: {exc}",
                           HoldCode.IWD_ERROR, exc.errno, job=job.job_id) from None
+
+    def _volume_mount(self) -> Callable[[str], None] | None:
+        """With STARTD_ENFORCE_DISK_LIMITS: how the job's volume is made at its sandbox."""
+        if self.settings.lvm is None:
+            return None
+        volume = self.volume = ScratchVolume(self.settings.lvm, own_process=self.own_process,
+                                             say=self._say)
+        volume.enter_namespace()
+        name = job_volume_name(str(self.slot_ad.get("Name") or "slot"), self.tag)
+        disk_kb = disk_limit_kb(self.slot_ad, self.job_ad) or EXTENT_KB
+
+        def mount(path: str) -> None:
+            # root's until create_sandbox has written the ads and hands it to the user
+            volume.make(name, disk_kb, path, self.job_ad, owner=None)
+        return mount
 
     def _transfer_in(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> JobSpec:
         """A local job that transfers files: its input copied into the scratch
@@ -400,7 +424,7 @@ class Starter:
         u.add_rusage(rusage.ru_utime + processes.reaped_user_s,
                      rusage.ru_stime + processes.reaped_system_s)
         suspended_s = control.suspension_s()
-        meter.final_disk()
+        meter.final_disk(job.job_id)
         attrs: dict[str, object] = {"JobDuration": round(duration, 3)}
         attrs.update(meter.attributes())
         attrs["CumulativeSuspensionTime"] = round(suspended_s, 3)
@@ -476,6 +500,12 @@ class Starter:
             self.userlog.close()
         if self.xfer is not None:
             self.xfer.close()
+        if self.volume is not None:
+            # the job's volume first: the directory under it is then empty
+            failure = self.volume.remove(str(self.slot_ad.get("Name") or "") or None)
+            if failure is not None:
+                problems.append(f"volume {failure.volume_group}/{failure.volume}: "
+                                f"{failure.reason}")
         if self.sandbox is not None and not self.sandbox.prepared:
             try:
                 left = remove_sandbox(self.sandbox, self.user)

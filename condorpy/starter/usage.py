@@ -212,6 +212,8 @@ class DiskWatch:
     """The sandbox measured every ``interval_s``, one slice per call of ``tick``, the
     slices spaced so that walking takes at most DISK_TIMESLICE of the starter's time."""
 
+    holds_at_end = False    # a final walk over the limit does not hold (docs/starter.md)
+
     def __init__(self, path: str, limit_kb: int | None, interval_s: float,
                  clock: Callable[[], float]) -> None:
         self.meter = TreeMeter(path)
