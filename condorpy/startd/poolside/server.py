@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator
 from condorpy.classad import ClassAd
 from condorpy.clock import Clock
 from condorpy.errors import SecurityError
+from condorpy.policy import vacate_reasons
 from condorpy.policy.records import ActivationRefused, ClaimRefused
 from condorpy.pool import admin, claims, coalesce, collector, reconnect, secserver
 from condorpy.pool.cedar import Reader, Writer
@@ -50,9 +51,12 @@ def _spare_fd() -> int | None:
 
 
 def _failure_ad(reason: str) -> ClassAd:
+    """The activation failure ad a shadow asks for: HTCondor's ActivationRefused* code
+    for the refusal, so the schedd's NumVacatesByReason counts it by name."""
     ad = ClassAd()
     ad["VacateReason"] = reason
-    ad["VacateReasonCode"] = 0
+    ad["VacateReasonCode"] = int(vacate_reasons.activation_refusal(reason))
+    ad["VacateReasonSubCode"] = 0
     return ad
 
 
