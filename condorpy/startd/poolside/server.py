@@ -32,6 +32,7 @@ from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, Exchanges
 from condorpy.startd.poolside.reconnect import ReconnectServer
 from condorpy.startd.poolside.settings import PoolSettings
 from condorpy.startd.poolside.shadow import JobHost, ShadowSide, pool_job_ad
+from condorpy.startd.refusal_log import RefusalLog
 
 log = logging.getLogger("condorpy.startd.pool")
 
@@ -76,6 +77,7 @@ class CommandServer:
         self.clock = clock
         self.negotiated = secserver.SessionCache()  # sessions the pool's tools opened
         self._refused_logged: dict[str, float] = {}   # host ("": any) -> when logged
+        self.refusals = RefusalLog(lambda: self.engine, clock)
         self._spare = _spare_fd()
         self._per_host = min(MAX_OPEN_PER_HOST,
                              max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4))
@@ -263,6 +265,7 @@ class CommandServer:
         if not engine.has_claim(eid):
             reason = next((o.reason for o in out if isinstance(o, ClaimRefused)), "refused")
             log.info("pool: REQUEST_CLAIM from %s for %s refused: %s", peer, slot, reason)
+            self.refusals.refused(slot, req.ad, reason, peer)
             if partitionable:
                 table.spend(cid)
             return claims.request_claim_reply(w, [], ok=False)
@@ -302,6 +305,7 @@ class CommandServer:
             reason = next((o.reason for o in out if isinstance(o, ClaimRefused)), "refused")
             log.info("pool: preempting REQUEST_CLAIM from %s for %s refused: %s", peer,
                      slot, reason)
+            self.refusals.refused(slot, req.ad, reason, peer)
             return claims.request_claim_reply(w, [], ok=False)
         claim = table.grant(cid, req)
         # the slot publishes the next preempting id; this one is the waiting claim's
