@@ -72,7 +72,7 @@ class Vacate:
     """One interruption's reason, code and subcode."""
 
     reason: str
-    code: VacateCode
+    code: int            # a VacateCode; a starter may report one this table lacks
     subcode: int = 0
 
     def attrs(self) -> dict[str, Any]:

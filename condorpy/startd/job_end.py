@@ -77,15 +77,24 @@ def starter_failed(rec: JobRecord, attrs: dict[str, Any], limit: int) -> Outcome
             "the startd's log says why", STARTER_FAILED_CODE, 0)
 
 
-def vacate_of(handle: StarterHandle, status: JobStatus, ended: bool
-              ) -> vacate_reasons.Vacate | None:
-    """Why a job that goes back to its queue was interrupted: what the policy recorded,
-    else a starter that ended without saying how the job ended failed to start it."""
+def vacate_of(handle: StarterHandle, status: JobStatus, ended: bool,
+              attrs: dict[str, Any] | None = None) -> vacate_reasons.Vacate | None:
+    """Why a job that goes back to its queue was interrupted: the starter's own reason
+    when it gave one in its final ad (a node out of memory), else what the policy
+    recorded, else a starter that ended without saying how the job ended failed to
+    start it."""
     if status is not JobStatus.IDLE:
         return None
+    code = (attrs or {}).get("VacateReasonCode")
+    if isinstance(code, int) and not isinstance(code, bool):
+        assert attrs is not None
+        sub = attrs.get("VacateReasonSubCode")
+        text = attrs.get("VacateReason")
+        return vacate_reasons.Vacate(str(text) if isinstance(text, str) else "", code,
+                                     sub if isinstance(sub, int) else 0)
     if handle.vacate is not None:
         text, code, sub = handle.vacate
-        return vacate_reasons.Vacate(text, vacate_reasons.VacateCode(code), sub)
+        return vacate_reasons.Vacate(text, code, sub)
     if not ended and not handle.evicted:
         return vacate_reasons.STARTER_FAILED
     return None

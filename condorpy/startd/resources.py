@@ -470,7 +470,7 @@ class ResourceManager:
             h, rec, attrs, final is not None, pool_job=pool_job,
             max_failures=self.max_starter_failures, at_exit=self.queue.at_exit))
         self.stats.job_ended(h.name, h.claim_id, status, code, h.evicted or final is None)
-        vacate = job_end.vacate_of(h, status, final is not None)
+        vacate = job_end.vacate_of(h, status, final is not None, attrs)
         if rec is not None and job_id is not None:
             if vacate is not None:
                 attrs.update(job_end.vacate_attrs(rec.ad, vacate))

@@ -42,3 +42,11 @@ def test_attrs_count_on_from_the_ad() -> None:
     assert isinstance(nested, ClassAd)
     assert {k: nested.evaluate(k) for k in nested.keys()} == {
         "StartdPreemptExpression": 2, "StartdShutdown": 1}
+
+
+def test_the_starters_own_reason_wins() -> None:
+    # a starter that requeues for a node out of memory says so in its final ad
+    h = _handle()
+    attrs: dict[str, object] = {"VacateReason": "Worker node is out of memory",
+                                "VacateReasonCode": 0, "VacateReasonSubCode": 0}
+    assert vacate_of(h, JobStatus.IDLE, True, attrs) == vr.SYSTEM_OOM
