@@ -108,3 +108,16 @@ def test_counts_add_up_over_runs(tmp_path: Path, work: Path) -> None:
         wait_for(lambda: _code(d) == 1014, 60, d.output)
         ad = _in_history(d)
     assert _counts(ad) == {"StartdVacateCommand": 1, "StartdDraining": 1}
+
+
+def test_shutdown(tmp_path: Path, work: Path) -> None:
+    with running(Daemon(tmp_path, cpus=1)) as d:
+        _started(d, work)
+        d.call("off", how="fast")
+        assert d.proc is not None
+        wait_for(lambda: d.proc is not None and d.proc.poll() is not None, 60, d.output)
+        ad = _job_ad(d)
+    assert ad is not None
+    assert ad.evaluate("VacateReason") == "Startd was shutdown"
+    assert ad.evaluate("VacateReasonCode") == 1013
+    assert _counts(ad) == {"StartdShutdown": 1}
