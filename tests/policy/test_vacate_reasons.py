@@ -112,3 +112,9 @@ def test_kill_keeps_the_cause_already_recorded() -> None:
     eng.cycle(30.0)
     eng.cycle(40.0)
     assert eng.vacate_reason("c1") == ("PREEMPT expression evaluated to True", 1011, 0)
+
+
+def test_engine_records_a_release_by_the_schedd() -> None:
+    eng, _ = _running("MAXJOBRETIREMENTTIME = 0\n")
+    eng.release(5.0, "c1")
+    assert eng.vacate_reason("c1") == ("Schedd released the claim", 1017, 0)
