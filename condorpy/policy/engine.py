@@ -171,6 +171,16 @@ class PolicyEngine:
     def has_claim(self, claim_id: str) -> bool:
         return claim_id in self._st.claims
 
+    def vacate_reason(self, claim_id: str) -> tuple[str, int, int] | None:
+        """Why the job of ``claim_id`` is being interrupted (VacateReason, Code,
+        SubCode), once the policy has decided to; None while it runs undisturbed."""
+        st = self._st
+        slot = st.slots.get(st.claims.get(claim_id) or "")
+        if slot is None or slot.claim is None or slot.claim.id != claim_id or \
+                slot.claim.job is None:
+            return None
+        return slot.claim.job.vacate
+
     def has_running_job(self, claim_id: str) -> bool:
         """Whether the claim ``claim_id`` exists and has a job running."""
         st = self._st

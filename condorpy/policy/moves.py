@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from condorpy.policy import vacate_reasons
 from condorpy.policy.engine_state import EngineState
 from condorpy.policy.evaluation import Backend, is_false, is_true, number
 from condorpy.policy.publish import AdPublisher
@@ -95,9 +96,25 @@ class Moves:
         slot.state, slot.activity, slot.entered_activity = state, activity, now
         if job is not None and activity is _SUSPENDED:
             job.suspended_since = now
+        if job is not None and claim is not None and \
+                (state is S.PREEMPTING or activity is A.RETIRING):
+            self._note_vacate(slot, claim, job, reason)
         self._publisher.publish_state(slot)
         self._publisher.publish_requirements(slot)
         st.emit_state(slot, key, reason)
+
+    def _note_vacate(self, slot: Slot, claim: Claim, job: Job, reason: str) -> None:
+        """Record why the job is being interrupted, as HTCondor's startd does when it
+        decides to: the latest cause wins, and a move that only carries an
+        interruption on (KILL, retirement over) keeps the cause already recorded."""
+        r = slot.retirement
+        why = r.why if slot.activity is A.RETIRING and r is not None else \
+            (slot.evict_why or (r.why if r is not None else None))
+        pending = slot.pending
+        v = vacate_reasons.for_eviction(
+            why, reason, rank_higher=None if pending is None else pending.rank > claim.rank)
+        if v is not None and (job.vacate is None or v is not vacate_reasons.KILL):
+            job.vacate = (v.reason, int(v.code), v.subcode)
 
     def install_claim(self, slot: Slot, claim: Claim) -> None:
         slot.claim = claim

@@ -304,6 +304,7 @@ class Job:
     hard_killed: bool = False
     preempt_was_true: bool = False    # PREEMPT was true while it ran (WANT_HOLD applies)
     hold: tuple[str, int] | None = None   # (reason, subcode) once WANT_HOLD decided
+    vacate: tuple[str, int, int] | None = None  # VacateReason, Code, SubCode once interrupted
 
     def run_time(self, now: float) -> float:
         susp = self.suspended_total

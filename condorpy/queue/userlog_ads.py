@@ -145,7 +145,7 @@ def _apply(ad: ClassAd, ev: Event) -> None:
         _status(ad, IDLE, ev.time)
         if n != 7 or (isinstance(started, int) and started > 0):
             ad["LastVacateTime"] = ev.time
-        reason = "" if n == 4 else _first_text(ev.body)
+        reason = _evicted(ad, ev) if n == 4 else _first_text(ev.body)
         if reason is not None and (n == 4 or reason):
             ad["LastVacateReason"] = reason
     elif n == 12:   # held
@@ -170,6 +170,21 @@ def _apply(ad: ClassAd, ev: Event) -> None:
                     ad[name] = parse_expr(value)
                 except CondorpyError:
                     continue
+
+
+def _evicted(ad: ClassAd, ev: Event) -> str:
+    """An evicted event's reason: HTCondor (24.3 on) heads it ``Job was evicted. Code N
+    Subcode M`` and gives the reason on a ``Reason:`` line; the job's VacateReason and
+    codes are read back from them."""
+    m = re.search(r"Code (-?\d+) Subcode (-?\d+)", ev.headline)
+    reason = next((line.strip()[len("Reason:"):].strip() for line in ev.body
+                   if line.strip().startswith("Reason:")), "")
+    if m:
+        ad["VacateReasonCode"] = int(m.group(1))
+        ad["VacateReasonSubCode"] = int(m.group(2))
+    if reason:
+        ad["VacateReason"] = reason
+    return reason
 
 
 def _terminated(ad: ClassAd, ev: Event) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from condorpy.classad import ClassAd
+from condorpy.classad import ClassAd, parse_expr
 from condorpy.errors import ClassAdError
+from condorpy.policy import vacate_reasons
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobRecord, JobStatus
 from condorpy.startd.starter_handle import StarterHandle
@@ -74,6 +75,39 @@ def starter_failed(rec: JobRecord, attrs: dict[str, Any], limit: int) -> Outcome
     return (JobStatus.HELD, f"the job's starter failed {failures} times without "
             f"reporting how the job ended (CONDORPY_MAX_STARTER_FAILURES is {limit}); "
             "the startd's log says why", STARTER_FAILED_CODE, 0)
+
+
+def vacate_of(handle: StarterHandle, status: JobStatus, ended: bool,
+              attrs: dict[str, Any] | None = None) -> vacate_reasons.Vacate | None:
+    """Why a job that goes back to its queue was interrupted: the starter's own reason
+    when it gave one in its final ad (a node out of memory), else what the policy
+    recorded, else a starter that ended without saying how the job ended failed to
+    start it."""
+    if status is not JobStatus.IDLE:
+        return None
+    code = (attrs or {}).get("VacateReasonCode")
+    if isinstance(code, int) and not isinstance(code, bool):
+        assert attrs is not None
+        sub = attrs.get("VacateReasonSubCode")
+        text = attrs.get("VacateReason")
+        return vacate_reasons.Vacate(str(text) if isinstance(text, str) else "", code,
+                                     sub if isinstance(sub, int) else 0)
+    if handle.vacate is not None:
+        text, code, sub = handle.vacate
+        return vacate_reasons.Vacate(text, code, sub)
+    if not ended and not handle.evicted:
+        return vacate_reasons.STARTER_FAILED
+    return None
+
+
+def vacate_attrs(ad: ClassAd, vacate: vacate_reasons.Vacate) -> dict[str, Any]:
+    """VacateReason, its codes and NumVacatesByReason counted on, for the job's ad."""
+    before = ad.evaluate("NumVacatesByReason")
+    counts = vacate_reasons.counted(
+        {k: before.evaluate(k) for k in before.keys()} if isinstance(before, ClassAd)
+        else None, int(vacate.code))
+    nested = parse_expr("[ " + "; ".join(f"{k} = {n}" for k, n in counts.items()) + " ]")
+    return {**vacate.attrs(), "NumVacatesByReason": nested}
 
 
 def sent_ad(job_dir: Path) -> ClassAd | None:

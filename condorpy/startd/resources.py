@@ -157,6 +157,7 @@ class ResourceManager:
             if h.job_id is not None and self.store.job(h.job_id) is not None:
                 self.queue.set_status(h.job_id, JobStatus.RUNNING)
         elif isinstance(a, SoftKill) and h is not None:
+            h.vacate = self.engine.vacate_reason(a.claim) or h.vacate
             if a.hold_reason is not None:
                 self._do(h, h.on_hold(_held(a.hold_reason, a.hold_subcode), hard=False))
             else:
@@ -164,6 +165,7 @@ class ResourceManager:
         elif isinstance(a, HardKill) and a.hold_reason is not None and h is not None:
             self._do(h, h.on_hold(_held(a.hold_reason, a.hold_subcode), hard=True))
         elif isinstance(a, (HardKill, KillStarter)) and h is not None:
+            h.vacate = self.engine.vacate_reason(a.claim) or h.vacate
             self._do(h, h.on_kill(starter_too=isinstance(a, KillStarter)))
         elif isinstance(a, ClaimEnded):
             with self.store.deferred():
@@ -468,7 +470,10 @@ class ResourceManager:
             h, rec, attrs, final is not None, pool_job=pool_job,
             max_failures=self.max_starter_failures, at_exit=self.queue.at_exit))
         self.stats.job_ended(h.name, h.claim_id, status, code, h.evicted or final is None)
+        vacate = job_end.vacate_of(h, status, final is not None, attrs)
         if rec is not None and job_id is not None:
+            if vacate is not None:
+                attrs.update(job_end.vacate_attrs(rec.ad, vacate))
             started = rec.ad.evaluate("JobCurrentStartDate")
             now_i = int(self.clock.time())
             if isinstance(started, int):
@@ -529,6 +534,8 @@ class ResourceManager:
             if h.stop is not None:      # the slot's WANT_HOLD: the shadow holds the job
                 final = {**(final or {}), "HoldReason": h.stop.reason,
                          "HoldReasonCode": h.stop.code, "HoldReasonSubCode": h.stop.subcode}
+            elif vacate is not None:    # the shadow writes why into the job's ad
+                final = {**(final or {}), **vacate.attrs()}
             self.pool.job_ended(h.claim_id, final, h.evicted, exited)   # the shadow hears
 
     def close(self) -> None:

@@ -208,6 +208,7 @@ class StarterHandle:
     linked: bool = False             # the daemon holds the starter's socket
     stop: StopOrder | None = None
     evicted: bool = False            # the policy took the slot back: requeue the job
+    vacate: tuple[str, int, int] | None = None   # why (VacateReason, Code, SubCode)
     hard_kill_at: float | None = None
     cpu: tuple[float, float] | None = None   # (cpu seconds, monotonic) of the last usage
     job_pid: int | None = None

@@ -211,3 +211,25 @@ def test_old_dates_and_zoned_times() -> None:
             ad.evaluate("HoldReasonCode"), ad.evaluate("NumSystemHolds")) == (
         5, "disk full", 21, 1)
     assert ad.evaluate("LastVacateReason") == "disk full"   # it was running
+
+
+def test_an_evicted_event_with_codes_gives_the_vacate_reason() -> None:
+    # HTCondor 24.3 on: the code and subcode on the headline, the reason in the body
+    text = (
+        "000 (002.000.000) 2026-11-26 10:38:12 Job submitted from host: <127.0.0.1:1>\n"
+        "...\n"
+        "001 (002.000.000) 2026-11-26 10:38:32 Job executing on host: <127.0.0.1:2>\n"
+        "...\n"
+        "004 (002.000.000) 2026-11-26 10:38:37 Job was evicted. Code 1011 Subcode 0\n"
+        "\t(0) CPU times\n"
+        "\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Remote Usage\n"
+        "\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage\n"
+        "\t0  -  Run Bytes Sent By Job\n"
+        "\t0  -  Run Bytes Received By Job\n"
+        "\tReason: PREEMPT expression evaluated to True\n"
+        "...\n")
+    ad = _ads(text)[0]
+    assert ad.evaluate("VacateReasonCode") == 1011
+    assert ad.evaluate("VacateReasonSubCode") == 0
+    assert ad.evaluate("VacateReason") == "PREEMPT expression evaluated to True"
+    assert ad.evaluate("LastVacateReason") == "PREEMPT expression evaluated to True"

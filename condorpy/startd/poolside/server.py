@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator
 from condorpy.classad import ClassAd
 from condorpy.clock import Clock
 from condorpy.errors import SecurityError
+from condorpy.policy import vacate_reasons
 from condorpy.policy.records import ActivationRefused, ClaimRefused
 from condorpy.pool import admin, claims, coalesce, collector, reconnect, secserver
 from condorpy.pool.cedar import Reader, Writer
@@ -31,6 +32,7 @@ from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, Exchanges
 from condorpy.startd.poolside.reconnect import ReconnectServer
 from condorpy.startd.poolside.settings import PoolSettings
 from condorpy.startd.poolside.shadow import JobHost, ShadowSide, pool_job_ad
+from condorpy.startd.refusal_log import RefusalLog
 
 log = logging.getLogger("condorpy.startd.pool")
 
@@ -50,9 +52,12 @@ def _spare_fd() -> int | None:
 
 
 def _failure_ad(reason: str) -> ClassAd:
+    """The activation failure ad a shadow asks for: HTCondor's ActivationRefused* code
+    for the refusal, so the schedd's NumVacatesByReason counts it by name."""
     ad = ClassAd()
     ad["VacateReason"] = reason
-    ad["VacateReasonCode"] = 0
+    ad["VacateReasonCode"] = int(vacate_reasons.activation_refusal(reason))
+    ad["VacateReasonSubCode"] = 0
     return ad
 
 
@@ -72,6 +77,7 @@ class CommandServer:
         self.clock = clock
         self.negotiated = secserver.SessionCache()  # sessions the pool's tools opened
         self._refused_logged: dict[str, float] = {}   # host ("": any) -> when logged
+        self.refusals = RefusalLog(lambda: self.engine, clock)
         self._spare = _spare_fd()
         self._per_host = min(MAX_OPEN_PER_HOST,
                              max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4))
@@ -259,6 +265,7 @@ class CommandServer:
         if not engine.has_claim(eid):
             reason = next((o.reason for o in out if isinstance(o, ClaimRefused)), "refused")
             log.info("pool: REQUEST_CLAIM from %s for %s refused: %s", peer, slot, reason)
+            self.refusals.refused(slot, req.ad, reason, peer)
             if partitionable:
                 table.spend(cid)
             return claims.request_claim_reply(w, [], ok=False)
@@ -298,6 +305,7 @@ class CommandServer:
             reason = next((o.reason for o in out if isinstance(o, ClaimRefused)), "refused")
             log.info("pool: preempting REQUEST_CLAIM from %s for %s refused: %s", peer,
                      slot, reason)
+            self.refusals.refused(slot, req.ad, reason, peer)
             return claims.request_claim_reply(w, [], ok=False)
         claim = table.grant(cid, req)
         # the slot publishes the next preempting id; this one is the waiting claim's
