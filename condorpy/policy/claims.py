@@ -26,6 +26,9 @@ from condorpy.policy.roster import SlotRoster
 from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
 from condorpy.slots.ads import SlotStatus
+
+# The arrow into Claimed/Cleaning from each activity a job runs in.
+_INTO_CLEANING = {Activity.BUSY: "C1", Activity.RETIRING: "C2", Activity.SUSPENDED: "C3"}
 from condorpy.slots.model import Refusal
 
 S, A = State, Activity
@@ -361,7 +364,8 @@ class ClaimHandling:
         self._cycle.refresh(now, slot)
         return st.take_output()
 
-    def job_exit(self, now: float, claim_id: str, exit_code: int | None) -> list[Output]:
+    def job_exit(self, now: float, claim_id: str, exit_code: int | None,
+                 cleaning: bool = False) -> list[Output]:
         st, moves = self._st, self._moves
         if claim_id in st.ended:
             return self.late(now, claim_id, "job_exit")
@@ -383,10 +387,34 @@ class ClaimHandling:
         st.emit(JobExited(st.now, slot.name, claim=claim_id, **code))
         if slot.state is S.PREEMPTING:
             moves.leave_preempting(slot)
+        elif cleaning and slot.activity in _INTO_CLEANING:
+            # the starter is still winding down: the slot waits in Claimed/Cleaning,
+            # and what follows (idle claim, or the eviction that retirement or a
+            # preempt asked for) happens once it is reaped
+            moves.go(slot, S.CLAIMED, A.CLEANING, _INTO_CLEANING[slot.activity],
+                     "job exited; starter cleaning up")
         elif slot.activity is A.RETIRING or (slot.retirement is not None):
             moves.preempt(slot, "18", "job exited during retirement")
         else:
             moves.go(slot, S.CLAIMED, A.IDLE, "12", "job exited")
+        self._cycle.settle_one(slot)
+        return st.take_output()
+
+    def starter_reaped(self, now: float, claim_id: str) -> list[Output]:
+        """The starter of ``claim_id`` is gone (sandbox removed, no process left):
+        a slot in Claimed/Cleaning leaves it. A claim that was retiring, or was
+        preempted meanwhile, is vacated now; any other goes back to Claimed/Idle."""
+        st, moves = self._st, self._moves
+        if claim_id in st.ended or claim_id not in st.claims:
+            return []
+        self._cycle.advance(now)
+        slot = st.claim_slot(claim_id)
+        if slot.state is not S.CLAIMED or slot.activity is not A.CLEANING:
+            return st.take_output()
+        if slot.retirement is not None or slot.evict_why is not None:
+            moves.preempt(slot, "H", "starter reaped; the claim was being evicted")
+        else:
+            moves.go(slot, S.CLAIMED, A.IDLE, "C4", "starter reaped")
         self._cycle.settle_one(slot)
         return st.take_output()
 

@@ -151,10 +151,16 @@ class PolicyEngine:
         claim's job ad, which the slot's policy reads; the slot is evaluated at once."""
         return self._claims.job_update(now, claim_id, attrs)
 
-    def job_exit(self, now: float, claim_id: str, exit_code: int | None = None
-                 ) -> list[Output]:
-        """The starter of ``claim_id`` exited."""
-        return self._claims.job_exit(now, claim_id, exit_code)
+    def job_exit(self, now: float, claim_id: str, exit_code: int | None = None,
+                 cleaning: bool = False) -> list[Output]:
+        """The job of ``claim_id`` ended. With ``cleaning`` its starter is still
+        removing the sandbox and processes: the slot waits in Claimed/Cleaning until
+        :meth:`starter_reaped`; without, the starter is already gone."""
+        return self._claims.job_exit(now, claim_id, exit_code, cleaning)
+
+    def starter_reaped(self, now: float, claim_id: str) -> list[Output]:
+        """The starter of a job that ended with ``cleaning`` is gone."""
+        return self._claims.starter_reaped(now, claim_id)
 
     def release(self, now: float, claim_id: str) -> list[Output]:
         """The schedd releases a claim (or withdraws a pending better claim)."""
