@@ -402,8 +402,8 @@ class ClaimHandling:
 
     def starter_reaped(self, now: float, claim_id: str) -> list[Output]:
         """The starter of ``claim_id`` is gone (sandbox removed, no process left):
-        a slot in Claimed/Cleaning leaves it. A claim that was retiring, or was
-        preempted meanwhile, is vacated now; any other goes back to Claimed/Idle."""
+        a slot in Claimed/Cleaning goes back to Claimed/Idle, and a claim that was
+        retiring, released or preempted meanwhile is vacated from there."""
         st, moves = self._st, self._moves
         if claim_id in st.ended or claim_id not in st.claims:
             return []
@@ -411,10 +411,12 @@ class ClaimHandling:
         slot = st.claim_slot(claim_id)
         if slot.state is not S.CLAIMED or slot.activity is not A.CLEANING:
             return st.take_output()
-        if slot.retirement is not None or slot.evict_why is not None:
-            moves.preempt(slot, "H", "starter reaped; the claim was being evicted")
-        else:
-            moves.go(slot, S.CLAIMED, A.IDLE, "C4", "starter reaped")
+        moves.go(slot, S.CLAIMED, A.IDLE, "C4", "starter reaped")
+        why = slot.evict_why
+        if why is not None or slot.retirement is not None:
+            # the eviction the slot absorbed while cleaning: an idle claim vacates (10)
+            moves.evict(slot, why or EvictWhy.OWNER, "starter reaped; the claim was "
+                        "evicted while it cleaned up")
         self._cycle.settle_one(slot)
         return st.take_output()
 

@@ -51,6 +51,9 @@ from condorpy.starter import reserved
 from condorpy.starter.knobs import JobUpdates
 
 log = logging.getLogger("condorpy.startd")
+# How often a starter that is cleaning up is looked for (a /proc read): it has no socket
+# left to say when it is gone.
+_REAP_POLL = 0.05
 
 
 @dataclass
@@ -105,6 +108,9 @@ class ResourceManager:
         self.monitor_usage: Callable[[str], dict[str, Any]] = lambda slot: {}
         self.handles: dict[Origin, StarterHandle] = {}
         self.by_claim: dict[str, Origin] = {}
+        # starters whose job has ended but whose process still runs (removing the
+        # sandbox, killing leftovers): their slots are in Claimed/Cleaning till reaped
+        self.cleaning: dict[str, Launched] = {}
 
     # ------------------------------------------------------------------ lookups
     def handle(self, origin: Origin) -> StarterHandle | None:
@@ -364,6 +370,12 @@ class ResourceManager:
 
     def tick(self, now: float) -> None:
         """Reach the starters not reached yet, see those gone, kill the overdue."""
+        for claim_id, launched in list(self.cleaning.items()):
+            if not self.launcher.alive(launched):
+                del self.cleaning[claim_id]
+                if self.engine.has_claim(claim_id):
+                    self.apply(self.engine.starter_reaped(self.clock.time(), claim_id))
+                self.queue.wake()       # the slot may take work again
         for h in list(self.handles.values()):
             if self.handles.get(h.origin) is not h:
                 continue
@@ -375,7 +387,7 @@ class ResourceManager:
                 self._do(h, h.on_deadline(now))
 
     def next_deadline(self, now: float) -> float | None:
-        due: float | None = None
+        due: float | None = now + _REAP_POLL if self.cleaning else None
         for h in self.handles.values():
             for t in (now + 0.002 if h.wants_socket else None, h.next_deadline()):
                 if t is not None and (due is None or t < due):
@@ -512,8 +524,13 @@ class ResourceManager:
 
         def exited() -> None:
             if self.engine.has_claim(h.claim_id):
+                launched = h.launched
+                cleaning = launched is not None and self.launcher.alive(launched)
+                if cleaning and launched is not None:
+                    self.cleaning[h.claim_id] = launched
                 self.apply(self.engine.job_exit(self.clock.time(), h.claim_id,
-                                                code_ if isinstance(code_, int) else None))
+                                                code_ if isinstance(code_, int) else None,
+                                                cleaning=cleaning))
         pool_claim = self.pool is not None and self.pool.owns(h.claim_id)
         if not pool_claim:
             exited()     # a pool job's engine hears once its shadow has (below)

@@ -21,8 +21,6 @@ def test_table_enters_cleaning_only_from_running_activities() -> None:
     check_move("C4", S.CLAIMED, A.CLEANING, S.CLAIMED, A.IDLE, "slot1")
     with pytest.raises(PolicyError):
         check_move("C1", S.CLAIMED, A.IDLE, S.CLAIMED, A.CLEANING, "slot1")
-    # an eviction while cleaning leaves through the unnumbered arrow H
-    check_move("H", S.CLAIMED, A.CLEANING, S.PREEMPTING, A.VACATING, "slot1")
 
 
 def test_job_end_waits_in_cleaning_until_the_starter_is_reaped(tmp_path: Path) -> None:
@@ -49,7 +47,8 @@ def test_cleaning_slot_absorbs_a_vacate_until_reaped(tmp_path: Path) -> None:
         {"t": 70, "event": "starter_reaped", "id": "c1"},
         {"t": 80, "event": "snapshot"}])
     assert [r["ad"]["Activity"] for r in recs if "ad" in r][0] == "Cleaning"
-    assert find(recs, transition="H")[0]["t"] == 70
+    assert changes(recs)[4:7] == ["C1", "C4", "10"]
+    assert find(recs, transition="10")[0]["t"] == 70
 
 
 def test_job_exit_without_cleaning_is_unchanged(tmp_path: Path) -> None:
