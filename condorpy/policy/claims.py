@@ -95,6 +95,11 @@ class ClaimHandling:
         job_ad = self._job_ad(job, claim_id)
         slot = self._pick_slot(slot_name, (S.MATCHED, S.UNCLAIMED, S.BACKFILL))
         self._cycle.refresh(now, slot)
+        broken = st.broken.get(slot.name)
+        if broken is not None:
+            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id,
+                                 reason=f"slot is broken: {broken.cause.reason}"))
+            return st.take_output()
         allowance = st.ctx.allowance
         before = 0 if allowance is None else allowance.exceeded
         ok, why = self._acceptable(slot, job_ad)
@@ -328,6 +333,11 @@ class ClaimHandling:
         if claim is None or claim.id != claim_id or slot.state is not S.CLAIMED \
                 or slot.activity is not A.IDLE:
             st.emit(ActivationRefused(st.now, slot.name, claim=claim_id, reason="claim is not idle"))
+            return st.take_output()
+        broken = st.broken.get(slot.name)
+        if broken is not None:
+            st.emit(ActivationRefused(st.now, slot.name, claim=claim_id,
+                                      reason=f"slot is broken: {broken.cause.reason}"))
             return st.take_output()
         if claim.jobs_run > 0 and ev.worklife_over(slot, claim):
             st.emit(ActivationRefused(st.now, slot.name, claim=claim_id,
