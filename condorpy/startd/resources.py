@@ -16,7 +16,7 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from condorpy.classad import ClassAd
 from condorpy.clock import Clock
@@ -28,6 +28,7 @@ from condorpy.policy.records import (STARTD_HELD_JOB, Action, ClaimEnded, ClaimR
                                      StartJob, StateChange, Suspend)
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
+from condorpy.slots.broken import BrokenCause, BrokenCode
 from condorpy.startd import job_end, job_update
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
@@ -547,6 +548,24 @@ class ResourceManager:
                 final = {**(final or {}), "HoldReason": h.stop.reason,
                          "HoldReasonCode": h.stop.code, "HoldReasonSubCode": h.stop.subcode}
             self.pool.job_ended(h.claim_id, final, h.evicted, exited)   # the shadow hears
+
+    # ------------------------------------------------------------ broken slots
+    def report_broken(self, slot: str, cause: BrokenCause,
+                      context: Mapping[str, Any] | None = None) -> None:
+        """The port through which the daemon's parts break a slot (leftover job
+        processes, a sandbox or job volume that could not be removed): see
+        :mod:`condorpy.slots.broken`. A slot already broken keeps its first cause."""
+        log.error("slot %s is broken: %s", slot, cause.reason,
+                  extra=fields(event="slot_broken", slot=slot, broken_code=int(cause.code)))
+        self.apply(self.engine.report_broken(self.clock.time(), slot, cause, context))
+
+    def mend(self, slot: str, code: BrokenCode | None = None) -> None:
+        """The cause of ``slot``'s breakage (of ``code``, when given) has gone."""
+        if self.engine.broken.get(slot) is None:
+            return
+        log.info("slot %s is mended", slot, extra=fields(event="slot_mended", slot=slot))
+        self.apply(self.engine.mend(self.clock.time(), slot, code))
+        self.queue.wake()       # its resources may take work again
 
     def close(self) -> None:
         """The daemon stops: its sockets to the starters close, the starters run on."""
