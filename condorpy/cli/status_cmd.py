@@ -1,7 +1,8 @@
 """``condorpy status``: this machine's slot ads, as condor_status shows a pool's.
 
     condorpy status [--offline] [-config FILE] [-compact] [-total] [-avail | -claimed]
-        [-wide] [-l | -af EXPR ... | -json | -format FMT EXPR ...] [-constraint EXPR]
+        [-wide] [-broken] [-l | -af EXPR ... | -json | -format FMT EXPR ...]
+        [-constraint EXPR]
         [NAME ...]
 
 Without ``--offline`` the ads are the running daemon's (one ``status`` request over
@@ -23,7 +24,8 @@ from condorpy.cli.parsing import tool_parser
 from condorpy.errors import CondorpyError
 from condorpy.queue.status_layouts import (StatusView, render_format, render_status,
                                            select, slot_matches)
-from condorpy.slots.status_format import render_autoformat, render_json, render_long
+from condorpy.slots.status_format import (render_autoformat, render_broken, render_json,
+                                          render_long)
 
 
 class StatusUsageError(CondorpyError):
@@ -68,6 +70,9 @@ def parser() -> argparse.ArgumentParser:
     mode.add_argument("-claimed", action="store_true",
                       help="only claimed slots, with who holds each (RemoteUser, "
                            "ClientMachine); totals of benchmarks and load")
+    p.add_argument("-broken", dest="broken", action="store_true",
+                   help="only broken slots: their name, SlotBrokenCode and "
+                        "SlotBrokenReason")
     p.add_argument("-wide", action="store_true",
                    help="do not cut names to fit 80 columns")
     p.add_argument("--inventory", metavar="FILE", help=argparse.SUPPRESS)
@@ -101,7 +106,12 @@ def main(argv: list[str]) -> int:
         ads = [a for a in ads if any(slot_matches(a, n) for n in args.names)]
     if constraint is not None:
         ads = [ad for ad in ads if constraint.evaluate(my=ad) is True]
-    if args.long or args.af or args.json or args.format:
+    if args.broken:
+        ads = [ad for ad in ads if ad.evaluate("SlotBrokenReason") not in (None, "")
+               and isinstance(ad.evaluate("SlotBrokenReason"), str)]
+    if args.broken and not (args.long or args.af or args.json or args.format):
+        out = render_broken(ads)
+    elif args.long or args.af or args.json or args.format:
         # the ads chosen by the mode and names, in the form asked
         ads = select(ads, StatusView(avail=args.avail, claimed=args.claimed))
         out = render_long(ads) if args.long else render_autoformat(ads, args.af) \

@@ -26,6 +26,9 @@ from condorpy.policy.roster import SlotRoster
 from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
 from condorpy.slots.ads import SlotStatus
+
+# The arrow into Claimed/Cleaning from each activity a job runs in.
+_INTO_CLEANING = {Activity.BUSY: "C1", Activity.RETIRING: "C2", Activity.SUSPENDED: "C3"}
 from condorpy.slots.model import Refusal
 
 S, A = State, Activity
@@ -92,6 +95,11 @@ class ClaimHandling:
         job_ad = self._job_ad(job, claim_id)
         slot = self._pick_slot(slot_name, (S.MATCHED, S.UNCLAIMED, S.BACKFILL))
         self._cycle.refresh(now, slot)
+        broken = st.broken.get(slot.name)
+        if broken is not None:
+            st.emit(ClaimRefused(st.now, slot.name, claim=claim_id,
+                                 reason=f"slot is broken: {broken.cause.reason}"))
+            return st.take_output()
         allowance = st.ctx.allowance
         before = 0 if allowance is None else allowance.exceeded
         ok, why = self._acceptable(slot, job_ad)
@@ -326,6 +334,11 @@ class ClaimHandling:
                 or slot.activity is not A.IDLE:
             st.emit(ActivationRefused(st.now, slot.name, claim=claim_id, reason="claim is not idle"))
             return st.take_output()
+        broken = st.broken.get(slot.name)
+        if broken is not None:
+            st.emit(ActivationRefused(st.now, slot.name, claim=claim_id,
+                                      reason=f"slot is broken: {broken.cause.reason}"))
+            return st.take_output()
         if claim.jobs_run > 0 and ev.worklife_over(slot, claim):
             st.emit(ActivationRefused(st.now, slot.name, claim=claim_id,
                     reason="CLAIM_WORKLIFE expired"))
@@ -361,7 +374,8 @@ class ClaimHandling:
         self._cycle.refresh(now, slot)
         return st.take_output()
 
-    def job_exit(self, now: float, claim_id: str, exit_code: int | None) -> list[Output]:
+    def job_exit(self, now: float, claim_id: str, exit_code: int | None,
+                 cleaning: bool = False) -> list[Output]:
         st, moves = self._st, self._moves
         if claim_id in st.ended:
             return self.late(now, claim_id, "job_exit")
@@ -383,10 +397,36 @@ class ClaimHandling:
         st.emit(JobExited(st.now, slot.name, claim=claim_id, **code))
         if slot.state is S.PREEMPTING:
             moves.leave_preempting(slot)
+        elif cleaning and slot.activity in _INTO_CLEANING:
+            # the starter is still winding down: the slot waits in Claimed/Cleaning,
+            # and what follows (idle claim, or the eviction that retirement or a
+            # preempt asked for) happens once it is reaped
+            moves.go(slot, S.CLAIMED, A.CLEANING, _INTO_CLEANING[slot.activity],
+                     "job exited; starter cleaning up")
         elif slot.activity is A.RETIRING or (slot.retirement is not None):
             moves.preempt(slot, "18", "job exited during retirement")
         else:
             moves.go(slot, S.CLAIMED, A.IDLE, "12", "job exited")
+        self._cycle.settle_one(slot)
+        return st.take_output()
+
+    def starter_reaped(self, now: float, claim_id: str) -> list[Output]:
+        """The starter of ``claim_id`` is gone (sandbox removed, no process left):
+        a slot in Claimed/Cleaning goes back to Claimed/Idle, and a claim that was
+        retiring, released or preempted meanwhile is vacated from there."""
+        st, moves = self._st, self._moves
+        if claim_id in st.ended or claim_id not in st.claims:
+            return []
+        self._cycle.advance(now)
+        slot = st.claim_slot(claim_id)
+        if slot.state is not S.CLAIMED or slot.activity is not A.CLEANING:
+            return st.take_output()
+        moves.go(slot, S.CLAIMED, A.IDLE, "C4", "starter reaped")
+        why = slot.evict_why
+        if why is not None or slot.retirement is not None:
+            # the eviction the slot absorbed while cleaning: an idle claim vacates (10)
+            moves.evict(slot, why or EvictWhy.OWNER, "starter reaped; the claim was "
+                        "evicted while it cleaned up")
         self._cycle.settle_one(slot)
         return st.take_output()
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from condorpy.classad import Allowance, CallContext, ClassAd
+from condorpy.policy.broken_slots import BrokenSlots
 from condorpy.policy.claims import ClaimHandling
 from condorpy.policy.cycle import Cycle
 from condorpy.policy.engine_state import EngineState
@@ -48,6 +49,7 @@ from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
 from condorpy.policy.steps import StateSteps
 from condorpy.slots.ads import Measurements
+from condorpy.slots.broken import BrokenCause, BrokenCode, BrokenLedger
 from condorpy.slots.manager import LayoutChange, SlotManager
 
 S, A = State, Activity
@@ -85,6 +87,8 @@ class PolicyEngine:
                             self._steps, self._moves)
         self._claims = ClaimHandling(st, self._cycle, self._readings, self._eval,
                                      self._moves, self._roster, self._publisher)
+        self._broken = BrokenSlots(st, self._cycle, self._moves, self._roster,
+                                   self._publisher)
         self._roster.build()
 
     # ------------------------------------------------------------ shared state
@@ -151,10 +155,34 @@ class PolicyEngine:
         claim's job ad, which the slot's policy reads; the slot is evaluated at once."""
         return self._claims.job_update(now, claim_id, attrs)
 
-    def job_exit(self, now: float, claim_id: str, exit_code: int | None = None
-                 ) -> list[Output]:
-        """The starter of ``claim_id`` exited."""
-        return self._claims.job_exit(now, claim_id, exit_code)
+    def job_exit(self, now: float, claim_id: str, exit_code: int | None = None,
+                 cleaning: bool = False) -> list[Output]:
+        """The job of ``claim_id`` ended. With ``cleaning`` its starter is still
+        removing the sandbox and processes: the slot waits in Claimed/Cleaning until
+        :meth:`starter_reaped`; without, the starter is already gone."""
+        return self._claims.job_exit(now, claim_id, exit_code, cleaning)
+
+    def starter_reaped(self, now: float, claim_id: str) -> list[Output]:
+        """The starter of a job that ended with ``cleaning`` is gone."""
+        return self._claims.starter_reaped(now, claim_id)
+
+    # ------------------------------------------------------------ broken slots
+    def report_broken(self, now: float, slot: str, cause: BrokenCause,
+                      context: Mapping[str, Any] | None = None) -> list[Output]:
+        """``slot`` is broken (leftover processes, a cleanup or volume removal that
+        failed): it matches nothing, its idle claim is given up, and a dynamic slot's
+        resources stay lost to its parent once it goes. The first cause is kept."""
+        return self._broken.report(now, slot, cause, context)
+
+    def mend(self, now: float, slot: str, code: BrokenCode | None = None) -> list[Output]:
+        """The cause of ``slot``'s breakage has gone (only a cause of ``code``, when
+        given): its resources are offered again."""
+        return self._broken.mend(now, slot, code)
+
+    @property
+    def broken(self) -> BrokenLedger:
+        """The broken slots (read only: break and mend through the engine)."""
+        return self._st.broken
 
     def release(self, now: float, claim_id: str) -> list[Output]:
         """The schedd releases a claim (or withdraws a pending better claim)."""

@@ -17,6 +17,7 @@ from condorpy.policy.machine_wide import MachineWide
 from condorpy.policy.records import Action, Output, Slot, StateChange
 from condorpy.policy.settings import PolicySettings
 from condorpy.policy.states import TRANSITIONS
+from condorpy.slots.broken import BrokenLedger
 from condorpy.slots.manager import SlotManager
 
 
@@ -35,6 +36,7 @@ class EngineState:
         self.out: list[Output] = []
         self.claims: dict[str, str] = {}        # claim id -> slot name
         self.ended: dict[str, str] = {}         # ended claim id -> its last slot
+        self.broken = BrokenLedger()            # slots whose job's end could not be undone
 
     # ------------------------------------------------------------------- output
     def emit(self, action: Action) -> None:

@@ -206,6 +206,11 @@ class Moves:
         slot.evict_why = why if why is not EvictWhy.RANK else slot.evict_why
         if slot.state is not S.CLAIMED:
             return
+        if slot.activity is A.CLEANING:
+            # absorbed: the starter's reaping vacates the claim (evict_why is set)
+            if why is EvictWhy.RANK:
+                slot.evict_why = why
+            return
         job = slot.claim.job if slot.claim else None
         if job is None:
             self.preempt(slot, "10", reason, fast=fast)

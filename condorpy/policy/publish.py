@@ -117,7 +117,10 @@ class AdPublisher:
         down; the drain's start expression while draining."""
         st = self._st
         machine = st.machine
-        if slot.state is _MATCHED or slot.state is _PREEMPTING or machine.shutting_down:
+        broken = st.broken.get(slot.name)
+        if broken is not None:      # a broken slot matches nothing: HTCondor puts the reason
+            st.put(slot, "Requirements", broken.cause.reason)
+        elif slot.state is _MATCHED or slot.state is _PREEMPTING or machine.shutting_down:
             st.put(slot, "Requirements", False)
         elif machine.draining:
             st.put_expr(slot, "Requirements", machine.drain_start or "False")

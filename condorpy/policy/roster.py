@@ -90,11 +90,31 @@ class SlotRoster:
         st = self._st
         slot.deleted = True
         parent = st.slots.get(slot.parent or "")
-        st.layout.release(slot.layer)
+        if st.broken.is_broken(slot.name):
+            st.layout.drop_broken(slot.layer)   # lost to its parent until mended
+        else:
+            st.layout.release(slot.layer)
         if parent is not None:
             self.refresh_resources(parent)
+            self.publish_lost(parent)
         st.emit(DeleteSlot(st.now, slot.name))
         del st.slots[slot.name]
+
+    def publish_lost(self, pslot: Slot) -> None:
+        """A p-slot's BrokenSlot* and shrunk TotalSlot*: what its broken d-slots took."""
+        st = self._st
+        given = pslot.layer.resources
+        lost = st.broken.pslot_attrs(pslot.name, given)
+        for name in [a for a in pslot.ad.keys() if a.startswith("BrokenSlot")]:
+            if name not in lost:
+                del pslot.ad[name]
+        totals = {"TotalSlotCpus": given.cpus, "TotalSlotMemory": given.memory_mb,
+                  "TotalSlotDisk": given.disk_kb,
+                  **{f"TotalSlot{n}": v for n, v in given.custom.items()}}
+        for name, value in {**{k: v for k, v in totals.items()
+                               if isinstance(pslot.ad.evaluate(k), (int, float))},
+                            **lost}.items():
+            st.put(pslot, name, int(value) if float(value).is_integer() else value)
 
     def refresh_resources(self, slot: Slot) -> None:
         """Copy what the slot layer says ``slot`` has now (Cpus, Memory, Disk, custom

@@ -32,7 +32,8 @@ MAX_SIM_SECONDS = 10 * 365 * 86400
 # "Quiet stretches"): a long idle gap costs as much as a short one.
 QUIET_CYCLES = 10_000
 
-EVENTS = ("snapshot", "match", "request_claim", "activate", "job_exit", "release", "alive",
+EVENTS = ("snapshot", "match", "request_claim", "activate", "job_exit", "starter_reaped",
+          "release", "alive",
           "vacate", "drain", "cancel_drain", "off", "backfill_exit", "job_update")
 
 
@@ -78,7 +79,7 @@ def parse_timeline(lines: Iterable[str], source: str) -> list[TimelineEntry]:
             raise TimelineError(f"unknown event {ev!r} (expected one of {', '.join(EVENTS)})",
                                 file=source, line=n)
         need = {"request_claim": ("id", "job"), "activate": ("id",),
-                "job_exit": ("id",), "job_update": ("id", "attrs")}.get(ev, ())
+                "job_exit": ("id",), "starter_reaped": ("id",), "job_update": ("id", "attrs")}.get(ev, ())
         for key in need:
             if key not in args:
                 raise TimelineError(f"event {ev!r} needs {key!r}", file=source, line=n)
@@ -204,7 +205,9 @@ class Simulation:
             "match": lambda: eng.match(e.t, a.get("slot")),
             "request_claim": lambda: self._claim(e.t, a),
             "activate": lambda: self._activate(e.t, a),
-            "job_exit": lambda: eng.job_exit(e.t, str(a["id"]), a.get("exit_code")),
+            "job_exit": lambda: eng.job_exit(e.t, str(a["id"]), a.get("exit_code"),
+                                             bool(a.get("cleaning", False))),
+            "starter_reaped": lambda: eng.starter_reaped(e.t, str(a["id"])),
             "job_update": lambda: eng.job_update(
                 e.t, str(a["id"]), {k: json_attr(v) for k, v in a["attrs"].items()}),
             # Without "id": every claim (the schedd releasing or renewing all it holds).

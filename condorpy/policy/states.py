@@ -38,6 +38,9 @@ class Activity(Enum):
     RETIRING = "Retiring"
     VACATING = "Vacating"
     KILLING = "Killing"
+    # HTCondor 25.11: the job is over (the starter's final update came) but the starter
+    # is not yet reaped; the slot matches nothing and no policy moves it meanwhile.
+    CLEANING = "Cleaning"
 
 
 S, A = State, Activity
@@ -103,6 +106,14 @@ TRANSITIONS: dict[str, Transition] = {t.key: t for t in (
     _t("35", "O", (S.DRAINED, A.RETIRING), (S.OWNER, A.IDLE), "draining cancelled"),
     _t("36", "N", (S.OWNER, A.IDLE), (S.DRAINED, A.RETIRING), "draining started"),
     _t("37", "P", (S.UNCLAIMED, None), (S.DRAINED, A.RETIRING), "draining started"),
+    # Claimed/Cleaning (HTCondor 25.11), which the manual's diagrams predate: entered
+    # from a running activity when the job ends, left when the starter is reaped.
+    _t("C1", None, (S.CLAIMED, A.BUSY), (S.CLAIMED, A.CLEANING), "job ended; starter cleaning up"),
+    _t("C2", None, (S.CLAIMED, A.RETIRING), (S.CLAIMED, A.CLEANING),
+       "job ended in retirement; starter cleaning up"),
+    _t("C3", None, (S.CLAIMED, A.SUSPENDED), (S.CLAIMED, A.CLEANING),
+       "job ended while suspended; starter cleaning up"),
+    _t("C4", None, (S.CLAIMED, A.CLEANING), (S.CLAIMED, A.IDLE), "starter reaped"),
     # State changes the manual letters but does not number.
     _t("H", "H", (S.CLAIMED, None), (S.PREEMPTING, A.VACATING),
        "claim evicted without retirement"),

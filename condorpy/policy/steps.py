@@ -104,6 +104,8 @@ class StateSteps:
         claim = slot.claim
         assert claim is not None
         ac = slot.activity
+        if ac is A.CLEANING:
+            return      # no policy moves a slot whose starter is winding down
         moves = self._moves
         if self._st.now - claim.last_alive > claim.lease:
             moves.evict(slot, EvictWhy.LEASE, "claim lease expired", retire=False)

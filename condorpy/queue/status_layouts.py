@@ -24,7 +24,7 @@ _STATE_LETTER = {"Owner": "O", "Unclaimed": "U", "Matched": "M", "Claimed": "C",
                  "Preempting": "P", "Shutdown": "S", "Delete": "X", "Backfill": "F",
                  "Drained": "D"}
 _ACTIVITY_LETTER = {"Idle": "i", "Busy": "b", "Retiring": "r", "Vacating": "v",
-                    "Suspended": "s", "Benchmarking": "e", "Killing": "k"}
+                    "Suspended": "s", "Benchmarking": "e", "Killing": "k", "Cleaning": "c"}
 
 
 @dataclass(frozen=True)

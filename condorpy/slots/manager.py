@@ -214,6 +214,24 @@ class SlotManager:
         self._free[parent] = _restore_order(self._free[parent] + dslot.resources,
                                             self._slots[parent].resources)
 
+    def drop_broken(self, dslot: Slot) -> None:
+        """Delete a broken d-slot without giving its resources back: they stay lost
+        to its parent (see :mod:`condorpy.slots.broken`) until :meth:`give_back`."""
+        parent = dslot.parent_name
+        if not dslot.is_dynamic or parent is None \
+                or self._children.get(parent, {}).get(dslot.sub_id) != dslot:
+            raise SlotError(f"{dslot.name} is not a dynamic slot of this machine",
+                            slot=dslot.name)
+        del self._children[parent][dslot.sub_id]
+
+    def give_back(self, parent: str, resources: Resources) -> None:
+        """A mended broken d-slot's resources return to partitionable slot ``parent``."""
+        if parent not in self._free:
+            raise SlotError(f"{parent} is not a partitionable slot of this machine",
+                            slot=parent)
+        self._free[parent] = _restore_order(self._free[parent] + resources,
+                                            self._slots[parent].resources)
+
     # --- ads ------------------------------------------------------------------------
 
     def ads(self, now: float, statuses: Mapping[str, SlotStatus] | None = None,

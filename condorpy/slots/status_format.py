@@ -1,5 +1,5 @@
-"""condor_status-style renderings of slot ads: ``-l``, ``-af`` and ``-json`` (the tables
-are condorpy.queue.status_layouts')."""
+"""condor_status-style renderings of slot ads: ``-l``, ``-af``, ``-json`` and ``-broken``
+(the other tables are condorpy.queue.status_layouts')."""
 
 from __future__ import annotations
 
@@ -48,3 +48,23 @@ def render_json(ads: Sequence[ClassAd]) -> str:
     if not ads:
         return "[\n]\n"
     return "[\n" + "\n,\n".join(sorted_ad(ad).to_json() for ad in ads) + "\n]\n"
+
+
+def render_broken(ads: Sequence[ClassAd]) -> str:
+    """``-broken``: the broken slots (those with a ``SlotBrokenReason``), one line each:
+    name, ``SlotBrokenCode`` and the reason, as condor_status lays out its slot mode."""
+    rows = []
+    for ad in ads:
+        reason = ad.evaluate("SlotBrokenReason")
+        if not isinstance(reason, str) or not reason:
+            continue
+        code = ad.evaluate("SlotBrokenCode")
+        shown = f"{code:4d}" if isinstance(code, int) and not isinstance(code, bool) \
+            else " " * 4
+        rows.append((str(ad.evaluate("Name")), shown, reason))
+    if not rows:
+        return ""
+    width = max(len("Name"), *(len(r[0]) for r in rows))
+    lines = [f"{'Name':<{width}} Code Reason"]
+    lines += [f"{name:<{width}} {code} {reason}" for name, code, reason in rows]
+    return "\n".join(lines) + "\n"

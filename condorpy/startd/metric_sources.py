@@ -51,7 +51,8 @@ POLICY_EXPRESSIONS = ("START", "IS_OWNER", "SUSPEND", "CONTINUE", "PREEMPT", "KI
 CLAIM_STATES = ("Idle", "Running", "Suspended", "Vacating", "Killing")
 _CLAIM_STATE = {Activity.IDLE: "Idle", Activity.BUSY: "Running",
                 Activity.RETIRING: "Running", Activity.SUSPENDED: "Suspended",
-                Activity.VACATING: "Vacating", Activity.KILLING: "Killing"}
+                Activity.VACATING: "Vacating", Activity.KILLING: "Killing",
+                Activity.CLEANING: "Running"}
 
 QueueCounts = Callable[[], Mapping[JobStatus, int]]
 

@@ -16,7 +16,7 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from condorpy.classad import ClassAd
 from condorpy.clock import Clock
@@ -28,6 +28,7 @@ from condorpy.policy.records import (STARTD_HELD_JOB, Action, ClaimEnded, ClaimR
                                      StartJob, StateChange, Suspend)
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
+from condorpy.slots.broken import BrokenCause, BrokenCode
 from condorpy.startd import job_end, job_update
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
@@ -51,6 +52,9 @@ from condorpy.starter import reserved
 from condorpy.starter.knobs import JobUpdates
 
 log = logging.getLogger("condorpy.startd")
+# How often a starter that is cleaning up is looked for (a /proc read): it has no socket
+# left to say when it is gone.
+_REAP_POLL = 0.05
 
 
 @dataclass
@@ -105,6 +109,9 @@ class ResourceManager:
         self.monitor_usage: Callable[[str], dict[str, Any]] = lambda slot: {}
         self.handles: dict[Origin, StarterHandle] = {}
         self.by_claim: dict[str, Origin] = {}
+        # starters whose job has ended but whose process still runs (removing the
+        # sandbox, killing leftovers): their slots are in Claimed/Cleaning till reaped
+        self.cleaning: dict[str, Launched] = {}
 
     # ------------------------------------------------------------------ lookups
     def handle(self, origin: Origin) -> StarterHandle | None:
@@ -366,6 +373,12 @@ class ResourceManager:
 
     def tick(self, now: float) -> None:
         """Reach the starters not reached yet, see those gone, kill the overdue."""
+        for claim_id, launched in list(self.cleaning.items()):
+            if not self.launcher.alive(launched):
+                del self.cleaning[claim_id]
+                if self.engine.has_claim(claim_id):
+                    self.apply(self.engine.starter_reaped(self.clock.time(), claim_id))
+                self.queue.wake()       # the slot may take work again
         for h in list(self.handles.values()):
             if self.handles.get(h.origin) is not h:
                 continue
@@ -377,7 +390,7 @@ class ResourceManager:
                 self._do(h, h.on_deadline(now))
 
     def next_deadline(self, now: float) -> float | None:
-        due: float | None = None
+        due: float | None = now + _REAP_POLL if self.cleaning else None
         for h in self.handles.values():
             for t in (now + 0.002 if h.wants_socket else None, h.next_deadline()):
                 if t is not None and (due is None or t < due):
@@ -517,8 +530,13 @@ class ResourceManager:
 
         def exited() -> None:
             if self.engine.has_claim(h.claim_id):
+                launched = h.launched
+                cleaning = launched is not None and self.launcher.alive(launched)
+                if cleaning and launched is not None:
+                    self.cleaning[h.claim_id] = launched
                 self.apply(self.engine.job_exit(self.clock.time(), h.claim_id,
-                                                code_ if isinstance(code_, int) else None))
+                                                code_ if isinstance(code_, int) else None,
+                                                cleaning=cleaning))
         pool_claim = self.pool is not None and self.pool.owns(h.claim_id)
         if not pool_claim:
             exited()     # a pool job's engine hears once its shadow has (below)
@@ -537,6 +555,24 @@ class ResourceManager:
             elif vacate is not None:    # the shadow writes why into the job's ad
                 final = {**(final or {}), **vacate.attrs()}
             self.pool.job_ended(h.claim_id, final, h.evicted, exited)   # the shadow hears
+
+    # ------------------------------------------------------------ broken slots
+    def report_broken(self, slot: str, cause: BrokenCause,
+                      context: Mapping[str, Any] | None = None) -> None:
+        """The port through which the daemon's parts break a slot (leftover job
+        processes, a sandbox or job volume that could not be removed): see
+        :mod:`condorpy.slots.broken`. A slot already broken keeps its first cause."""
+        log.error("slot %s is broken: %s", slot, cause.reason,
+                  extra=fields(event="slot_broken", slot=slot, broken_code=int(cause.code)))
+        self.apply(self.engine.report_broken(self.clock.time(), slot, cause, context))
+
+    def mend(self, slot: str, code: BrokenCode | None = None) -> None:
+        """The cause of ``slot``'s breakage (of ``code``, when given) has gone."""
+        if self.engine.broken.get(slot) is None:
+            return
+        log.info("slot %s is mended", slot, extra=fields(event="slot_mended", slot=slot))
+        self.apply(self.engine.mend(self.clock.time(), slot, code))
+        self.queue.wake()       # its resources may take work again
 
     def close(self) -> None:
         """The daemon stops: its sockets to the starters close, the starters run on."""

@@ -148,6 +148,8 @@ class Advertiser:
         ad = daemon_ad.startd_ad(ads, self.address, self.table.birthdate)
         if ad is None:
             return
+        for name, value in self.engine.broken.daemon_attrs().items():
+            ad[name] = value        # BrokenReasons, BrokenContextAds (slots.broken)
         self.daemon_name = daemon_ad.name_of(ad)
 
         def make() -> AsyncExchange:

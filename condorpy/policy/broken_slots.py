@@ -1,0 +1,79 @@
+"""Breaking and mending slots in the engine (the ledger is
+:class:`condorpy.slots.broken.BrokenLedger`).
+
+A broken slot matches nothing (its Requirements is the reason), refuses claims and
+activations, and an idle claim on it is given up; a broken dynamic slot, once its
+claim is gone, is deleted without its resources going back to its partitionable slot.
+Mending undoes each of these.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from condorpy.policy.cycle import Cycle
+from condorpy.policy.engine_state import EngineState
+from condorpy.policy.moves import Moves
+from condorpy.policy.publish import AdPublisher
+from condorpy.policy.records import EvictWhy, Output
+from condorpy.policy.roster import SlotRoster
+from condorpy.policy.states import Activity, State
+from condorpy.slots.broken import BrokenCause, BrokenCode, BrokenItem
+
+
+class BrokenSlots:
+    """The engine's part that breaks and mends slots."""
+
+    def __init__(self, st: EngineState, cycle: Cycle, moves: Moves, roster: SlotRoster,
+                 publisher: AdPublisher) -> None:
+        self._st, self._cycle, self._moves = st, cycle, moves
+        self._roster, self._publisher = roster, publisher
+
+    def report(self, now: float, slot_name: str, cause: BrokenCause,
+               context: Mapping[str, Any] | None = None) -> list[Output]:
+        st = self._st
+        self._cycle.advance(now)
+        slot = st.slots.get(slot_name)
+        if slot is None or st.broken.is_broken(slot_name):
+            return st.take_output()
+        claim = slot.claim
+        ctx: dict[str, Any] = dict(context or {})
+        if claim is not None and "RemoteUser" not in ctx:
+            user = st.backend.evaluate(slot.ad, "RemoteUser", None)
+            if isinstance(user, str):
+                ctx["RemoteUser"] = user
+        st.broken.report_broken(BrokenItem(slot_name, slot.parent, cause, slot.layer.resources,
+                                           int(now), ctx))
+        for name, value in st.broken.slot_attrs(slot_name).items():
+            if name != "Requirements":
+                st.put(slot, name, value)
+        self._publisher.publish_requirements(slot)
+        if slot.state is State.CLAIMED and slot.activity is Activity.CLEANING:
+            slot.evict_why = EvictWhy.RELEASE     # the claim goes once the starter is reaped
+        elif slot.state is State.CLAIMED and slot.activity is Activity.IDLE:
+            self._moves.evict(slot, EvictWhy.RELEASE, f"slot broken: {cause.reason}")
+        self._cycle.settle_one(slot)
+        return st.take_output()
+
+    def mend(self, now: float, slot_name: str, code: BrokenCode | None = None
+             ) -> list[Output]:
+        st = self._st
+        self._cycle.advance(now)
+        item = st.broken.mend(slot_name, code)
+        if item is None:
+            return st.take_output()
+        slot = st.slots.get(slot_name)
+        if slot is not None:            # still there (static, or still claimed)
+            for name in ("SlotBrokenCode", "SlotBrokenReason"):
+                if name in slot.ad.keys():
+                    del slot.ad[name]
+            self._roster.refresh_resources(slot)
+            self._publisher.publish_requirements(slot)
+            self._cycle.settle_one(slot)
+        elif item.parent is not None and item.parent in st.slots:
+            parent = st.slots[item.parent]
+            st.layout.give_back(item.parent, item.resources)
+            self._roster.refresh_resources(parent)
+            self._roster.publish_lost(parent)
+            self._cycle.settle_one(parent)
+        return st.take_output()
