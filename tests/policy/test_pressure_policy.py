@@ -86,3 +86,24 @@ def test_health_exprs_knob_forms() -> None:
         parse_health("a <")
     with pytest.raises(ConfigError, match="STARTD_HEALTH_EXPRS"):
         engine_from_text(BASE + "STARTD_HEALTH_EXPRS = a <\n")
+
+
+DOC_EXAMPLE = """
+START = $(START) && (MachinePressureMemorySomeAvg10 ?: 0) <= 20
+SUSPEND = (MachinePressureCpuSomeAvg10 ?: 0) > 50
+# (while WANT_SUSPEND is true a busy job is suspended, never preempted: PREEMPT below
+# is evaluated while SUSPEND is false)
+WANT_SUSPEND = $(SUSPEND)
+CONTINUE = (MachinePressureCpuSomeAvg10 ?: 0) < 10
+PREEMPT = $(PREEMPT) || (JobPressureMemoryFullAvg60 ?: 0) > 30
+WANT_HOLD = (JobPressureMemoryFullAvg60 ?: 0) > 30
+WANT_HOLD_REASON = "job stalled on memory: raise request_memory"
+"""
+
+
+def test_the_documented_example_policy_acts() -> None:
+    """docs/pressure.md's example: a thrashing job is held with the documented reason."""
+    eng = _running(DOC_EXAMPLE)
+    eng.set(5.0, {"JobPressureMemoryFullAvg60": 45.0}, slot="slot1")
+    kills = [o for o in eng.cycle(5.0) if isinstance(o, SoftKill)]
+    assert kills and kills[0].hold_reason == "job stalled on memory: raise request_memory"
