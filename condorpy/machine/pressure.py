@@ -22,11 +22,12 @@ e.g. ``MachinePressureMemorySomeAvg10`` or ``JobPressureCpuFullTotal``, where Sc
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from condorpy.machine.roots import HostRoots, read_text
+from condorpy.machine.roots import HostRoots
 
 RESOURCES = ("cpu", "memory", "io")
 KINDS = ("some", "full")
@@ -104,17 +105,32 @@ def _read_all(read: Callable[[str], str | None]) -> Pressure:
     return Pressure(tuple(lines))
 
 
+def _read_small(path: str) -> str | None:
+    """A pseudo-file's text, or None where it cannot be read. Raw os calls: this runs
+    every second, three times, and pathlib's and io's layers cost more than the read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode("ascii", "replace")
+    except OSError:            # EOPNOTSUPP: PSI compiled in but disabled (psi=0)
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_machine_pressure(roots: HostRoots) -> Pressure:
     """The machine's pressure from ``<proc>/pressure``; empty without PSI."""
-    base = roots.proc / "pressure"
-    return _read_all(lambda r: read_text(base / r))
+    base = f"{roots.proc}/pressure/"
+    return _read_all(lambda r: _read_small(base + r))
 
 
 def read_cgroup_pressure(directory: Path | str) -> Pressure:
     """One cgroup's pressure (``cpu.pressure``, ...); empty where the files are missing
     (no PSI, the cgroup gone, a controller not enabled)."""
-    base = Path(directory)
-    return _read_all(lambda r: read_text(base / f"{r}.pressure"))
+    base = f"{directory}/"
+    return _read_all(lambda r: _read_small(f"{base}{r}.pressure"))
 
 
 def stalled_seconds(p: Pressure) -> Iterator[tuple[str, str, float]]:
