@@ -63,3 +63,11 @@ def test_cgroup_pressure_and_its_wire_form(tmp_path: Path) -> None:
                       ["cpu", "some", True, 2, 3, 4], "x"]) == \
         Pressure((("memory", "some", PressureLine(1.0, 2.0, 3.0, 4)),))
     assert from_wire(None) == Pressure()
+
+
+def test_a_file_that_fails_to_read_is_absent(tmp_path: Path) -> None:
+    """As /proc/pressure/* on a kernel booted psi=0 (the read fails): no reading."""
+    (tmp_path / "proc/pressure/memory").mkdir(parents=True)     # read() fails: EISDIR
+    write(tmp_path / "proc/pressure/io", MEMORY)
+    p = read_machine_pressure(roots(tmp_path))
+    assert [r for r, _k, _l in p.lines] == ["io", "io"]
