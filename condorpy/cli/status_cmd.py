@@ -2,7 +2,7 @@
 
     condorpy status [--offline] [-config FILE] [-compact] [-total] [-avail | -claimed]
         [-wide] [-broken] [-l | -af EXPR ... | -json | -format FMT EXPR ...]
-        [-constraint EXPR]
+        [-constraint EXPR] [-health[y][:verbose]]
         [NAME ...]
 
 Without ``--offline`` the ads are the running daemon's (one ``status`` request over
@@ -24,6 +24,7 @@ from condorpy.cli.parsing import tool_parser
 from condorpy.errors import CondorpyError
 from condorpy.queue.status_layouts import (StatusView, render_format, render_status,
                                            select, slot_matches)
+from condorpy.queue.status_health import render_health
 from condorpy.slots.status_format import (render_autoformat, render_broken, render_json,
                                           render_long)
 
@@ -79,7 +80,21 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _health_option(argv: list[str]) -> tuple[list[str], int]:
+    """condor_status's ``-healthy[:verbose]`` (any prefix from ``-heal``), taken out of
+    ``argv``: 0 absent, 1 unhealthy machines only, 2 every machine."""
+    rest, mode = [], 0
+    for arg in argv:
+        word, _, option = arg.lstrip("-").partition(":")
+        if arg.startswith("-") and len(word) >= 4 and "healthy".startswith(word):
+            mode = 2 if option and "verbose".startswith(option) else 1
+        else:
+            rest.append(arg)
+    return rest, mode
+
+
 def main(argv: list[str]) -> int:
+    argv, health = _health_option(argv)
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:
@@ -109,6 +124,9 @@ def main(argv: list[str]) -> int:
     if args.broken:
         ads = [ad for ad in ads if ad.evaluate("SlotBrokenReason") not in (None, "")
                and isinstance(ad.evaluate("SlotBrokenReason"), str)]
+    if health and not (args.long or args.af or args.json or args.format):
+        sys.stdout.write(render_health(ads, verbose=health == 2))
+        return 0
     if args.broken and not (args.long or args.af or args.json or args.format):
         out = render_broken(ads)
     elif args.long or args.af or args.json or args.format:

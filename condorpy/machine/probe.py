@@ -22,6 +22,7 @@ from condorpy.machine.load import boot_time, read_loadavg
 from condorpy.machine.memory import detected_memory_mb, virtual_memory_kb
 from condorpy.machine.network import probe_network
 from condorpy.machine.opsys import probe_os
+from condorpy.machine.pressure import Pressure, read_machine_pressure
 from condorpy.machine.resources import custom_resources
 from condorpy.machine.roots import HostRoots
 from condorpy.slots.inventory import MachineInventory
@@ -81,6 +82,8 @@ class Activity:
     total_load_avg: float
     keyboard_idle: int
     console_idle: int | None   # None: no console device configured (ConsoleIdle unpublished)
+    # the machine's PSI, read at this same rate (empty on a kernel without PSI)
+    pressure: Pressure = Pressure()
 
 
 def measure_activity(cfg: KnobReader, roots: HostRoots = HostRoots()) -> Activity:
@@ -90,7 +93,8 @@ def measure_activity(cfg: KnobReader, roots: HostRoots = HostRoots()) -> Activit
     consoles = cfg.get_list("CONSOLE_DEVICES", [])
     idle = measure_idle(roots, console_devices=consoles,
                         bad_utmp=cfg.knob_bool("STARTD_HAS_BAD_UTMP"))
-    return Activity(read_loadavg(roots).one, idle.keyboard_idle, idle.console_idle)
+    return Activity(read_loadavg(roots).one, idle.keyboard_idle, idle.console_idle,
+                    read_machine_pressure(roots))
 
 
 def activity_devices(cfg: KnobReader, roots: HostRoots = HostRoots()) -> OwnerDevices:

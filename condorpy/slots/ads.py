@@ -62,6 +62,9 @@ class AdSettings:
     slot_attrs: tuple[str, ...] = ()                       # STARTD_SLOT_ATTRS
     per_slot: Mapping[int, SlotConfigAttrs] = field(default_factory=dict)  # by SlotID
     started_at: float = 0.0                                # the startd's start time
+    # STARTD_HEALTH_EXPRS made into (attribute, expression): Healthy, HealthExprs,
+    # HealthFactor (condorpy.slots.health); Healthy then joins Requirements
+    health: tuple[tuple[str, str], ...] = ()
 
     def config_for(self, slot_id: int) -> SlotConfigAttrs:
         return self.per_slot.get(slot_id, SlotConfigAttrs())
@@ -137,6 +140,8 @@ def machine_ad(inventory: MachineInventory, settings: AdSettings, *, now: float,
     ad["TotalCondorLoadAvg"] = round(total_condor_load_avg, 6)
     ad["ClockMin"], ad["ClockDay"] = clock_attrs(now, utc_offset)
     ad["MyCurrentTime"] = int(now)
+    for attr, text in settings.health:
+        ad.set_expr(attr, text)
     return ad
 
 
@@ -197,13 +202,15 @@ def build_slot_ad(slot: Slot, available: Resources, inventory: MachineInventory,
     # = false) matches, as HTCondor adds to WithinResourceLimits
     offline = " && (TARGET.WantJobNetworking =?= false)" \
         if ad.get("HasJobNetworking", True) is False else ""
+    # as HTCondor's startd: an unhealthy machine matches no new work
+    healthy = "Healthy && " if settings.health else ""
     if slot.is_partitionable:
         limits = _WITHIN_LIMITS.format(custom="".join(f" && {c}" for c in custom_limits)
                                        + offline)
         ad.set_expr("WithinResourceLimits", limits)
-        ad.set_expr("Requirements", "START && (WithinResourceLimits)")
+        ad.set_expr("Requirements", healthy + "START && (WithinResourceLimits)")
     else:
-        ad.set_expr("Requirements", "START" + offline)
+        ad.set_expr("Requirements", healthy + "START" + offline)
     for attr, text in config.custom:
         ad.set_expr(attr, text)
     for key, value in (extra or {}).items():

@@ -12,6 +12,7 @@ from condorpy.config import KnobReader
 from condorpy.slots.ads import AdSettings, SlotConfigAttrs
 from condorpy.slots.carving import (DEFAULT_CONSUMPTION, DEFAULT_JOB_REQUESTS, DEFAULT_MODIFY,
                                     STANDARD_REQUESTS, CarvePolicy)
+from condorpy.slots.health import HealthExprsError, parse_health
 from condorpy.slots.inventory import MachineInventory
 from condorpy.slots.layout import SlotTypeConfig
 from condorpy.slots.load import IdlePolicy
@@ -109,7 +110,18 @@ def ad_settings(cfg: KnobReader, inventory: MachineInventory,
                         cfg.knob_int("DISCONNECTED_KEYBOARD_IDLE_BOOST")),
         slot_attrs=tuple(_names(cfg, "STARTD_SLOT_ATTRS") + _names(cfg, "STARTD_SLOT_EXPRS")),
         per_slot=per_slot,
-        started_at=started_at)
+        started_at=started_at,
+        health=_health(cfg))
+
+
+def _health(cfg: KnobReader) -> tuple[tuple[str, str], ...]:
+    text = (cfg.get("STARTD_HEALTH_EXPRS") or "").strip()
+    if not text:
+        return ()
+    try:
+        return parse_health(text).attrs()
+    except HealthExprsError as exc:
+        raise cfg.invalid("STARTD_HEALTH_EXPRS", "a list of ClassAd expressions") from exc
 
 
 def _names(cfg: KnobReader, name: str) -> list[str]:

@@ -175,6 +175,7 @@ class Startd:
             env=self.env), self.hooks.stats)
         self.rm.on_benchmarks = self.cron.bench.request
         self.rm.monitor_usage = self.cron.job_usage
+        self.rm.pressure.export = self.metrics.job_pressure
         self.rm.on_exit = self._exit
         self.commands = Commands(CommandPorts(
             engine=self.engine, store=self.store, schedd=self.schedd, handles=self.rm,

@@ -50,6 +50,44 @@ def _gauge_by(name: str, doc: str, label: str,
     return fam
 
 
+_WINDOWS = (("10s", "avg10"), ("60s", "avg60"), ("300s", "avg300"))
+
+
+def _pressure(snap: Snapshot) -> Iterator[Metric]:
+    """PSI: the machine's stall counters and averages, and the highest averages among
+    the running jobs (a job is never a label). Nothing without PSI."""
+    mp = snap.machine_pressure
+    if mp.lines:
+        stalled = CounterMetricFamily(
+            "condorpy_machine_pressure_stalled_seconds_total", "Seconds in which some "
+            "(or, kind=full, all) non-idle tasks stalled on the resource "
+            "(/proc/pressure, MachinePressure*Total).", labels=["resource", "kind"])
+        ratio = GaugeMetricFamily(
+            "condorpy_machine_pressure_ratio", "Share of time stalled on the resource "
+            "over the window (MachinePressure*Avg*, divided by 100).",
+            labels=["resource", "kind", "window"])
+        for resource, kind, line in mp.lines:
+            stalled.add_metric([resource, kind], line.total / 1e6)
+            for window, field in _WINDOWS:
+                ratio.add_metric([resource, kind, window], getattr(line, field) / 100.0)
+        yield stalled
+        yield ratio
+    if snap.job_pressure:
+        worst: dict[tuple[str, str, str], float] = {}
+        for p in snap.job_pressure:
+            for resource, kind, line in p.lines:
+                for window, field in _WINDOWS:
+                    key = (resource, kind, window)
+                    worst[key] = max(worst.get(key, 0.0), getattr(line, field) / 100.0)
+        fam = GaugeMetricFamily(
+            "condorpy_job_pressure_max_ratio", "The highest share of time stalled on the "
+            "resource over the window among running jobs (JobPressure*Avg*, divided by "
+            "100).", labels=["resource", "kind", "window"])
+        for key, value in sorted(worst.items()):
+            fam.add_metric(list(key), value)
+        yield fam
+
+
 def families(snap: Snapshot) -> Iterator[Metric]:
     """The metric families of one snapshot."""
     st = snap.stats
@@ -120,6 +158,7 @@ def families(snap: Snapshot) -> Iterator[Metric]:
                  snap.load_average)
     yield _gauge("condorpy_jobs_load_average", "The part of the load that the jobs make "
                  "(TotalCondorLoadAvg).", snap.jobs_load_average)
+    yield from _pressure(snap)
 
     draining = GaugeMetricFamily("condorpy_draining", "1 while the machine drains, by "
                                  "how.", labels=["how"])

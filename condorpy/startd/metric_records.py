@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from condorpy.machine.pressure import Pressure
 from condorpy.startd.metric_sources import PoolFigures
 
 
@@ -72,3 +73,5 @@ class Snapshot:
     cgroup: tuple[tuple[str, bool], ...] = ()        # (controller, enforced)
     policy_errors: tuple[tuple[str, int], ...] = ()  # (expression, ERROR results)
     pool: PoolFigures | None = None                  # None: not in a pool
+    machine_pressure: Pressure = Pressure()          # empty: no PSI
+    job_pressure: tuple[Pressure, ...] = ()          # one per running job that has it

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from condorpy.clock import Clock
 from condorpy.config import Config
 from condorpy.errors import StartdError
+from condorpy.machine.pressure import Pressure
 from condorpy.policy.records import (EvictWhy, HardKill, KillStarter, Output, Slot,
                                      SoftKill, StateChange)
 from condorpy.policy.states import TRANSITIONS, Activity, State
@@ -276,6 +277,7 @@ class _Owner:
     keyboard_idle: float | None = None
     console_idle: float | None = None
     load: float = 0.0
+    pressure: Pressure = Pressure()
 
 
 @dataclass(frozen=True)
@@ -333,7 +335,8 @@ def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starter
                   owner: _Owner | None = None, figures: SlotFigures | None = None,
                   queue: tuple[tuple[str, int], ...] = (),
                   cgroup: tuple[tuple[str, bool], ...] = (),
-                  pool: PoolFigures | None = None) -> Snapshot:
+                  pool: PoolFigures | None = None,
+                  job_pressure: tuple[Pressure, ...] = ()) -> Snapshot:
     """A snapshot from the slot figures (aggregated now unless given) and the rest."""
     fig = figures if figures is not None else slot_figures(engine)
     condor_load = 0.0
@@ -352,7 +355,8 @@ def take_snapshot(engine: PolicyEngine, stats: StatsView, *, now: float, starter
         shutting_down=mw.shutting_down, badput=mw.badput, unclaimed=mw.unclaimed,
         preempting_since=fig.preempting_since, starters=starters, stats=stats,
         queue=queue or queue_depth(None), cgroup=cgroup or cgroup_enforcement(None),
-        policy_errors=_policy_errors(engine.evaluation_errors()), pool=pool)
+        policy_errors=_policy_errors(engine.evaluation_errors()), pool=pool,
+        machine_pressure=own.pressure, job_pressure=job_pressure)
 
 
 def _policy_errors(got: dict[str, int]) -> tuple[tuple[str, int], ...]:
@@ -386,6 +390,7 @@ class Metrics:
     _cgroup: tuple[tuple[str, bool], ...] = ()
     _claims: tuple[tuple[str, int], ...] = ()
     _bind_retry: float | None = None            # when to try an address in use again
+    _job_pressure: dict[str, Pressure] = field(default_factory=dict)   # by slot
 
     @classmethod
     def from_config(cls, cfg: Config, engine: PolicyEngine, clock: Clock) -> Metrics:
@@ -490,9 +495,18 @@ class Metrics:
             self.stats.observe(o, self.engine)
 
     def owner_activity(self, keyboard_idle: float | None, console_idle: float | None,
-                       load: float) -> None:
+                       load: float, pressure: Pressure = Pressure()) -> None:
         self.owner.keyboard_idle, self.owner.console_idle = keyboard_idle, console_idle
         self.owner.load = load
+        self.owner.pressure = pressure
+
+    def job_pressure(self, slot: str, pressure: Pressure | None) -> None:
+        """A running job's PSI (None: its job is gone); only the highest figures
+        among jobs are exported, a slot being no metric label."""
+        if pressure is None:
+            self._job_pressure.pop(slot, None)
+        else:
+            self._job_pressure[slot] = pressure
 
     def after_step(self, starters: int) -> None:
         """End of a loop step: publish when something changed, and every second."""
@@ -523,9 +537,11 @@ class Metrics:
             self._queue_due = mono + _QUEUE_MAX_AGE_S
         self.snapshot = take_snapshot(
             self.engine, self.stats.view(), now=self.clock.time(), starters=starters,
-            owner=_Owner(self.owner.keyboard_idle, self.owner.console_idle, self.owner.load),
+            owner=_Owner(self.owner.keyboard_idle, self.owner.console_idle, self.owner.load,
+                         self.owner.pressure),
             figures=self._figures, queue=self._queue, cgroup=self._cgroup,
-            pool=pool_figures(self.pool, self._claims) if self.pool is not None else None)
+            pool=pool_figures(self.pool, self._claims) if self.pool is not None else None,
+            job_pressure=tuple(self._job_pressure.values()))
 
     def close(self) -> None:
         if self._server is not None:

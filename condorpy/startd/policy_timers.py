@@ -10,6 +10,7 @@ from typing import Any, Callable, Protocol
 from condorpy.clock import Clock
 from condorpy.errors import CondorpyError
 from condorpy.machine.input_watch import Seen
+from condorpy.machine.pressure import MACHINE_PREFIX
 from condorpy.machine.probe import Activity
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
@@ -102,9 +103,13 @@ class PolicyTimers:
         keyboard = _since(act.keyboard_idle, self.keyboard_input, now)
         console = act.console_idle if act.console_idle is not None else act.keyboard_idle
         console = _since(console, self.console_input, now)
-        self.engine.set(now, {"KeyboardIdle": keyboard, "ConsoleIdle": console,
-                              "LoadAvg": act.total_load_avg})
-        self.metrics.owner_activity(keyboard, console, act.total_load_avg)
+        readings: dict[str, Any] = {"KeyboardIdle": keyboard, "ConsoleIdle": console,
+                                    "LoadAvg": act.total_load_avg}
+        # PSI at the load's rate: a value that did not move keeps its literal, so the
+        # incremental cycle wakes only the slots whose policy reads one that moved
+        readings.update(act.pressure.attributes(MACHINE_PREFIX))
+        self.engine.set(now, readings)
+        self.metrics.owner_activity(keyboard, console, act.total_load_avg, act.pressure)
         # The owner came back: evaluate at once, not at the next POLLING_INTERVAL.
         if self.last_keyboard is not None and keyboard < self.last_keyboard:
             self.next_cycle = now_mono

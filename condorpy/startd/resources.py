@@ -36,6 +36,7 @@ from condorpy.startd.forkserver_wire import LaunchRequest, Launched
 from condorpy.startd.hooks import FETCHED
 from condorpy.startd.job_log import JobLog
 from condorpy.startd.loop import guard
+from condorpy.startd.job_pressure import JobPressure
 from condorpy.starter.transferlist import SPOOL_ATTR
 from condorpy.starter.users import SUBMITTER_ATTR
 from condorpy.startd.journal import fields
@@ -107,6 +108,7 @@ class ResourceManager:
         self.on_exit: Callable[[str], None] = lambda reason: None
         # a slot's resource monitors' figures for its running job (GPUsUsage ...)
         self.monitor_usage: Callable[[str], dict[str, Any]] = lambda slot: {}
+        self.pressure = JobPressure(lambda: self.engine, self.clock.time)
         self.handles: dict[Origin, StarterHandle] = {}
         self.by_claim: dict[str, Origin] = {}
         # starters whose job has ended but whose process still runs (removing the
@@ -437,6 +439,7 @@ class ResourceManager:
     def _usage(self, h: StarterHandle, e: UsageReport) -> None:
         if e.load is not None:
             self.engine.set(self.clock.time(), {"CondorLoadAvg": e.load}, slot=h.slot)
+        self.pressure.report(h.slot, e.pressure)
         self.hooks.usage(h, e.usage)
         if not e.update:
             return
@@ -473,6 +476,7 @@ class ResourceManager:
         if h.phase is not Phase.DONE:
             h.finish(final)
         del self.handles[h.origin]
+        self.pressure.ended(h.slot)
         self.channel.close(h.origin)
         job_id = h.job_id
         rec = self.store.job(job_id) if job_id is not None else None

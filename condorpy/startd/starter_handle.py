@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any, Union
 
 from condorpy.errors import StartdError
+from condorpy.machine.pressure import Pressure, from_wire
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus
 from condorpy.startd.forkserver_wire import Launched
@@ -148,6 +149,7 @@ class UsageReport:
     load: float | None
     update: bool = False
     cpus_usage: float | None = None
+    pressure: Pressure | None = None      # the job's PSI; None: not measured
 
 
 @dataclass(frozen=True)
@@ -301,7 +303,8 @@ class StarterHandle:
             cpus = None
             if self.launched_at is not None and mono > self.launched_at:
                 cpus = round(cpu / (mono - self.launched_at), 3)
-            return [UsageReport(usage, load, update, cpus)]
+            pressure = from_wire(msg["pressure"]) if "pressure" in msg else None
+            return [UsageReport(usage, load, update, cpus, pressure)]
         if event == "done":
             ad = msg.get("ad")
             return self._finish(ad if isinstance(ad, dict) else {})

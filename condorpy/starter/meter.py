@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from condorpy.machine.pressure import read_cgroup_pressure, to_wire
 from condorpy.starter.cgroup import CgroupSample
 from condorpy.starter.holds import JobHold
 from condorpy.starter.proctrack import JobProcesses
@@ -63,6 +64,11 @@ class UsageMeter:
                                   "usage": self.attributes()}
         if sample is not None:      # the startd updates the job ad on a rise
             report["memory_events"] = sample.memory_events
+        cgroup = self.processes.cgroup if self.processes is not None else None
+        if cgroup is not None:      # the job's PSI, for its slot ad (JobPressure*)
+            pressure = read_cgroup_pressure(cgroup.slice)
+            if pressure.lines:
+                report["pressure"] = to_wire(pressure)
         return report
 
     def log_image_size(self, userlog: UserLog | None) -> None:
