@@ -450,6 +450,9 @@ class Starter:
                 self._say(f"job {job.job_id} killed by the kernel's OOM killer while "
                           f"using {math.ceil(used / MIB)} MB, below its limit: the "
                           "worker node is out of memory; the job is requeued")
+                # imported here: the policy records it needs cost a starter ~45 ms
+                from condorpy.policy.vacate_reasons import SYSTEM_OOM
+                attrs.update(SYSTEM_OOM.attrs())
                 vacating = True
         if self.xfer is not None and hold is None and self.xfer.plan.output_goes(
                 exited=not vacating, success=not signalled and code == 0):

@@ -84,6 +84,9 @@ def test_oom_for_want_of_memory_above_the_job_requeues(work: Path) -> None:  # n
     assert out.hold is None and out.vacated, out.attributes
     assert out.attributes["ExitSignal"] == 9
     assert any("out of memory" in n for n in out.notices), out.notices
+    # the reason the startd files in the job's history (HTCondor's text, code 0)
+    assert out.attributes["VacateReason"] == "Worker node is out of memory"
+    assert out.attributes["VacateReasonCode"] == 0
     # HTCondor's default, STARTER_ALWAYS_HOLD_ON_OOM = true, holds it all the same
     strict = settings(work, memory_policy=MemoryPolicy.HARD, disable_swap=True)
     held = run(job, slot, strict)
