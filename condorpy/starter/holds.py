@@ -44,6 +44,12 @@ class OomVerdict(Enum):
 
 # HTCondor's margin: the starter's last sample may lag the usage that hit the limit.
 OWN_OOM_FRACTION = 0.9
+# What a job requeued because the node ran out of memory carries as its vacate reason
+# (HTCondor's text; code 0, Unspecified). The startd's table is
+# condorpy.policy.vacate_reasons.SYSTEM_OOM, a layer below this one: a test keeps the
+# two the same.
+SYSTEM_OOM_VACATE = {"VacateReason": "Worker node is out of memory",
+                     "VacateReasonCode": 0, "VacateReasonSubCode": 0}
 
 
 def oom_verdict(*, always_hold: bool, limit_ooms: int, used_bytes: int,

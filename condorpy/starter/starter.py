@@ -23,8 +23,8 @@ from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
 from condorpy.starter.devices import hide_unassigned_gpus
 from condorpy.starter.control import JobControl, JobState
-from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, HoldCode, JobHold, \
-    OomVerdict, oom_verdict
+from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, SYSTEM_OOM_VACATE, HoldCode, \
+    JobHold, OomVerdict, oom_verdict
 from condorpy.starter.jobspec import JobIdentity, JobSpec, SlotSpec
 from condorpy.starter.launcher import Launched, Vessel, prepare_launch
 from condorpy.starter.localxfer import LocalTransfer
@@ -450,9 +450,7 @@ class Starter:
                 self._say(f"job {job.job_id} killed by the kernel's OOM killer while "
                           f"using {math.ceil(used / MIB)} MB, below its limit: the "
                           "worker node is out of memory; the job is requeued")
-                # imported here: the policy records it needs cost a starter ~45 ms
-                from condorpy.policy.vacate_reasons import SYSTEM_OOM
-                attrs.update(SYSTEM_OOM.attrs())
+                attrs.update(SYSTEM_OOM_VACATE)
                 vacating = True
         if self.xfer is not None and hold is None and self.xfer.plan.output_goes(
                 exited=not vacating, success=not signalled and code == 0):

@@ -7,6 +7,7 @@ from condorpy.policy import vacate_reasons as vr
 from condorpy.queue.jobstore import JobId, JobStatus
 from condorpy.startd.job_end import vacate_attrs, vacate_of
 from condorpy.startd.starter_handle import LocalJob, StarterHandle
+from condorpy.starter.holds import SYSTEM_OOM_VACATE
 
 
 def _handle() -> StarterHandle:
@@ -47,6 +48,6 @@ def test_attrs_count_on_from_the_ad() -> None:
 def test_the_starters_own_reason_wins() -> None:
     # a starter that requeues for a node out of memory says so in its final ad
     h = _handle()
-    attrs: dict[str, object] = {"VacateReason": "Worker node is out of memory",
-                                "VacateReasonCode": 0, "VacateReasonSubCode": 0}
+    attrs: dict[str, object] = dict(SYSTEM_OOM_VACATE)
     assert vacate_of(h, JobStatus.IDLE, True, attrs) == vr.SYSTEM_OOM
+    assert vr.SYSTEM_OOM.attrs() == SYSTEM_OOM_VACATE
