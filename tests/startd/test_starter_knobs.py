@@ -35,7 +35,8 @@ def test_the_list_is_what_the_starter_reads() -> None:
                               source="<test>", subsystem="STARTER")
     rec = _Recording(cfg)
     settings_from_knobs(rec, execute="/x")   # type: ignore[arg-type]
-    for name in ("CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR"):
+    for name in ("CGROUP_HARD_MEMORY_LIMIT_EXPR", "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
+                 "CGROUP_LOW_MEMORY_LIMIT"):
         custom_memory_limit(rec, name, ClassAd(), ClassAd())   # type: ignore[arg-type]
     assert rec.asked - {"SLOT2_USER"} <= set(KNOBS)
     assert set(KNOBS) <= rec.asked
