@@ -84,7 +84,10 @@ class Reconciler:
             h = self.adopter.take_back(srec, None, fresh=True)
             self.waiting.append((h, launched_of(srec)))
             taken += 1
-        if self.waiting:
+        # the pause doubles per re-check that finds the fault still there, not per lost
+        # turn: a daemon that keeps losing turns (a match each loop) would otherwise put
+        # the re-check 60 s off after a fault of a few seconds
+        if taken:
             self.due = now + self.pause
             self.pause = min(LONGEST_PAUSE_S, self.pause * 2)
         log.error("job store %s: the writes of the daemon's last turn were not committed "
