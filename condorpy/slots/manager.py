@@ -205,24 +205,24 @@ class SlotManager:
 
     def release(self, dslot: Slot) -> None:
         """Delete a d-slot and give its resources back to its parent."""
-        parent = dslot.parent_name
-        if not dslot.is_dynamic or parent is None \
-                or self._children.get(parent, {}).get(dslot.sub_id) != dslot:
-            raise SlotError(f"{dslot.name} is not a dynamic slot of this machine",
-                            slot=dslot.name)
-        del self._children[parent][dslot.sub_id]
+        parent = self._detach(dslot)
         self._free[parent] = _restore_order(self._free[parent] + dslot.resources,
                                             self._slots[parent].resources)
 
     def drop_broken(self, dslot: Slot) -> None:
         """Delete a broken d-slot without giving its resources back: they stay lost
         to its parent (see :mod:`condorpy.slots.broken`) until :meth:`give_back`."""
+        self._detach(dslot)
+
+    def _detach(self, dslot: Slot) -> str:
+        """Take a d-slot of this machine out of its parent's children; its parent."""
         parent = dslot.parent_name
         if not dslot.is_dynamic or parent is None \
                 or self._children.get(parent, {}).get(dslot.sub_id) != dslot:
             raise SlotError(f"{dslot.name} is not a dynamic slot of this machine",
                             slot=dslot.name)
         del self._children[parent][dslot.sub_id]
+        return parent
 
     def give_back(self, parent: str, resources: Resources) -> None:
         """A mended broken d-slot's resources return to partitionable slot ``parent``."""
