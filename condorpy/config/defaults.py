@@ -213,6 +213,11 @@ PARAM_DEFAULTS: dict[str, str] = {
     "ASSIGN_CPU_AFFINITY": "false",
     "CREATE_CORE_FILES": "true",
     "ENABLE_CHIRP": "true",
+    # --- CCB (issue 29): reaching this EP through a broker (docs/pool.md) --------
+    # empty: no broker (HTCondor's manual suggests CCB_ADDRESS = $(COLLECTOR_HOST))
+    "CCB_ADDRESS": "",
+    "CCB_HEARTBEAT_INTERVAL": "300",
+    "PRIVATE_NETWORK_NAME": "$(FULL_HOSTNAME)",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
@@ -262,4 +267,7 @@ CODE_DEFAULTS: dict[str, str] = {
     "ALLOW_PSLOT_PREEMPTION": "false",
     "ADVERTISE_PSLOT_ROLLUP_INFORMATION": "true",
     "UPDATE_OFFSET": "0",
+    # --- CCB (issue 29): ccb_listener.cpp's defaults in code --------------------
+    "CCB_RECONNECT_TIME": "60",
+    "CCB_TIMEOUT": "300",
 }

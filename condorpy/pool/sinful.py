@@ -136,3 +136,26 @@ def parse_address(text: str, default_port: int = COLLECTOR_PORT,
     else:
         port = default_port
     return Address(host, port, params)
+
+
+# --- CCB (issue 29): this daemon's own address once brokers have registered it -------
+def _htcondor_escape(text: str) -> str:
+    # condor_sinful.cpp urlEncode: %xx (lower-case hex) for all but these characters
+    return "".join(c if c.isascii() and (c.isalnum() or c in ".-_:#[]+")
+                   else "".join(f"%{b:02x}" for b in c.encode()) for c in text)
+
+
+def with_ccb(sinful: str, contacts: list[str], private_network: str | None) -> str:
+    """``sinful`` carrying the CCB ``contacts`` (``<broker>#<ccbid>``, space-joined, in
+    ``CCBID``) and, with them, ``PrivNet``; none: the address without either. Written as
+    HTCondor writes its own (the parameters sorted by name, HTCondor's escaping), so
+    that a peer outside the private network connects through a broker."""
+    addr = parse_address(sinful, source="this daemon's address")
+    params = {k: v for k, v in addr.params if k not in ("CCBID", "PrivNet")}
+    if contacts:
+        params["CCBID"] = " ".join(contacts)
+        if private_network:
+            params["PrivNet"] = private_network
+    tail = "&".join(_htcondor_escape(k) + (f"={_htcondor_escape(v)}" if v else "")
+                    for k, v in sorted(params.items()))
+    return f"<{addr.hostport()}{'?' + tail if tail else ''}>"

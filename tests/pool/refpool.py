@@ -59,9 +59,9 @@ class PoolUnavailable(Exception):
 CONFIG = """\
 # written by tests/pool/refpool.py at every start
 use ROLE : Personal
-CONDOR_HOST = 127.0.0.1
-COLLECTOR_HOST = 127.0.0.1:{port}
-NETWORK_INTERFACE = 127.0.0.1
+CONDOR_HOST = {host}
+COLLECTOR_HOST = {host}:{port}
+NETWORK_INTERFACE = {host}
 BIND_ALL_INTERFACES = False
 # IPv4 only: with IPv6 on, the daemons also listen on the host's IPv6 address and a
 # tool may pick it, which the host-based ALLOW lists (127.0.0.1) then refuse
@@ -161,6 +161,8 @@ class RefPool:
         self._layers = self.base.with_name(f"{self.base.name}.{self.instance or 'base'}")
         self.root = self._layers / "root" if self.instance else self.base
         self.port = 0
+        # the address every daemon of the pool binds (a test's veth for CCB: issue 29)
+        self.host = "127.0.0.1"
         self.extra = ""
         self.security = "host_based"
         self.shared_port = False
@@ -266,8 +268,8 @@ class RefPool:
     @property
     def collector(self) -> str:
         if self.shared_port:      # as an administrator names it: the collector's sock id
-            return f"127.0.0.1:{self.port}?sock=collector"
-        return f"127.0.0.1:{self.port}"
+            return f"{self.host}:{self.port}?sock=collector"
+        return f"{self.host}:{self.port}"
 
     def condor(self, *argv: str, user: str | None = None, cwd: str | None = None,
                check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -284,7 +286,7 @@ class RefPool:
         return res
 
     def start(self, extra: str = "", security: str = "host_based",
-              shared_port: bool = False) -> None:
+              shared_port: bool = False, host: str = "127.0.0.1") -> None:
         self.build()
         if os.geteuid() != 0:
             raise PoolUnavailable("running the reference pool needs root (chroot)")
@@ -293,6 +295,7 @@ class RefPool:
         self.extra = extra
         self.security = security
         self.shared_port = shared_port
+        self.host = host
         cfg = self.root / "etc/condor/config.d/99-condorpy-refpool.config"
         # only the package's own files and this one: nothing left from another harness
         for stale in (self.root / "etc/condor/config.d").glob("*"):
@@ -301,7 +304,7 @@ class RefPool:
         if os.environ.get("CONDORPY_REFPOOL_DEBUG"):
             # the daemons' protocol as they see it, for comparing releases
             extra += "\nALL_DEBUG = D_FULLDEBUG D_SECURITY D_COMMAND\n"
-        cfg.write_text(CONFIG.format(port=self.port, extra=extra,
+        cfg.write_text(CONFIG.format(port=self.port, extra=extra, host=host,
                                      security=SECURITY[security],
                                      shared_port=SHARED_PORT[shared_port].format(
                                          port=self.port)))

@@ -23,10 +23,11 @@ from condorpy.errors import PoolError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.pool.connection import AsyncExchange
-from condorpy.pool.sinful import Address
+from condorpy.pool.sinful import Address, with_ccb
 from condorpy.queue.claim_rows import PoolClaimRows
 from condorpy.startd.poolside.adoption import Adopter, PoolAdoption
 from condorpy.startd.poolside.advertiser import SHUTDOWN_TIMEOUT, Advertiser
+from condorpy.startd.poolside.ccb import CcbListener
 from condorpy.startd.poolside.claims import Claim, ClaimTable
 from condorpy.startd.poolside.exchanges import Exchanges, unregister
 from condorpy.startd.poolside.reconnect import Leases, ReconnectServer
@@ -74,6 +75,13 @@ class PoolLink:
                                     self.shadows, self.reconnects, self.advertiser,
                                     lambda: self.host, clock)
         self.adopter = Adopter(self.table, self._store, self.skip_numbers)
+        # behind NAT: peers reach the command port through CCB brokers (ccb.py)
+        self.base_address = self.address
+        self.ccb: CcbListener | None = None
+        if settings.ccb is not None:
+            self.ccb = CcbListener(settings.ccb, lambda: self.settings.policy, sel, clock,
+                                   lambda: self.base_address, self._ccb_registered,
+                                   self.server.serve, self._store())
         log.info("joining the pool at %s as %s", self.advertiser.peer, self.address)
 
     @classmethod
@@ -107,6 +115,19 @@ class PoolLink:
         s.setblocking(False)
         self.sel.register(s, selectors.EVENT_READ, ("pool", self))
         return s
+
+    def _ccb_registered(self) -> None:
+        """A broker (re)registered this daemon: its address carries the brokers' ids,
+        and the collector hears at once (it may have restarted and lost the ads)."""
+        assert self.ccb is not None
+        contacts = self.ccb.contacts()
+        address = self.base_address if not contacts else with_ccb(
+            self.base_address, contacts, self.ccb.settings.private_network)
+        if address != self.address:
+            log.info("pool: reachable through CCB as %s", address)
+            self.address = self.table.address = address
+            self.advertiser.address = self.shadows.address = address
+        self.advertiser.soon()
 
     @property
     def port(self) -> int:
@@ -144,8 +165,12 @@ class PoolLink:
         """Seconds until the link has something to do."""
         if any(c.waiting is not None and self._settled(c) for c in self.table):
             return 0.0      # a waiting schedd hears at once (its job starts the sooner)
-        due = min(self.advertiser.due(), self.inbound.due(), self.outbound.due(),
+        due = min(self.inbound.due(), self.outbound.due(),
                   self.schedds.due(), now + self.leases.timeout())
+        if self.ccb is None or self.ccb.settled():
+            due = min(due, self.advertiser.due())
+        if self.ccb is not None:
+            due = min(due, self.ccb.due())
         return max(0.0, due - now)
 
     def _settled(self, claim: Claim) -> bool:
@@ -165,7 +190,11 @@ class PoolLink:
                 # the engine ended the claim (lease, preemption, vacate): its schedd
                 # hears so
                 self.table.drop(claim.eid, "the policy ended it", tell_schedd=True)
-        self.advertiser.tick(now)
+        if self.ccb is not None:
+            self.ccb.tick(now)
+        if self.ccb is None or self.ccb.settled():
+            # the first ads wait for the brokers' ids (ccb.py)
+            self.advertiser.tick(now)
 
     def _preempting(self, claim: Claim) -> None:
         """A preempting claim whose schedd awaits the answer: told once the slot has
@@ -181,6 +210,8 @@ class PoolLink:
         """The event loop's entry: the listener, an exchange or a transfer is ready."""
         if obj is self:
             self.server.accept(self.listener)
+        elif self.ccb is not None and self.ccb.owns(obj):
+            self.ccb.handle(obj, mask)
         elif isinstance(obj, Transfer):
             self.shadows.transfer_done(obj)
         elif isinstance(obj, AsyncExchange) and obj in self.outbound:
@@ -262,6 +293,8 @@ class PoolLink:
             self.inbound.close(ex)
         self.outbound.abandon()
         self.advertiser.stop()
+        if self.ccb is not None:
+            self.ccb.stop()
         unregister(self.sel, self.listener)
         self.listener.close()
 

@@ -89,8 +89,12 @@ class CommandServer:
             if exc.errno in (errno.EMFILE, errno.ENFILE):
                 self._shed(listener, exc)
             return
-        peer = f"{addr[0]}:{addr[1]}"
-        if not self._room_for(str(addr[0])):
+        self.serve(conn, f"{addr[0]}:{addr[1]}")
+
+    def serve(self, conn: socket.socket, peer: str) -> None:
+        """Serve a command connection: one accepted here, or one this daemon made to a
+        peer that asked for it through a CCB broker (ccb.py); the peer speaks first."""
+        if not self._room_for(peer.rpartition(":")[0]):
             conn.close()
             return
         holder: list[AsyncExchange] = []

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from condorpy.config import Config
 from condorpy.pool import secserver
+from condorpy.pool.ccb import CcbSettings, ccb_settings
 from condorpy.pool.security import ClientPolicy, client_policy
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.slots.ads import CONDOR_VERSION
@@ -26,6 +27,8 @@ class PoolSettings:
     # how long a starter waits for its shadow's answer (HTCondor's syscall socket
     # timeout): the shadow may take the job's exit only once its schedd answers
     upload_timeout: float = 300.0
+    # the CCB brokers this daemon registers with (CCB_ADDRESS; None: it is reachable)
+    ccb: CcbSettings | None = None
 
 
 def pool_settings(cfg: Config) -> PoolSettings | None:
@@ -48,7 +51,8 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         # False advertises the slots (Requirements = false) without taking work.
         accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", True),
         server=secserver.server_policy(cfg),
-        upload_timeout=float(max(cfg.knob_int("STARTER_UPLOAD_TIMEOUT"), 1)))
+        upload_timeout=float(max(cfg.knob_int("STARTER_UPLOAD_TIMEOUT"), 1)),
+        ccb=ccb_settings(cfg))
 
 
 def local_ip(settings: PoolSettings) -> str:
