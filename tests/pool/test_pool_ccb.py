@@ -200,7 +200,7 @@ queue {n}
 def test_jobs_with_file_transfer_run_through_ccb_on_an_ep_the_schedd_cannot_reach(
         daemon: NatDaemon, refpool: RefPool, nat: Nat, submitdir: Path) -> None:
     # the slots are advertised with the collector's contact for condorpy in CCBID
-    wait_for(lambda: _slot_addresses(refpool), 60, lambda: daemon.output()[-3000:])
+    wait_for(lambda: bool(_slot_addresses(refpool)), 60, lambda: daemon.output()[-3000:])
     addresses = _slot_addresses(refpool)
     for name, address in addresses.items():
         addr = parse_address(address)
@@ -238,7 +238,7 @@ def test_after_the_collector_restarts_the_ep_registers_again_and_runs_jobs(
     # condorpy finds its broker gone, registers again (the collector's reconnect file
     # gives it its old id) and advertises its slots again at once
     wait_for(lambda: _registrations(daemon) > before, 90, lambda: daemon.output()[-3000:])
-    wait_for(lambda: _slot_addresses(refpool), 60, lambda: daemon.output()[-3000:])
+    wait_for(lambda: bool(_slot_addresses(refpool)), 60, lambda: daemon.output()[-3000:])
     assert all("CCBID=" in a for a in _slot_addresses(refpool).values())
     _job_files(submitdir)
     cluster = _submit(refpool, submitdir, SUB.format(n=1))
