@@ -213,6 +213,11 @@ def test_jobs_with_file_transfer_run_through_ccb_on_an_ep_the_schedd_cannot_reac
     port = parse_address(next(iter(addresses.values()))).port
     with pytest.raises(OSError):
         socket.create_connection((nat.private_ip, port), timeout=5).close()
+    # a tool reaches it through the broker too (listening for the reverse connection
+    # on a port of its own, not a daemon's command port)
+    res = refpool.condor("condor_status", "-direct", next(iter(addresses.values())),
+                         "-af", "Name", timeout=60)
+    assert res.stdout.split() == [f"slot1@{HOST}"], res
     _job_files(submitdir)
     cluster = _submit(refpool, submitdir, SUB.format(n=2))
     wait_for(lambda: queued(refpool, cluster) == 0, 240,
@@ -255,7 +260,7 @@ def test_a_job_survives_the_eps_restart_and_its_shadow_reconnects_through_ccb(
     # reconnect, HTCondor's own starter's too (test_pool_xfer_reconnect.py)
     cluster = submit(refpool, jobdir, f"""\
 executable = /bin/sh
-arguments = "-c 'touch {jobdir}/started; sleep 20; echo done > {jobdir}/out.txt'"
+arguments = "-c 'touch {jobdir}/started; sleep 12; echo done > {jobdir}/out.txt'"
 should_transfer_files = NO
 log = job.log
 requirements = regexp("condorpy", TARGET.CondorVersion)

@@ -37,6 +37,9 @@ log = logging.getLogger("condorpy.startd.pool")
 # the first registrations hold the first advertisement back (its addresses would lack
 # the brokers' ids) until each has ended one way or the other, or this long
 FIRST_TRY_HOLD = EXCHANGE_TIMEOUT
+# reverse connections under way at once: far above what a pool's schedds and shadows
+# ask for; a broker asking for more is refused each extra one
+MAX_REVERSING = 256
 
 
 class Phase(Enum):
@@ -318,6 +321,10 @@ class BrokerLink:
     # ------------------------------------------------------------------ reversing
     def _reverse_connect(self, req: Request) -> None:
         now = self.clock.monotonic()
+        if len(self.reverse) >= MAX_REVERSING:
+            self._send(ccb.result_ad(req, False, f"{MAX_REVERSING} reverse connections "
+                                     "already under way"))
+            return
         try:
             target = parse_address(req.address, source="a CCB request")
             ex = AsyncExchange.connect(target, _reverse(req), now + self.settings.timeout,
