@@ -277,3 +277,19 @@ def test_a_reverse_connection_that_cannot_be_made_is_reported_to_the_broker(rig:
     assert "refused" in result["ErrorString"].lower()
     assert rig.reversed == []
     assert rig.listener.links[0].phase is Phase.REGISTERED
+
+
+def test_a_broker_asking_for_too_many_reverse_connections_at_once_is_refused(
+        rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    from condorpy.startd.poolside import ccb as listener_module
+    monkeypatch.setattr(listener_module, "MAX_REVERSING", 0)
+    side, _ = _registered(rig, f"{rig.name}#5")
+    req = ClassAd()
+    req["Command"] = ccb.CCB_REQUEST
+    req["MyAddress"] = "<127.0.0.1:9>"
+    req["ClaimId"] = "feedface"
+    req["RequestID"] = "4"
+    side.send_ad(req)
+    result = rig.pump(side.ad)
+    assert (result["Result"], result["RequestID"]) == (False, "4")
+    assert "already under way" in result["ErrorString"]
