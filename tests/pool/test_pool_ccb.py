@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from condorpy.pool.sinful import parse_address
+from tests.pool.conftest import unavailable
 from tests.pool.jobs import history, queued, submit
 from tests.pool.jobs import submit_inside as _submit
 from tests.pool.refpool import RefPool
@@ -84,7 +85,18 @@ def _index() -> int:
     return int(m.group(1)) % 200 + 20 if m else zlib.crc32(worker.encode()) % 200 + 20
 
 
+def _need_ip() -> None:
+    """iproute2, as the pool lane's other tools, is installed where it is missing (one
+    apt at a time: the real-kernel lane may be installing its own)."""
+    if shutil.which("ip") is not None:
+        return
+    apt = ["flock", "/tmp/condorpy-apt.lock", "apt-get", "-o", "DPkg::Lock::Timeout=600"]
+    for argv in ([*apt, "update", "-qq"], [*apt, "install", "-y", "-qq", "iproute2"]):
+        subprocess.run(argv, capture_output=True, timeout=900)
+
+
 def _make_nat() -> Nat:
+    _need_ip()
     i = _index()
     nat = Nat(f"condorpy-ccb{i}", f"cpccb{i}h", f"10.77.{i}.1", f"10.77.{i}.2",
               f"10.78.{i}.2", f"10.78.{i}.0/24")
@@ -106,11 +118,13 @@ def _make_nat() -> Nat:
     except (OSError, subprocess.CalledProcessError) as exc:
         _drop_nat(nat)
         err = getattr(exc, "stderr", "") or exc
-        pytest.skip(f"cannot make a network namespace here: {err}")
+        unavailable(f"cannot make a network namespace here: {err}")
     return nat
 
 
 def _drop_nat(nat: Nat) -> None:
+    if shutil.which("ip") is None:
+        return
     for argv in (["route", "del", "unreachable", nat.private_net],
                  ["link", "del", nat.host_if], ["netns", "del", nat.netns]):
         subprocess.run(["ip", *argv], capture_output=True, timeout=30)
