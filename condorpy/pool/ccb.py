@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from condorpy.classad import ClassAd
 from condorpy.config import Config
 from condorpy.errors import WireError
-from condorpy.pool import collector
 from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.security import ClientPolicy, Op, Session
 from condorpy.pool.sinful import Address, parse_address
@@ -202,6 +201,8 @@ def register(policy: ClientPolicy, peer: str, name: str,
     """The handshake for CCB_REGISTER (a new session: a cached one the broker has
     forgotten could not be refused on a connection it cannot reach back), the
     registration and the broker's answer."""
+    from condorpy.pool import collector     # the pool's settings load without it
+
     def read(r: Reader) -> Message:
         return parse_ad(get_classad(r, "the CCB registration reply",
                                     max_attrs=MAX_MESSAGE_ATTRS), peer)
