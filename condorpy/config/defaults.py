@@ -76,6 +76,11 @@ PARAM_DEFAULTS: dict[str, str] = {
     "PROMETHEUS_HTTP_PORT": "$(SHARED_PORT_PORT)",
     "COLLECTOR_HOST": "$(CONDOR_HOST)",
     "COLLECTOR_HOST_STRING": '"$(COLLECTOR_HOST)"',
+    # --- CCB (issue 29): reaching this EP through a broker (docs/pool.md) --------
+    # empty: no broker (HTCondor's manual suggests CCB_ADDRESS = $(COLLECTOR_HOST))
+    "CCB_ADDRESS": "",
+    "CCB_HEARTBEAT_INTERVAL": "300",
+    "PRIVATE_NETWORK_NAME": "$(FULL_HOSTNAME)",
     "COLLECTOR_NAME": "My Pool - $(CONDOR_HOST)",
     "ADSTASH_READ_POOLS": "$(CONDOR_HOST)",
     "NEGOTIATOR_CONSIDER_PREEMPTION": "true",
@@ -213,11 +218,6 @@ PARAM_DEFAULTS: dict[str, str] = {
     "ASSIGN_CPU_AFFINITY": "false",
     "CREATE_CORE_FILES": "true",
     "ENABLE_CHIRP": "true",
-    # --- CCB (issue 29): reaching this EP through a broker (docs/pool.md) --------
-    # empty: no broker (HTCondor's manual suggests CCB_ADDRESS = $(COLLECTOR_HOST))
-    "CCB_ADDRESS": "",
-    "CCB_HEARTBEAT_INTERVAL": "300",
-    "PRIVATE_NETWORK_NAME": "$(FULL_HOSTNAME)",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
