@@ -42,6 +42,10 @@ FIRST_TRY_HOLD = EXCHANGE_TIMEOUT
 MAX_REVERSING = 256
 
 
+class CcbMoveError(PoolError):
+    """A broker link was asked to make a move its transition table does not list."""
+
+
 class Phase(Enum):
     WAITING = "waiting"
     REGISTERING = "registering"
@@ -126,8 +130,8 @@ class BrokerLink:
 
     def _move(self, to: Phase) -> None:
         if to not in _MOVES[self.phase]:
-            raise AssertionError(f"CCB link to {self.name}: {self.phase.value} -> "
-                                 f"{to.value} is not a move")
+            raise CcbMoveError(f"the CCB link cannot go from {self.phase.value} to "
+                               f"{to.value}", peer=self.name)
         self.phase = to
 
     def owns(self, obj: object) -> bool:

@@ -293,3 +293,13 @@ def test_a_broker_asking_for_too_many_reverse_connections_at_once_is_refused(
     result = rig.pump(side.ad)
     assert (result["Result"], result["RequestID"]) == (False, "4")
     assert "already under way" in result["ErrorString"]
+
+
+def test_a_stopped_listener_never_registers_again(rig: Rig) -> None:
+    link = rig.listener.links[0]
+    rig.listener.stop()
+    rig.clock.advance(3600)
+    rig.listener.tick(rig.clock.monotonic())
+    assert link.phase is Phase.STOPPED and link.exchange is None
+    with pytest.raises(BlockingIOError):
+        rig.broker.accept()
