@@ -364,6 +364,8 @@ class BrokerLink:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
+        if self.phase is Phase.STOPPED:
+            return
         for ex in list(self.reverse):
             unregister(self.sel, ex.sock)
             ex.close()
