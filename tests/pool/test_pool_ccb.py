@@ -5,9 +5,11 @@ host's end of a veth pair) but binds its command port to an address the host has
 route to, as behind NAT. With ``CCB_ADDRESS = $(COLLECTOR_HOST)`` it registers with the
 collector (HTCondor's default CCB server), advertises ``CCBID`` in its addresses, and
 the schedd and shadow reach it by asking the collector, which has condorpy connect out
-to them (CCB_REVERSE_CONNECT). Jobs with file transfer run; the collector restarts and
-condorpy registers again; condorpy restarts under a running job and the shadow
-reconnects to it through the broker."""
+to them (CCB_REVERSE_CONNECT). The pool runs its package's default security, and
+condorpy registers with the IDTOKEN it advertises with (ADVERTISE_STARTD and READ).
+Jobs with file transfer run; the collector restarts and condorpy registers again;
+condorpy restarts under a running job and the shadow reconnects to it through the
+broker."""
 
 from __future__ import annotations
 
@@ -44,20 +46,16 @@ NETWORK_INTERFACE = {private}
 FULL_HOSTNAME = {host}
 UID_DOMAIN = {domain}
 FILESYSTEM_DOMAIN = {domain}
-SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE
-SEC_DEFAULT_ENCRYPTION = REQUIRED
-SEC_DEFAULT_INTEGRITY = REQUIRED
+use security:recommended_v9_0
+SEC_TOKEN_DIRECTORY = {tokens}
+# the pool's tools authenticate with FS: this directory is bind-mounted in their chroot
+FS_LOCAL_DIR = {shared}
 UPDATE_INTERVAL = 600
 NUM_CPUS = 2
 MEMORY = 2048
 EXECUTE = {execute}
 """
 
-# the pool admits the EP's outside address (what the collector sees it connect from)
-POOL_EXTRA = """
-ALLOW_WRITE = $(ALLOW_WRITE) {outside}
-ALLOW_DAEMON = $(ALLOW_DAEMON) {outside}
-"""
 
 
 @dataclass(frozen=True)
@@ -154,7 +152,7 @@ def nat(refpool: RefPool) -> Iterator[Nat]:
     pool as the other modules have it."""
     n = _make_nat()
     try:
-        refpool.start(host=n.host_ip, extra=POOL_EXTRA.format(outside=n.ep_ip))
+        refpool.start(security="default", host=n.host_ip)
         yield n
     finally:
         refpool.start()
@@ -168,8 +166,16 @@ def daemon(tmp_path_factory: pytest.TempPathFactory, refpool: RefPool,
     # directory, so EXECUTE is world-searchable, as HTCondor wants it
     execute = Path(tempfile.mkdtemp(prefix="condorpy-ccb-execute-", dir="/tmp"))
     execute.chmod(0o755)
-    d = NatDaemon(tmp_path_factory.mktemp("ccb"), CONFIG.format(
+    base = tmp_path_factory.mktemp("ccb")
+    tokens = base / "tokens.d"
+    tokens.mkdir(mode=0o700)
+    token = refpool.create_token(f"condor@{refpool.trust_domain()}",
+                                 ("ADVERTISE_STARTD", "READ"))
+    (tokens / "pool-token").write_text(token + "\n")
+    (tokens / "pool-token").chmod(0o600)
+    d = NatDaemon(base, CONFIG.format(
         collector=refpool.collector, private=nat.private_ip, host=HOST, execute=execute,
+        tokens=tokens, shared=refpool.shared,
         # the pool's own: a job may run on the shared directory (the restart's test)
         domain=refpool.condor("condor_config_val", "FILESYSTEM_DOMAIN").stdout.strip()),
         cpus=2)
