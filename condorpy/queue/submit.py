@@ -923,7 +923,11 @@ def _set_transfer(b: _AdBuilder) -> None:
         else:
             b.ad[attr] = ",".join(p.strip() for p in val.split(",") if p.strip())
     image = container_inputs(b, b.topping, b.container)
-    if image and should != "NO":
+    if image and should == "NO":
+        raise b.fail(f"container_image {image[0]} would be transferred with the job, but "
+                     "should_transfer_files = NO (set transfer_container = false to use "
+                     "it in place)", "should_transfer_files", "container_image")
+    if image:
         listed = b.ad.evaluate("TransferInput")
         b.ad["TransferInput"] = ",".join(
             ([listed] if isinstance(listed, str) and listed else []) + image)

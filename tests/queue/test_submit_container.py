@@ -152,10 +152,13 @@ def test_an_image_left_in_place() -> None:
     assert ad["ContainerImageSource"] == "local" and "TransferInput" not in ad
 
 
-def test_no_transfer_at_all_sends_no_image() -> None:
+def test_an_image_to_send_needs_file_transfer() -> None:
+    err = refused("universe = container\ncontainer_image = app.sif\n"
+                  "should_transfer_files = NO\nqueue\n")
+    assert err.line == 3 and "transfer_container = false" in str(err)
     ad = one("universe = container\ncontainer_image = app.sif\n"
-             "should_transfer_files = NO\nqueue\n")
-    assert "TransferInput" not in ad and ad["ContainerImageSource"] == "cedar"
+             "should_transfer_files = NO\ntransfer_container = false\nqueue\n")
+    assert "TransferInput" not in ad and ad["ContainerImageSource"] == "local"
 
 
 def test_an_image_makes_a_vanilla_job_a_container_job() -> None:
