@@ -213,6 +213,12 @@ PARAM_DEFAULTS: dict[str, str] = {
     "ASSIGN_CPU_AFFINITY": "false",
     "CREATE_CORE_FILES": "true",
     "ENABLE_CHIRP": "true",
+    # --- submitting container jobs (issue 28) -----------------------------------------
+    # true: an absolute executable of a docker/container job is in the image, never
+    # transferred (the rule before 24.0)
+    "SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD": "false",
+    # images under these directories are read in place, not sent with the job
+    "CONTAINER_SHARED_FS": "/cvmfs",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.

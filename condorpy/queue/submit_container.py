@@ -23,6 +23,7 @@ from enum import Enum
 from typing import Protocol
 
 from condorpy.classad import ClassAd
+from condorpy.config import KnobReader
 from condorpy.config.typed import boolean_value, integer_value
 from condorpy.errors import SubmitError
 
@@ -68,7 +69,14 @@ class ContainerOptions:
     24.0, an absolute executable was taken to be inside the image); ``shared_fs`` is
     CONTAINER_SHARED_FS (images under these directories are read in place)."""
     never_transfer_absolute_cmd: bool = False
-    shared_fs: tuple[str, ...] = ()
+    shared_fs: tuple[str, ...] = ("/cvmfs",)
+
+    @classmethod
+    def from_config(cls, cfg: KnobReader) -> ContainerOptions:
+        # CONTAINER_SHARED_FS is a comma-separated list, as condor_submit splits it
+        shared = cfg.get("CONTAINER_SHARED_FS") or ""
+        return cls(cfg.knob_bool("SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD"),
+                   tuple(p.strip() for p in shared.split(",") if p.strip()))
 
 
 class ContainerBuilder(Protocol):

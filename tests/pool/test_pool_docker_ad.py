@@ -1,8 +1,9 @@
 """A docker universe job submitted with the 23.9.6 schedd's condor_submit reaches
 condorpy as HTCondor's EP receives it: matched only to a slot that advertises
 HasDocker (the Requirements condor_submit wrote say so; condorpy adds nothing), its
-container attributes carried unchanged into the claim, and left idle, with the unmet
-clause shown by condor_q -better-analyze, where no free slot says HasDocker.
+container attributes carried unchanged into the claim and the starter's job ad, and
+left idle, with the unmet clause shown by condor_q -better-analyze, where no free slot
+says HasDocker.
 
 Running the container itself is the runtime's part (docs/containers.md); here the
 slot's HasDocker is set by configuration, so the test needs no Docker daemon."""

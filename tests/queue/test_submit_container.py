@@ -254,3 +254,13 @@ def test_a_program_inside_the_image_is_not_looked_for_here(tmp_path: Path) -> No
                        qdate=0, env={})
     with pytest.raises(SubmitError, match="does not exist"):
         check_executables(read_description(text, "job.sub"), ads, LocalFS())
+
+
+def test_options_from_the_configuration() -> None:
+    from condorpy.config import Config
+    assert ContainerOptions.from_config(Config.from_mapping({})) == ContainerOptions()
+    assert ContainerOptions().shared_fs == ("/cvmfs",)
+    got = ContainerOptions.from_config(Config.from_mapping({
+        "SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD": "true",
+        "CONTAINER_SHARED_FS": "/cvmfs, /shared/images"}))
+    assert got == ContainerOptions(True, ("/cvmfs", "/shared/images"))
