@@ -119,12 +119,13 @@ class Settings:
     skip_host_check: bool = False                   # client
 
     def readable_cert(self) -> tuple[str, str] | None:
-        """The first certificate and key pair that can be opened (HTCondor offers SSL
-        as a server only when it has one)."""
+        """The certificate and key pair used: the last of the list that can be opened,
+        as HTCondor loads each in turn (a server offers SSL only when there is one)."""
+        found = None
         for cert, key in self.certs:
             if os.access(cert, os.R_OK) and os.access(key, os.R_OK):
-                return cert, key
-        return None
+                found = (cert, key)
+        return found
 
 
 def _paths(cfg: Config, name: str) -> tuple[str, ...]:
