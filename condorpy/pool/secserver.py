@@ -332,7 +332,10 @@ def _ssl_exchange(policy: ServerPolicy, peer: str
         ctx, why = sslauth.make_context(policy.ssl, server=True), ""
     except SecurityError as exc:
         ctx, why = None, exc.reason
-    return sslauth.server_exchange(ctx, policy.ssl.require_client_cert, peer, why)
+    maps = policy.maps
+    mapped = None if not policy.ssl.require_client_mapping else (
+        lambda subject: maps is not None and maps.canonical("SSL", subject) is not None)
+    return sslauth.server_exchange(ctx, policy.ssl.require_client_cert, peer, why, mapped)
 
 
 def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,

@@ -32,7 +32,8 @@ refuses it. The authenticated name is the certificate's subject as OpenSSL write
 on one line (``/C=US/O=Org/CN=host``), mapped through ``CERTIFICATE_MAPFILE`` with
 method ``SSL`` (:mod:`condorpy.pool.mapfile`); unmapped it is ``ssl@unmapped``.
 Not done: proxy certificates (``AUTH_SSL_ALLOW_CLIENT_PROXY``), known_hosts and
-``BOOTSTRAP_SSL_SERVER_TRUST``, VOMS, SciTokens.
+``BOOTSTRAP_SSL_SERVER_TRUST``, VOMS, SciTokens. With ``AUTH_SSL_REQUIRE_CLIENT_MAPPING``
+the server refuses a client certificate the map file does not map.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import ipaddress
 import os
 import re
 import ssl
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -116,6 +117,7 @@ class Settings:
     use_default_cas: bool = True
     ciphers: str = HTCONDOR_CIPHERS
     require_client_cert: bool = False               # server: refuse anonymous clients
+    require_client_mapping: bool = False            # server: refuse unmapped subjects
     skip_host_check: bool = False                   # client
 
     def readable_cert(self) -> tuple[str, str] | None:
@@ -154,7 +156,9 @@ def server_settings(cfg: Config) -> Settings:
                     use_default_cas=cfg.get_bool("AUTH_SSL_SERVER_USE_DEFAULT_CAS", True),
                     ciphers=cfg.get("AUTH_SSL_CIPHERLIST") or HTCONDOR_CIPHERS,
                     require_client_cert=cfg.get_bool("AUTH_SSL_REQUIRE_CLIENT_CERTIFICATE",
-                                                     False))
+                                                     False),
+                    require_client_mapping=cfg.get_bool("AUTH_SSL_REQUIRE_CLIENT_MAPPING",
+                                                        False))
 
 
 def make_context(settings: Settings, server: bool) -> ssl.SSLContext:
@@ -410,8 +414,12 @@ def client_exchange(ctx: ssl.SSLContext | None, alias: str, skip_host_check: boo
 
 
 def server_exchange(ctx: ssl.SSLContext | None, require_client_cert: bool, peer: str,
-                    setup_error: str = "") -> Step:
-    """The server's side; returns the client's subject (empty: it sent none)."""
+                    setup_error: str = "", mapped: Callable[[str], bool] | None = None
+                    ) -> Step:
+    """The server's side; returns the client's subject (empty: it sent none).
+    ``mapped``: with AUTH_SSL_REQUIRE_CLIENT_MAPPING, whether the map file maps a
+    subject; a certificate it does not map is refused here, so that the client can try
+    its other methods."""
     mine = OK if ctx is not None else ERROR
     yield ("send", status_message(mine))
     if ctx is None:
@@ -450,6 +458,10 @@ def server_exchange(ctx: ssl.SSLContext | None, require_client_cert: bool, peer:
         yield ("send", tls_message(QUITTING, b""))
         raise _fail(peer, "the client sent no certificate and "
                     "AUTH_SSL_REQUIRE_CLIENT_CERTIFICATE is true")
+    if der is not None and mapped is not None and not mapped(subject_oneline(der)):
+        yield ("send", tls_message(QUITTING, b""))
+        raise _fail(peer, f"the client's certificate ({subject_oneline(der)}) is not in "
+                    "CERTIFICATE_MAPFILE and AUTH_SSL_REQUIRE_CLIENT_MAPPING is true")
     status = client_status = RECEIVING
     rounds = 0
     while True:

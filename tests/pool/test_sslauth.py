@@ -405,3 +405,51 @@ def test_condorpy_client_and_server_over_a_socketpair(pki: Pki, maps: Path,
             assert isinstance(outcome["client"], Exception)
             assert any("did not verify" in r.getMessage() and "ep-peer:1234" in
                        r.getMessage() for r in caplog.records)
+
+
+def test_a_failed_ssl_attempt_falls_back_to_the_next_method(
+        pki: Pki, caplog: pytest.LogCaptureFixture) -> None:
+    """As HTCondor's method loop: the server refuses the rogue certificate, says why in
+    its log, and both go on to CLAIMTOBE."""
+    cfg = Config.from_text(f"""
+SEC_DEFAULT_AUTHENTICATION = REQUIRED
+SEC_DEFAULT_AUTHENTICATION_METHODS = SSL, CLAIMTOBE
+UID_DOMAIN = vm
+TRUST_DOMAIN = vm
+AUTH_SSL_SERVER_CAFILE = {pki.ca_file}
+AUTH_SSL_SERVER_USE_DEFAULT_CAS = false
+AUTH_SSL_SERVER_CERTFILE = {pki.host_crt}
+AUTH_SSL_SERVER_KEYFILE = {pki.host_key}
+ALLOW_ADMINISTRATOR = bob@vm
+""")
+    client = ClientPolicy(authentication=Level.REQUIRED, encryption=Level.REQUIRED,
+                          integrity=Level.REQUIRED, auth_methods=("SSL", "CLAIMTOBE"),
+                          claimtobe_user="bob@vm", trust_domain="vm",
+                          ssl=pki.client(pki.rogue_crt, pki.rogue_key))
+    session, got = pump(
+        client_handshake(admin.VACATE_ALL_CLAIMS, client, PEER),
+        serve("ep-peer:1", "127.0.0.1", server_policy(cfg), SessionCache(),
+              lambda sid: None, admin.COMMANDS, lambda: 1.0, "$CondorVersion: 25.14.1 $"))
+    assert isinstance(session, Session) and session.method == "CLAIMTOBE"
+    assert isinstance(got, Authorized) and got.user == "bob@vm"
+    assert any("did not verify" in r.getMessage() and "ep-peer:1" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_require_client_mapping_refuses_a_subject_the_map_file_does_not_name(
+        pki: Pki) -> None:
+    cctx = sslauth.make_context(pki.client(pki.user_crt, pki.user_key), server=False)
+    sctx = sslauth.make_context(pki.server(), server=True)
+    people = mapfile.parse('SSL "/O=People/" person\n')
+    robots = mapfile.parse('SSL "/O=Robots/" robot\n')
+    for maps, ok in ((people, True), (robots, False)):
+        c, s, _ = run_pair(
+            sslauth.client_exchange(cctx, "cm.example.org", False, PEER),
+            sslauth.server_exchange(sctx, False, "client", "",
+                                    lambda subject: maps.canonical("SSL", subject)
+                                    is not None))
+        assert isinstance(s, sslauth.Peer) is ok and isinstance(c, sslauth.Peer) is ok
+        if not ok:
+            assert "AUTH_SSL_REQUIRE_CLIENT_MAPPING" in str(s)
+    assert sslauth.server_settings(Config.from_text(
+        "AUTH_SSL_REQUIRE_CLIENT_MAPPING = true\n")).require_client_mapping
