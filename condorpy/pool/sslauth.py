@@ -367,8 +367,9 @@ def client_exchange(ctx: ssl.SSLContext | None, alias: str, skip_host_check: boo
         if status == QUITTING:
             raise _fail(peer, f"TLS handshake: {tls.error}")
         if server_status == QUITTING:
-            raise _fail(peer, "the server ended the TLS handshake (it refused this "
-                        "side's certificate or offered none that verifies)")
+            raise _fail(peer, "the server ended the TLS handshake (it did not accept "
+                        "this side's certificate, or the TLS versions or ciphers do not "
+                        "agree; its log says which)")
         if status == HOLDING and server_status == HOLDING:
             break
     der = tls.peer_der()
