@@ -453,3 +453,29 @@ def test_require_client_mapping_refuses_a_subject_the_map_file_does_not_name(
             assert "AUTH_SSL_REQUIRE_CLIENT_MAPPING" in str(s)
     assert sslauth.server_settings(Config.from_text(
         "AUTH_SSL_REQUIRE_CLIENT_MAPPING = true\n")).require_client_mapping
+
+
+@pytest.mark.parametrize("records", [b"\x00" * 40, b"\x16\x03\x01\x00\x05hello",
+                                     b"GET / HTTP/1.0\r\n"])
+def test_garbage_records_end_in_one_security_error_on_either_side(pki: Pki,
+                                                                  records: bytes) -> None:
+    server = sslauth.server_exchange(sslauth.make_context(pki.server(), server=True),
+                                     False, "client")
+    assert next(server) == ("send", sslauth.status_message(0))
+    assert server.send(None)[0] == "receive"
+    assert server.send(sslauth.status_message(0))[0] == "receive"
+    with pytest.raises(SecurityError, match="SSL authentication failed"):
+        op = server.send(sslauth.tls_message(2, records))
+        while True:       # it says it quits, then ends
+            assert op[0] == "send" and sslauth.read_tls_message(op[1], PEER)[0] == 3
+            op = server.send(None)
+    client = sslauth.client_exchange(sslauth.make_context(pki.client(), server=False),
+                                     "cm.example.org", False, PEER)
+    assert next(client)[0] == "receive"
+    assert client.send(sslauth.status_message(0)) == ("send", sslauth.status_message(0))
+    assert client.send(None)[0] == "send"          # its ClientHello
+    assert client.send(None)[0] == "receive"
+    with pytest.raises(SecurityError, match=PEER):
+        op = client.send(sslauth.tls_message(2, records))
+        while True:
+            op = client.send(None)
