@@ -83,6 +83,15 @@ PARAM_DEFAULTS: dict[str, str] = {
     # HTCondor builds this one from the methods compiled in; this is the Linux build's
     "SEC_DEFAULT_AUTHENTICATION_METHODS": "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL",
     "SEC_TOKEN_AP_SIGNING_KEY_NAME": "AP",
+    # --- SSL authentication (issue 29): HTCondor's host pair, then the pair a
+    # collector generates under HTCondor's ETC
+    "AUTH_SSL_SERVER_CERTFILE": "/etc/pki/tls/certs/localhost.crt,"
+                                "$(AUTH_SSL_AUTOGENERATE_CERTFILE)",
+    "AUTH_SSL_SERVER_KEYFILE": "/etc/pki/tls/private/localhost.key,"
+                               "$(AUTH_SSL_AUTOGENERATE_KEYFILE)",
+    "AUTH_SSL_AUTOGENERATE_CERTFILE": "$(ETC)/hostcert.pem",
+    "AUTH_SSL_AUTOGENERATE_KEYFILE": "$(ETC)/hostkey.pem",
+    # --- end SSL authentication
     "ANNEX_TOKEN_DOMAIN": "$(TRUST_DOMAIN)",
     "SYSTEM_JOB_MACHINE_ATTRS": "Cpus,SlotWeight",
     "CHECKPOINT_DESTINATION_MAPFILE": "$(LOCAL_DIR)/checkpoint-destination-mapfile",
