@@ -181,6 +181,9 @@ PARAM_DEFAULTS: dict[str, str] = {
     "DISABLE_EXECUTE_DIRECTORY_ENCRYPTION": "false",
     "STARTD_RECOMPUTE_DISK_FREE": "false",
     "CONTINUE_TO_ADVERTISE_BROKEN_DYNAMIC_SLOTS": "false",
+    # broken slots from a job's end (startd/broken_keeper.py)
+    "STARTD_LEFTOVER_PROCS_BREAK_SLOTS": "false",     # false since HTCondor 24.5.2
+    "LVM_CLEANUP_FAILURE_MAKES_BROKEN_SLOT": "true",  # true since HTCondor 25.5.1
     # --- starter ----------------------------------------------------------------
     "USE_PID_NAMESPACES": "false",
     "PER_JOB_NAMESPACES": "true",

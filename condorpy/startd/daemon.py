@@ -42,6 +42,7 @@ from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
 from condorpy.startd.adoption import Adopter
+from condorpy.startd.broken_keeper import BrokenKeeper, rules_from
 from condorpy.startd.reconcile import Reconciler
 from condorpy.startd.children import ChildRunner
 from condorpy.startd.commands import CommandPorts, Commands
@@ -151,6 +152,10 @@ class Startd:
             stats=self.metrics.stats, observe=self.metrics.observe, job_log=self.job_log,
             max_starter_failures=self._max_starter_failures(self.cfg))
         self.links.deliver = self.rm.on_starter_io
+        self.broken = BrokenKeeper(
+            self.rm, self.store.broken, rules_from(self.cfg), volumes=lambda: self.volumes,
+            interval_s=self.cfg.knob_float("STARTD_CLEANUP_REMINDER_TIMER_INTERVAL"))
+        self.rm.on_starter_gone = self.broken.starter_gone
         execute.rm = self.rm
         self.children = ChildRunner(sel, self.clock)
         self.hooks = JobHooks(HookPorts(
@@ -261,6 +266,7 @@ class Startd:
         self.volumes = VolumeKeeper.from_config(self.cfg)
         if self.volumes is not None:
             self.volumes.start(self.clock.monotonic())
+        self.broken.restore(self.clock.monotonic())   # once the volumes are looked at
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
                                     control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
@@ -308,6 +314,7 @@ class Startd:
         if self.volumes is not None:
             volumes = self.volumes
             add("volumes", Ticker(lambda t: volumes.step(now()), volumes.next_due))
+        add("broken slots", Ticker(lambda t: self.broken.step(now()), self.broken.next_due))
         add("notify", Ticker(lambda t: self.notify.tick(now(), self._status_line),
                              self.notify.next_due))
 

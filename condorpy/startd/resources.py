@@ -28,7 +28,7 @@ from condorpy.policy.records import (STARTD_HELD_JOB, Action, ClaimEnded, ClaimR
                                      StartJob, StateChange, Suspend)
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
-from condorpy.slots.broken import BrokenCause, BrokenCode
+from condorpy.slots.broken import BrokenCause, BrokenCode, BrokenItem
 from condorpy.startd import job_end, job_update
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
@@ -114,6 +114,9 @@ class ResourceManager:
         # starters whose job has ended but whose process still runs (removing the
         # sandbox, killing leftovers): their slots are in Claimed/Cleaning till reaped
         self.cleaning: dict[str, Launched] = {}
+        # a starter has been reaped (its slot, None once gone; its socket path): where
+        # its clean-up report is read (broken_keeper.py)
+        self.on_starter_gone: Callable[[str | None, str], None] = lambda slot, sock: None
 
     # ------------------------------------------------------------------ lookups
     def handle(self, origin: Origin) -> StarterHandle | None:
@@ -378,6 +381,8 @@ class ResourceManager:
         for claim_id, launched in list(self.cleaning.items()):
             if not self.launcher.alive(launched):
                 del self.cleaning[claim_id]
+                # before the claim goes: a slot it breaks is then not lent again
+                self.on_starter_gone(self._slot_of_claim(claim_id), launched.socket_path)
                 if self.engine.has_claim(claim_id):
                     self.apply(self.engine.starter_reaped(self.clock.time(), claim_id))
                 self.queue.wake()       # the slot may take work again
@@ -538,6 +543,8 @@ class ResourceManager:
                 cleaning = launched is not None and self.launcher.alive(launched)
                 if cleaning and launched is not None:
                     self.cleaning[h.claim_id] = launched
+                elif launched is not None:      # already gone: its report is there
+                    self.on_starter_gone(h.slot, launched.socket_path)
                 self.apply(self.engine.job_exit(self.clock.time(), h.claim_id,
                                                 code_ if isinstance(code_, int) else None,
                                                 cleaning=cleaning))
@@ -569,6 +576,19 @@ class ResourceManager:
         log.error("slot %s is broken: %s", slot, cause.reason,
                   extra=fields(event="slot_broken", slot=slot, broken_code=int(cause.code)))
         self.apply(self.engine.report_broken(self.clock.time(), slot, cause, context))
+
+    def restore_broken(self, item: BrokenItem) -> None:
+        """A slot an earlier daemon left broken, its cause still there."""
+        self.apply(self.engine.restore_broken(self.clock.time(), item))
+
+    def broken_item(self, slot: str) -> BrokenItem | None:
+        return self.engine.broken.get(slot)
+
+    def _slot_of_claim(self, claim_id: str) -> str | None:
+        try:
+            return self.slot_of(claim_id)
+        except StartdError:
+            return None
 
     def mend(self, slot: str, code: BrokenCode | None = None) -> None:
         """The cause of ``slot``'s breakage (of ``code``, when given) has gone."""
