@@ -65,7 +65,7 @@ from condorpy.startd.resources import Launching, ResourceManager
 from condorpy.startd.sources import Signals, StarterLinks, Ticker
 from condorpy.starter.knobs import job_updates, starter_knobs
 from condorpy.startd.starter_logs import StarterLogs, starter_logs
-from condorpy.startd.volume_keeper import VolumeKeeper
+from condorpy.startd.volume_keeper import VolumeKeeper, reminder_interval_s
 
 if TYPE_CHECKING:
     from condorpy.startd.poolside.link import PoolLink
@@ -154,7 +154,7 @@ class Startd:
         self.links.deliver = self.rm.on_starter_io
         self.broken = BrokenKeeper(
             self.rm, self.store.broken, rules_from(self.cfg), volumes=lambda: self.volumes,
-            interval_s=self.cfg.knob_float("STARTD_CLEANUP_REMINDER_TIMER_INTERVAL"))
+            interval_s=reminder_interval_s(self.cfg))
         self.rm.on_starter_gone = self.broken.starter_gone
         execute.rm = self.rm
         self.children = ChildRunner(sel, self.clock)

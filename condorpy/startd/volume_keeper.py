@@ -39,6 +39,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def reminder_interval_s(cfg: KnobReader) -> float:
+    """STARTD_CLEANUP_REMINDER_TIMER_INTERVAL: the tick of every clean-up retry (the
+    volumes here, broken slots' causes in broken_keeper.py)."""
+    return cfg.knob_float("STARTD_CLEANUP_REMINDER_TIMER_INTERVAL")
+
+
 class VolumeKeeper:
     def __init__(self, settings: LvmSettings, manager: VolumeManager,
                  interval_s: float) -> None:
@@ -54,7 +60,7 @@ class VolumeKeeper:
         if not settings.enforce:
             return None
         return cls(settings, VolumeManager(settings, SubprocessRunner()),
-                   cfg.knob_float("STARTD_CLEANUP_REMINDER_TIMER_INTERVAL"))
+                   reminder_interval_s(cfg))
 
     def start(self, now: float, alive: Callable[[int], bool] | None = None) -> None:
         """The backing store made (or found), and leftovers removed. A store that
