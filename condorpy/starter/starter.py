@@ -89,6 +89,7 @@ class Starter:
                                   kill_timeout_s=settings.kill_timeout_s)
         self.meter = UsageMeter()
         self.cgroup: JobCgroup | None = None
+        self.stuck = False      # processes of the job outlived its final kill
         self.proc: Launched | None = None
         self.server: ControlServer | None = None
         self.userlog: UserLog | None = None
@@ -417,7 +418,7 @@ class Starter:
         control.state = JobState.EXITED
         control.kill_all()   # the job is over when its first process is: no stragglers
         if self.cgroup is not None:
-            self.cgroup.wait_empty()
+            self.stuck = not self.cgroup.wait_empty()
         # wait4 covers the job and what it waited for; the orphans the starter reaped
         # (during the run and in the kill just above) are added to it.
         processes = control.processes
@@ -495,7 +496,8 @@ class Starter:
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()
-                if self.cgroup.wait_empty():
+                # processes the kill did not end once are given a second more only
+                if self.cgroup.wait_empty(1.0 if self.stuck else 5.0):
                     self.cgroup.remove()
                 elif processes is not None:     # processes the kill cannot end
                     leftovers = processes.leftovers(self.settings.proc_root)
