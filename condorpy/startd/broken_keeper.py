@@ -20,13 +20,15 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 from condorpy.config import KnobReader
-from condorpy.errors import CondorpyError
+from condorpy.errors import CondorpyError, StartdError
 from condorpy.machine.volumes import VolumeRemovalFailed
 from condorpy.queue.broken_rows import BrokenSlotRows
 from condorpy.slots.broken import (BreakRules, BrokenCause, BrokenCode, BrokenItem,
                                    LeftBehind, cleanup_cause, still_broken)
 from condorpy.slots.resources import Resources
 from condorpy.startd.forkserver import same_process
+from condorpy.startd.journal import fields
+from condorpy.startd.resources import ResourceManager
 from condorpy.startd.volume_keeper import VolumeKeeper
 from condorpy.starter.exit_report import CleanupReport, report_path, take_report
 
@@ -34,7 +36,8 @@ log = logging.getLogger("condorpy.startd")
 
 
 class BrokenPort(Protocol):
-    """What the keeper breaks, restores and mends slots through (the ResourceManager)."""
+    """What the keeper breaks, restores and mends slots through (:class:`ManagerPort`
+    in the daemon)."""
 
     def report_broken(self, slot: str, cause: BrokenCause,
                       context: Mapping[str, Any] | None = None) -> None: ...
@@ -44,6 +47,45 @@ class BrokenPort(Protocol):
     def mend(self, slot: str, code: BrokenCode | None = None) -> None: ...
 
     def broken_item(self, slot: str) -> BrokenItem | None: ...
+
+    def slot_of_claim(self, claim_id: str) -> str | None: ...
+
+
+class ManagerPort:
+    """The port through which the daemon's parts break and mend slots: the resource
+    manager's engine, its log and its queue (see :mod:`condorpy.slots.broken`)."""
+
+    def __init__(self, rm: ResourceManager) -> None:
+        self.rm = rm
+
+    def report_broken(self, slot: str, cause: BrokenCause,
+                      context: Mapping[str, Any] | None = None) -> None:
+        """Break ``slot``; a slot already broken keeps its first cause."""
+        log.error("slot %s is broken: %s", slot, cause.reason,
+                  extra=fields(event="slot_broken", slot=slot, broken_code=int(cause.code)))
+        rm = self.rm
+        rm.apply(rm.engine.report_broken(rm.clock.time(), slot, cause, context))
+
+    def restore_broken(self, item: BrokenItem) -> None:
+        self.rm.apply(self.rm.engine.restore_broken(self.rm.clock.time(), item))
+
+    def mend(self, slot: str, code: BrokenCode | None = None) -> None:
+        """The cause of ``slot``'s breakage (of ``code``, when given) has gone."""
+        rm = self.rm
+        if rm.engine.broken.get(slot) is None:
+            return
+        log.info("slot %s is mended", slot, extra=fields(event="slot_mended", slot=slot))
+        rm.apply(rm.engine.mend(rm.clock.time(), slot, code))
+        rm.queue.wake()       # its resources may take work again
+
+    def broken_item(self, slot: str) -> BrokenItem | None:
+        return self.rm.engine.broken.get(slot)
+
+    def slot_of_claim(self, claim_id: str) -> str | None:
+        try:
+            return self.rm.slot_of(claim_id)
+        except StartdError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -105,9 +147,14 @@ class BrokenKeeper:
         return os.path.isdir(ev.cgroup)
 
     # ------------------------------------------------------------------ events
-    def starter_gone(self, slot: str | None, socket_path: str) -> None:
-        """A starter has ended (it was listening on ``socket_path``): its report read,
-        and the slot broken if what it left calls for it."""
+    def starter_gone(self, claim_id: str, socket_path: str) -> None:
+        """The starter of ``claim_id`` has ended (it was listening on ``socket_path``):
+        its report read, and the slot broken if what it left calls for it (before the
+        claim goes, so that the slot is not lent again meanwhile)."""
+        self.slot_gone(self.port.slot_of_claim(claim_id), socket_path)
+
+    def slot_gone(self, slot: str | None, socket_path: str) -> None:
+        """As :meth:`starter_gone`, for a starter of ``slot`` (None: gone too)."""
         try:
             report = take_report(report_path(socket_path))
         except CondorpyError as exc:

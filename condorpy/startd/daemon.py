@@ -42,7 +42,7 @@ from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
 from condorpy.startd.adoption import Adopter
-from condorpy.startd.broken_keeper import BrokenKeeper, rules_from
+from condorpy.startd.broken_keeper import BrokenKeeper, ManagerPort, rules_from
 from condorpy.startd.reconcile import Reconciler
 from condorpy.startd.children import ChildRunner
 from condorpy.startd.commands import CommandPorts, Commands
@@ -153,7 +153,7 @@ class Startd:
             max_starter_failures=self._max_starter_failures(self.cfg))
         self.links.deliver = self.rm.on_starter_io
         self.broken = BrokenKeeper(
-            self.rm, self.store.broken, rules_from(self.cfg), volumes=lambda: self.volumes,
+            ManagerPort(self.rm), self.store.broken, rules_from(self.cfg), volumes=lambda: self.volumes,
             interval_s=reminder_interval_s(self.cfg))
         self.rm.on_starter_gone = self.broken.starter_gone
         execute.rm = self.rm

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from condorpy.machine.volumes import VolumeRemovalFailed
 from condorpy.slots.broken import BreakRules, BrokenCode
-from condorpy.startd.broken_keeper import BrokenKeeper
+from condorpy.startd.broken_keeper import BrokenKeeper, ManagerPort
 from condorpy.starter.exit_report import (Leftover, build_report, report_path,
                                           write_report)
 from tests.startd.rm_rig import Rig
@@ -48,7 +48,7 @@ class FakeVolumes:
 
 def _keeper(rig: Rig, proc: FakeProc, rules: BreakRules,
             volumes: FakeVolumes | None = None) -> BrokenKeeper:
-    keeper = BrokenKeeper(rig.rm, rig.store.broken, rules,
+    keeper = BrokenKeeper(ManagerPort(rig.rm), rig.store.broken, rules,
                           volumes=lambda: volumes,      # type: ignore[arg-type,return-value]
                           interval_s=60, proc_root=str(proc.root))
     rig.rm.on_starter_gone = keeper.starter_gone

@@ -105,6 +105,9 @@ class Slots:
     def broken_item(self, slot: str) -> BrokenItem | None:
         return self.ledger.get(slot)
 
+    def slot_of_claim(self, claim_id: str) -> str | None:
+        return "slot1_1"
+
 
 class Rows:
     def __init__(self) -> None:
@@ -148,7 +151,7 @@ def test_a_process_in_uninterruptible_sleep_breaks_the_slot_until_it_ends(
     Path(report_path(sock)).write_text(report.to_json())
     slots, rows = Slots(), Rows()
     keeper = BrokenKeeper(slots, rows, BreakRules(leftover_procs=True))  # type: ignore[arg-type]
-    keeper.starter_gone("slot1_1", sock)
+    keeper.starter_gone("claim-1", sock)
     item = slots.ledger.get("slot1_1")
     assert item is not None and item.cause.code is BrokenCode.HUNG_PROCESSES
     assert item.context["JobId"] == "7.0" and list(rows.rows) == ["slot1_1"]
