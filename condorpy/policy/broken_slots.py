@@ -64,8 +64,10 @@ class BrokenSlots:
         self._cycle.advance(now)
         if st.broken.is_broken(item.slot):
             return st.take_output()
-        if item.slot in st.slots:
-            return self.report(now, item.slot, item.cause, item.context, item.since)
+        if item.slot in st.slots:       # a static slot (a d-slot of that name is another)
+            if item.parent is None:
+                return self.report(now, item.slot, item.cause, item.context, item.since)
+            return st.take_output()
         parent = st.slots.get(item.parent or "")
         sub = _sub_id(item.slot)
         if parent is None or sub is None \

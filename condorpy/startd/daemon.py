@@ -253,6 +253,9 @@ class Startd:
         self.metrics.placed(self.placement.starters)
         self.rm.apply(self.engine.take_output())
         from condorpy.startd.poolside.adoption import WithoutPool
+        # before adoption re-carves d-slots: a broken one's name and resources are
+        # then not given to a re-adopted job
+        self.broken.restore(self.clock.monotonic())
         adopter = Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
                           self.schedd,
                           self.pool if self.pool is not None else WithoutPool(self.store.pool),
@@ -266,7 +269,6 @@ class Startd:
         self.volumes = VolumeKeeper.from_config(self.cfg)
         if self.volumes is not None:
             self.volumes.start(self.clock.monotonic())
-        self.broken.restore(self.clock.monotonic())   # once the volumes are looked at
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
                                     control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
