@@ -269,6 +269,8 @@ class Startd:
         self.volumes = VolumeKeeper.from_config(self.cfg)
         if self.volumes is not None:
             self.volumes.start(self.clock.monotonic())
+            if self.pool is not None:
+                self.pool.advertiser.daemon_extra = self.volumes.cleanup_counts
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
                                     control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.loop.selector,

@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 
+from condorpy.classad import parse_expr
 from condorpy.config import KnobReader
 from condorpy.machine.volumes import LeakedVolumes, LvmSettings, SubprocessRunner, \
     VolumeError, VolumeManager, VolumeRemovalFailed, lvm_settings
@@ -86,6 +87,14 @@ class VolumeKeeper:
 
     def waiting(self) -> list[VolumeRemovalFailed]:
         return [failure for failure, _ in self.leaked.waiting.values()]
+
+    def cleanup_counts(self) -> dict[str, object]:
+        """HTCondor's ``CleanupCategoryCounts`` for the daemon ad: how many things wait
+        for another removal, by kind (here volumes only); none while nothing waits."""
+        if not self.leaked.waiting:
+            return {}
+        return {"CleanupCategoryCounts":
+                parse_expr(f"[ LogicalVolumes = {len(self.leaked.waiting)} ]")}
 
     def next_due(self) -> float | None:
         return self.due_at if self.interval_s > 0 else None
