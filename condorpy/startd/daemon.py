@@ -445,6 +445,7 @@ class Startd:
             knobs, updates = starter_knobs(starter_cfg), job_updates(starter_cfg)
             logs = starter_logs(new, self.paths.log)
             failures = self._max_starter_failures(new)
+            break_rules = rules_from(new)
             self.metrics.reconfig(new)          # last: it applies what it checks
         except CondorpyError as exc:
             log.error("reconfig refused, the old configuration stays in force: %s", exc)
@@ -462,6 +463,7 @@ class Startd:
         self.rm.launching.logs = logs
         self.rm.launching.updates = updates
         self.rm.max_starter_failures = failures
+        self.broken.rules = break_rules     # for starters reaped from now on
         self.store.history.set_limits(history)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)
