@@ -121,6 +121,8 @@ class BrokenKeeper:
         self.interval_s = interval_s
         self.proc_root = proc_root
         self.watched: dict[str, Evidence] = {}
+        # the cgroups of leftover processes that broke nothing: removed once they end
+        self.stray: list[Evidence] = []
         self.due_at: float | None = None
 
     # ------------------------------------------------------------------ looking
@@ -173,6 +175,8 @@ class BrokenKeeper:
         ev = Evidence.of(report)
         cause = cleanup_cause(self.look(int(report.code), ev), self.rules)
         if cause is None:
+            if ev.cgroup is not None and self._cgroup_there(ev):
+                self.stray.append(ev)
             if report.leftovers:
                 log.warning("job %s left %d process(es) the final kill could not end; "
                             "STARTD_LEFTOVER_PROCS_BREAK_SLOTS is false: slot %s is "
@@ -215,7 +219,9 @@ class BrokenKeeper:
         self.due_at = now + self.interval_s
 
     def next_due(self) -> float | None:
-        return self.due_at if self.watched and self.interval_s > 0 else None
+        if not (self.watched or self.stray) or self.interval_s <= 0:
+            return None
+        return self.due_at if self.due_at is not None else 0.0    # None: not yet looked
 
     def step(self, now: float) -> None:
         if self.due_at is None or now >= self.due_at:
@@ -224,6 +230,7 @@ class BrokenKeeper:
 
     def check(self) -> None:
         """Each broken slot looked at again; mended where its cause has gone."""
+        self.stray = [ev for ev in self.stray if self._cgroup_there(ev)]
         for slot, ev in list(self.watched.items()):
             item = self.port.broken_item(slot)
             if item is not None and still_broken(item.cause.code,

@@ -179,3 +179,31 @@ def test_a_restart_after_the_cause_went_forgets_the_slot(tmp_path: Path) -> None
     again = Rig(tmp_path / "d", cpus=1)
     _keeper(again, proc, BreakRules(leftover_procs=True)).restore(0.0)
     assert again.engine.broken.items == [] and again.store.broken.all() == []
+
+
+def test_the_cgroup_of_leftovers_that_broke_nothing_is_removed_once_they_end(
+        tmp_path: Path) -> None:
+    rig = Rig(tmp_path / "d", cpus=1)
+    proc = FakeProc(tmp_path / "proc")
+    keeper = _keeper(rig, proc, BreakRules())
+    rig.submit(SLEEP + "queue 1\n")
+    rig.step()
+    h = rig.handle("1.0")
+    assert h.launched is not None
+    cgroup = tmp_path / "job_1.slice"
+    (cgroup / "job.scope").mkdir(parents=True)
+    proc.process(4242, 777)
+    report = build_report("1.0", leftovers=[Leftover(4242, 777, "D")],
+                          cgroup_left=str(cgroup), volume_left=None, problems=[],
+                          proc_root=str(proc.root))
+    assert report is not None
+    rig.says("1.0", {"event": "done", "ad": {"ExitCode": 0, "ExitBySignal": False}})
+    write_report(report_path(h.launched.socket_path), report)
+    rig.launcher.alive_pids.discard(h.launched.pid)
+    rig.step(1)
+    assert rig.engine.broken.items == [] and keeper.next_due() is not None
+    keeper.check()
+    assert cgroup.is_dir()                   # its process is still there
+    proc.gone(4242)
+    keeper.check()
+    assert not cgroup.exists() and keeper.next_due() is None
