@@ -153,17 +153,16 @@ class BrokenKeeper:
         """The starter of ``claim_id`` has ended (it was listening on ``socket_path``):
         its report read, and the slot broken if what it left calls for it (before the
         claim goes, so that the slot is not lent again meanwhile)."""
-        self.slot_gone(self.port.slot_of_claim(claim_id), socket_path)
-
-    def slot_gone(self, slot: str | None, socket_path: str) -> None:
-        """As :meth:`starter_gone`, for a starter of ``slot`` (None: gone too)."""
         try:
             report = take_report(report_path(socket_path))
         except CondorpyError as exc:
             log.error("%s", exc)
             return
-        if report is None:
-            return
+        if report is not None:      # (most starters leave none: no slot looked up)
+            self.reported(self.port.slot_of_claim(claim_id), report)
+
+    def reported(self, slot: str | None, report: CleanupReport) -> None:
+        """What the starter of ``slot`` (None: gone too) left behind."""
         for text in report.problems:
             log.warning("job %s: clean-up incomplete: %s", report.job_id, text)
         keeper = self.volumes()
