@@ -190,6 +190,8 @@ PARAM_DEFAULTS: dict[str, str] = {
     "DISABLE_EXECUTE_DIRECTORY_ENCRYPTION": "false",
     "STARTD_RECOMPUTE_DISK_FREE": "false",
     "CONTINUE_TO_ADVERTISE_BROKEN_DYNAMIC_SLOTS": "false",
+    # broken slots from a job's end (startd/broken_keeper.py); false since 24.5.2
+    "STARTD_LEFTOVER_PROCS_BREAK_SLOTS": "false",
     # --- starter ----------------------------------------------------------------
     "USE_PID_NAMESPACES": "false",
     "PER_JOB_NAMESPACES": "true",
@@ -232,6 +234,8 @@ PARAM_DEFAULTS: dict[str, str] = {
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
 CODE_DEFAULTS: dict[str, str] = {
+    # broken slots: HTCondor's starter defaults it in code (true since 25.5.1)
+    "LVM_CLEANUP_FAILURE_MAKES_BROKEN_SLOT": "true",
     # condorpy's own knobs (HTCondor knows none of them, so it too reports them undefined)
     "CONDORPY_USE_CGROUPS": "true",
     "CONDORPY_ENFORCE_DISK_USAGE": "true",

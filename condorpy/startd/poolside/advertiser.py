@@ -54,6 +54,8 @@ class Advertiser:
         self.round_failed = False
         self.last_report = ""
         self.retry = RETRY_FIRST
+        # more of the daemon ad's attributes (CleanupCategoryCounts: volume_keeper.py)
+        self.daemon_extra: Callable[[], dict[str, object]] = dict
 
     @property
     def peer(self) -> str:
@@ -150,6 +152,8 @@ class Advertiser:
             return
         for name, value in self.engine.broken.daemon_attrs().items():
             ad[name] = value        # BrokenReasons, BrokenContextAds (slots.broken)
+        for name, value in self.daemon_extra().items():
+            ad[name] = value
         self.daemon_name = daemon_ad.name_of(ad)
 
         def make() -> AsyncExchange:
