@@ -213,6 +213,11 @@ PARAM_DEFAULTS: dict[str, str] = {
     "ASSIGN_CPU_AFFINITY": "false",
     "CREATE_CORE_FILES": "true",
     "ENABLE_CHIRP": "true",
+    # --- several execution points on one host (docs/pool.md) ---------------------
+    # NETWORK_HOSTNAME, when set, is the host's name (FULL_HOSTNAME, HOSTNAME: see
+    # Config._network_hostname); HOST_ALIAS is the alias= of the advertised address
+    "NETWORK_HOSTNAME": "",
+    "HOST_ALIAS": "$(FULL_HOSTNAME)",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
