@@ -4,15 +4,21 @@ slotN@<name>@<host>, as HTCondor names a named startd's slots) and NETWORK_HOSTN
 
 from __future__ import annotations
 
+import os
+import selectors
+import socket
 from pathlib import Path
 
 import pytest
 
 from condorpy.clock import ManualClock
+from condorpy.errors import StartdError
 from condorpy.config import Config
 from condorpy.pool import daemon_ad
 from condorpy.slots.configure import daemon_name
+from condorpy.startd.control_socket import ControlSocket
 from condorpy.startd.core import Host, load_core
+from condorpy.startd.paths import StatePaths, claim_dirs, make_dirs, release_dirs
 
 
 @pytest.mark.parametrize("given,expected", [
@@ -69,3 +75,45 @@ def test_an_unnamed_startds_slots_carry_the_host(tmp_path: Path) -> None:
     assert [a.evaluate("Name") for a in ads] == ["slot1@ep.example.org", "slot2@ep.example.org"]
     daemon = daemon_ad.startd_ad(ads, "<a>", 1)
     assert daemon is not None and daemon["Name"] == "ep.example.org"
+
+
+def _paths(root: Path) -> StatePaths:
+    out = StatePaths(spool=root / "spool", log=root / "log", lock=root / "log",
+                     execute=root / "execute", socket=root / "log" / "c.sock")
+    make_dirs(out)
+    return out
+
+
+def test_two_eps_cannot_share_execute_or_log(tmp_path: Path) -> None:
+    first = _paths(tmp_path / "a")
+    held = claim_dirs(first)
+    with pytest.raises(StartdError, match=rf"EXECUTE {tmp_path}/a/execute is in use by "
+                                          rf"another condorpy startd \(pid \d+\).*LOCAL_DIR"):
+        claim_dirs(first)
+    shared_log = StatePaths(spool=tmp_path / "b/spool", log=first.log, lock=first.log,
+                            execute=tmp_path / "b/execute", socket=tmp_path / "b/c.sock")
+    make_dirs(shared_log)
+    with pytest.raises(StartdError, match=r"LOG .* is in use .*\(or LOG\)"):
+        claim_dirs(shared_log)
+    other = claim_dirs(_paths(tmp_path / "c"))      # another LOCAL_DIR: its own
+    assert len(other) == 2
+    release_dirs(other)
+    release_dirs(held)
+    assert not held
+    release_dirs(claim_dirs(first))                 # let go: the next daemon takes them
+
+
+def test_a_live_daemons_control_socket_is_not_taken(tmp_path: Path) -> None:
+    path = tmp_path / "condorpy_startd.sock"
+    live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    live.bind(str(path))
+    live.listen(1)
+    sel = selectors.DefaultSelector()
+    with pytest.raises(StartdError, match="another running daemon's.*own LOCK"):
+        ControlSocket(path, sel, lambda *a: None, os.getuid(), lambda: None,
+                      monotonic=lambda: 0.0)
+    assert path.exists()
+    live.close()                                    # stale now: replaced
+    ControlSocket(path, sel, lambda *a: None, os.getuid(), lambda: None,
+                  monotonic=lambda: 0.0).close()
+    sel.close()
