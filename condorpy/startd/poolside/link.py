@@ -102,7 +102,8 @@ class PoolLink:
                 s.bind((ip, self.settings.port))
         except OSError as exc:
             s.close()
-            raise PoolError(f"cannot open the command port {ip}:{self.settings.port}: "
+            raise PoolError(f"cannot open the command port {ip}:{self.settings.port} "
+                            f"(STARTD_PORT, NETWORK_INTERFACE): "
                             f"{exc.strerror or exc}") from None
         s.listen(64)
         s.setblocking(False)
