@@ -164,10 +164,10 @@ INSTANCE_LOCK = ".condorpy_startd.lock"
 def claim_dirs(paths: StatePaths) -> list[int]:
     """Lock EXECUTE and LOG for this daemon (descriptors: closing them lets go).
 
-    Two execution points on one host must not share them: a daemon clears what it does
-    not know from EXECUTE at its start (the other's sandboxes) and both would write one
-    StartLog. SPOOL is the job store's own lock; the control socket is checked where it
-    is opened. The error names the directory, its knob and the daemon holding it."""
+    Two execution points on one host must not share them: both would write one
+    StartLog, and an HTCondor startd in either's place clears what it does not know
+    from EXECUTE at its start (the layout would not survive a switch back). SPOOL is the job store's own lock; the control socket is checked where it is
+    opened. The error names the directory, its knob and the daemon holding it."""
     fds: list[int] = []
     seen: set[str] = set()
     for knob, where in (("EXECUTE", paths.execute), ("LOG", paths.log)):
