@@ -19,6 +19,7 @@ from condorpy.slots.configure import daemon_name
 from condorpy.startd.control_socket import ControlSocket
 from condorpy.startd.core import Host, load_core
 from condorpy.startd.paths import StatePaths, claim_dirs, make_dirs, release_dirs
+from condorpy.startd.reconfig_report import needs_restart
 
 
 @pytest.mark.parametrize("given,expected", [
@@ -117,3 +118,8 @@ def test_a_live_daemons_control_socket_is_not_taken(tmp_path: Path) -> None:
     ControlSocket(path, sel, lambda *a: None, os.getuid(), lambda: None,
                   monotonic=lambda: 0.0).close()
     sel.close()
+
+
+def test_renaming_an_ep_takes_a_restart() -> None:
+    assert needs_restart({"STARTD_NAME", "NETWORK_HOSTNAME"}, True, True) == \
+        ["NETWORK_HOSTNAME", "STARTD_NAME"]
