@@ -307,8 +307,8 @@ class AsyncExchange:
                     log.info("%s: no connection to one address of %s (%s), trying %s",
                              self.label, self.peer, os.strerror(err),
                              self.untried[0].hostport())
-                    self.replaced = self.sock
-                    self.sock = _start_connect(self.untried.pop(0), self.peer, self.untried)
+                    fresh = _start_connect(self.untried.pop(0), self.peer, self.untried)
+                    self.replaced, self.sock = self.sock, fresh
                     return
                 if err:
                     raise PoolError(f"cannot connect: {os.strerror(err)}", peer=self.peer)

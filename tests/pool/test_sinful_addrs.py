@@ -117,3 +117,34 @@ def test_the_event_loop_moves_on_to_the_next_address(
     server.join(10)
     assert got == [b"ping"]
     assert done and ex.error is None and ex.result == b"pong"
+
+
+def test_the_event_loop_fails_once_every_address_refused() -> None:
+    socks = [socket.socket() for _ in range(2)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    p1, p2 = (s.getsockname()[1] for s in socks)
+
+    def proto() -> Generator[Op, bytes | None, None]:
+        yield Send(b"ping")
+
+    sel = selectors.DefaultSelector()
+    exchanges = Exchanges(sel, ManualClock())
+    done: list[AsyncExchange] = []
+    try:
+        ex = AsyncExchange.connect(parse_address(f"<127.0.0.1:{p1}?addrs=127.0.0.1-{p1}+"
+                                                 f"127.0.0.1-{p2}>"),
+                                   proto(), time.monotonic() + 10, "test")
+    except PoolError as exc:        # both refused at once: the caller hears so
+        assert "cannot connect" in str(exc)
+    else:
+        exchanges.add(ex, done.append)
+        end = time.monotonic() + 10
+        while not done and time.monotonic() < end:
+            for key, mask in sel.select(0.2):
+                exchanges.handle(key.data[1], mask)
+        assert done and isinstance(ex.error, PoolError) and "cannot connect" in str(ex.error)
+    assert not sel.get_map()
+    sel.close()
+    for s in socks:
+        s.close()
