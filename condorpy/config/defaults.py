@@ -230,6 +230,11 @@ PARAM_DEFAULTS: dict[str, str] = {
     "SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD": "false",
     # images under these directories are read in place, not sent with the job
     "CONTAINER_SHARED_FS": "/cvmfs",
+    # --- several execution points on one host (docs/pool.md) ---------------------
+    # NETWORK_HOSTNAME, when set, is the host's name (FULL_HOSTNAME, HOSTNAME: see
+    # Config._network_hostname); HOST_ALIAS is the alias= of the advertised address
+    "NETWORK_HOSTNAME": "",
+    "HOST_ALIAS": "$(FULL_HOSTNAME)",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.

@@ -55,7 +55,8 @@ from condorpy.startd.job_log import JobLog
 from condorpy.startd.loop import EventLoop, guard
 from condorpy.startd.metrics import Metrics, metrics_address
 from condorpy.startd.notify import Notifier, status_line
-from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, make_dirs
+from condorpy.startd.paths import (StatePaths, check_state_dirs, claim_dirs, daemon_paths,
+                                   make_dirs, release_dirs)
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.policy_timers import PolicyTimers
 from condorpy.startd.reconfig_report import ReconfigReport, needs_restart
@@ -120,6 +121,7 @@ class Startd:
         make_dirs(self.paths)
         if os.geteuid() == 0:
             check_state_dirs(self.paths, os.geteuid())
+        self.dir_locks = claim_dirs(self.paths)     # another EP on this host: refused
         _setup_logging(self.paths, foreground, self.env)
         self.notify = Notifier.from_env(self.env)      # systemd: READY, STATUS, WATCHDOG
         self.placement = Placement(None, "the daemon's cgroup")
@@ -498,6 +500,7 @@ class Startd:
         # The fork server goes; the starters it launched run on.
         self.server.close()
         self.store.close()
+        release_dirs(self.dir_locks)
         log.info("condorpy startd stopped (%s); %d job(s) left running%s", self.stopping,
                  len(self.rm), "; restarting" if self.restart_requested else "")
 

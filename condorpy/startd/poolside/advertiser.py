@@ -20,7 +20,7 @@ from condorpy.pool import collector, daemon_ad
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Session
 from condorpy.startd.poolside.claims import ClaimTable
-from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, unregister
+from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, moved_on, unregister
 from condorpy.startd.poolside.settings import PoolSettings
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -117,6 +117,8 @@ class Advertiser:
         if ex is None:
             return
         ex.handle(mask)
+        if moved_on(self.sel, ex):
+            return
         if ex.done:
             self._finish()
             self._start_next(self.clock.monotonic())
