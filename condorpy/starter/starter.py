@@ -22,6 +22,7 @@ from condorpy.errors import CgroupError, CondorpyError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
 from condorpy.starter.devices import hide_unassigned_gpus
+from condorpy.starter.exit_report import Leftover, build_report, report_path, write_report
 from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, SYSTEM_OOM_VACATE, HoldCode, \
     JobHold, OomVerdict, oom_verdict
@@ -88,6 +89,7 @@ class Starter:
                                   kill_timeout_s=settings.kill_timeout_s)
         self.meter = UsageMeter()
         self.cgroup: JobCgroup | None = None
+        self.stuck = False      # processes of the job outlived its final kill
         self.proc: Launched | None = None
         self.server: ControlServer | None = None
         self.userlog: UserLog | None = None
@@ -416,7 +418,7 @@ class Starter:
         control.state = JobState.EXITED
         control.kill_all()   # the job is over when its first process is: no stragglers
         if self.cgroup is not None:
-            self.cgroup.wait_empty()
+            self.stuck = not self.cgroup.wait_empty()
         # wait4 covers the job and what it waited for; the orphans the starter reaped
         # (during the run and in the kill just above) are added to it.
         processes = control.processes
@@ -488,19 +490,30 @@ class Starter:
             self.control.reaped = True
         if self.meter.disk is not None:
             self.meter.disk.close()      # a walk cut short holds descriptors
+        leftovers: list[Leftover] = []
+        cgroup_left: str | None = None
+        processes = self.control.processes
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()
-                self.cgroup.wait_empty()
-                self.cgroup.remove()
+                # processes the kill did not end once are given a second more only
+                if self.cgroup.wait_empty(1.0 if self.stuck else 5.0):
+                    self.cgroup.remove()
+                elif processes is not None:     # processes the kill cannot end
+                    leftovers = processes.leftovers(self.settings.proc_root)
             except (OSError, CgroupError) as exc:
                 problems.append(f"cgroup {self.cgroup.slice}: {exc}")
+            if os.path.isdir(self.cgroup.slice):
+                cgroup_left = self.cgroup.slice
+        elif processes is not None:
+            leftovers = processes.leftovers(self.settings.proc_root)
         if self.server is not None:
             self.server.close()
         if self.userlog is not None:
             self.userlog.close()
         if self.xfer is not None:
             self.xfer.close()
+        failure = None
         if self.volume is not None:
             # the job's volume first: the directory under it is then empty
             failure = self.volume.remove(str(self.slot_ad.get("Name") or "") or None)
@@ -515,8 +528,19 @@ class Starter:
             problems.extend(f"sandbox {self.sandbox.path}: {text}" for text in left[:20])
             if len(left) > 20:
                 problems.append(f"sandbox {self.sandbox.path}: {len(left) - 20} more")
+        if leftovers:
+            problems.append(f"{len(leftovers)} job process(es) outlived the final kill: "
+                            + ", ".join(f"{x.pid} ({x.state})" for x in leftovers[:8]))
         for text in problems:
             self._say(f"clean-up of job {job_id} incomplete: {text}")
+        report = build_report(job_id, leftovers=leftovers, cgroup_left=cgroup_left,
+                              volume_left=failure, problems=problems,
+                              proc_root=self.settings.proc_root)
+        if report is not None:      # the startd's word on what was left (exit_report.py)
+            try:
+                write_report(report_path(self.socket_path), report)
+            except OSError as exc:
+                self._say(f"cannot write the clean-up report: {exc.strerror}")
 
 
 def exit_attributes(status: int) -> dict[str, object]:

@@ -27,6 +27,8 @@ class PoolSettings:
     # how long a starter waits for its shadow's answer (HTCondor's syscall socket
     # timeout): the shadow may take the job's exit only once its schedd answers
     upload_timeout: float = 300.0
+    # the alias= of the advertised address (HOST_ALIAS, by default FULL_HOSTNAME)
+    alias: str = ""
     # the CCB brokers this daemon registers with (CCB_ADDRESS; None: it is reachable)
     ccb: CcbSettings | None = None
 
@@ -52,6 +54,7 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", True),
         server=secserver.server_policy(cfg),
         upload_timeout=float(max(cfg.knob_int("STARTER_UPLOAD_TIMEOUT"), 1)),
+        alias=(cfg.get("HOST_ALIAS") or "").strip(),
         ccb=ccb_settings(cfg))
 
 
