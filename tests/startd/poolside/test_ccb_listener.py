@@ -303,3 +303,65 @@ def test_a_stopped_listener_never_registers_again(rig: Rig) -> None:
     assert link.phase is Phase.STOPPED and link.exchange is None
     with pytest.raises(BlockingIOError):
         rig.broker.accept()
+
+
+def test_the_links_addresses_carry_the_brokers_id_and_the_first_ads_wait_for_it() -> None:
+    from condorpy.startd.poolside.link import PoolLink
+    from condorpy.startd.poolside.settings import pool_settings
+    from condorpy.config import Config
+    from tests.policy.engines import engine_from_text
+
+    broker = socket.socket()
+    broker.bind(("127.0.0.1", 0))
+    broker.listen(4)
+    broker.setblocking(False)
+    name = f"127.0.0.1:{broker.getsockname()[1]}"
+    text = (f"COLLECTOR_HOST = {name}\nCCB_ADDRESS = $(COLLECTOR_HOST)\n"
+            "NETWORK_INTERFACE = 127.0.0.1\nFULL_HOSTNAME = ep1.example\n"
+            "SEC_CLIENT_NEGOTIATION = NEVER\nNUM_CPUS = 1\nMEMORY = 1024\n")
+    settings = pool_settings(Config.from_text(text))
+    assert settings is not None and settings.ccb is not None
+    clock = ManualClock(1000.0)
+    sel = selectors.DefaultSelector()
+    link = PoolLink(settings, engine_from_text(text, clock), sel, clock)
+    base = link.address
+    assert "CCBID" not in base
+
+    def pump(cond: Callable[[], T | None]) -> T:
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            for key, mask in sel.select(0.01):
+                link.handle(key.data[1], mask)
+            link.tick(clock.monotonic())
+            got = cond()
+            if got is not None and got is not False:
+                return got
+        raise AssertionError("the link did not get there")
+
+    def accept() -> Side | None:
+        try:
+            return Side(broker.accept()[0])
+        except BlockingIOError:
+            return None
+    try:
+        side = pump(accept)
+        r = Reader(pump(side.message), "test")
+        # the first connection is the registration: no update before the broker answers
+        assert r.get_int() == ccb.CCB_REGISTER
+        assert link.advertiser.updates_sent == 0 and link.advertiser.current is None
+        side.send_ad(_reply(f"{name}#9", "1"))
+        pump(lambda: "CCBID" in link.address)
+        assert link.address.startswith(base[:-1].split("?")[0] + "?CCBID=127.0.0.1:")
+        assert "#9&PrivNet=ep1.example&" in link.address
+        assert link.table.address == link.advertiser.address == link.shadows.address \
+            == link.address
+        # the slots' ads go out now, with the new address (the collector is the broker
+        # here: the update's connection follows)
+        update = pump(accept)
+        assert update is not None
+        assert link.table.mint().startswith(link.address + "#")
+        update.sock.close()
+        side.sock.close()
+    finally:
+        link.stop()
+        broker.close()
