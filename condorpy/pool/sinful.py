@@ -6,7 +6,8 @@ space: ``+`` separates the alternatives of ``addrs``). Those condorpy acts on:
 ``sock`` (the daemon sits behind condor_shared_port under that id), ``addrs`` (the
 daemon's addresses, ``ip-port`` joined by ``+``, IPv6 in brackets), ``alias``
 (its host name), ``noUDP``, and ``PrivNet``/``CCBID`` (reachable only through a CCB
-broker, which condorpy does not speak).
+broker: condorpy registers with brokers and writes these into its own addresses, but
+does not yet connect out to a peer that is itself behind one).
 """
 
 from __future__ import annotations
