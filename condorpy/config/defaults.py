@@ -213,6 +213,12 @@ PARAM_DEFAULTS: dict[str, str] = {
     "ASSIGN_CPU_AFFINITY": "false",
     "CREATE_CORE_FILES": "true",
     "ENABLE_CHIRP": "true",
+    # container jobs (issue 28): the docker runtime, as HTCondor's table has it
+    "DOCKER": "/usr/bin/docker",
+    "DOCKER_DROP_ALL_CAPABILITIES": "true",
+    "DOCKER_RUN_UNDER_INIT": "true",
+    "DOCKER_PERFORM_TEST": "true",
+    "DOCKER_IMAGE_CACHE_SIZE": "8",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
@@ -262,4 +268,9 @@ CODE_DEFAULTS: dict[str, str] = {
     "ALLOW_PSLOT_PREEMPTION": "false",
     "ADVERTISE_PSLOT_ROLLUP_INFORMATION": "true",
     "UPDATE_OFFSET": "0",
+    # container jobs (issue 28): knobs HTCondor's docker code defaults in code
+    "DOCKER_LOG_DRIVER_NONE": "true",
+    "DOCKER_MOUNT_VOLUMES": "",
+    "DOCKER_NETWORKS": "",
+    "DOCKER_EXTRA_ARGUMENTS": "",
 }

@@ -21,6 +21,8 @@ from typing import Any
 from condorpy.errors import CgroupError, CondorpyError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
+from condorpy.starter.container import ContainerJob
+from condorpy.starter.container_run import ContainerRun, RuntimeFailed, docker_oom_hold
 from condorpy.starter.devices import hide_unassigned_gpus
 from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, SYSTEM_OOM_VACATE, HoldCode, \
@@ -107,6 +109,7 @@ class Starter:
         self.gate: Callable[[], bool] | None = None
         # the job's first process forked beforehand (a spare starter's), if any
         self.vessel = vessel
+        self.container: ContainerRun | None = None   # a docker/container-universe job's
 
     @property
     def socket_path(self) -> str:
@@ -159,9 +162,17 @@ class Starter:
             slot = SlotSpec.from_ad(self.slot_ad)
             user = choose_user(job, slot, self.settings)
             self.submitter = submitter(self.job_ad.get(SUBMITTER_ATTR))
+            boxed = ContainerJob.from_ad(self.job_ad, job.job_id)
+            if boxed is not None:
+                self.container = ContainerRun(boxed, self.settings.docker,
+                                              execute=self.settings.execute,
+                                              hostname=self.settings.hostname,
+                                              say=self._say)
             return self._run(job, slot, user)
         except JobHold as hold:
             return self._held_before_start(hold, ident, user)
+        except RuntimeFailed as failed:
+            return self._runtime_failed(failed, ident)
         finally:
             self._cleanup(ident.job_id)
             for signum_int, handler in early.items():
@@ -186,8 +197,20 @@ class Starter:
             self.server.broadcast({"event": "done", "ad": attrs})
         return Outcome(attrs, hold=hold, notices=self.notices)
 
+    def _runtime_failed(self, failed: RuntimeFailed, ident: JobIdentity) -> Outcome:
+        """The container runtime, not the job, failed: back to the queue, never a hold
+        charged to the job."""
+        self._go()
+        self._say(f"job {ident.job_id}: {failed}; the job is requeued")
+        attrs = failed.attributes()
+        if self.userlog is not None:
+            self.userlog.evicted(self.meter.usage.user_s, self.meter.usage.system_s)
+        if self.server is not None:
+            self.server.broadcast({"event": "done", "ad": attrs})
+        return Outcome(attrs, vacated=True, notices=self.notices)
+
     def _run(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> Outcome:
-        pid_ns = self.settings.use_pid_namespaces
+        pid_ns = self.settings.use_pid_namespaces and self.container is None
         if pid_ns and os.geteuid() != 0:
             self._say("USE_PID_NAMESPACES needs root; the job runs in the starter's "
                       "PID namespace")
@@ -220,6 +243,11 @@ class Starter:
         plan = launch_plan(job, slot, user, self.sandbox, pid_ns=pid_ns,
                            settings=self.settings,
                            cgroup_procs=self.cgroup.procs_file if self.cgroup else None)
+        if self.container is not None:
+            plan = self.container.create(
+                job, slot, user, plan, scratch=self.sandbox.path, cgroup=self.cgroup,
+                cgroup_mount=self.settings.cgroup_mount,
+                gpus_dir=self.settings.gpu_inventory_dir, dev_dir=self.settings.dev_dir)
         subreaper = False
         if self.cgroup is None and self.own_process:
             # Before the fork: orphans of the job come to the starter, not to init.
@@ -236,7 +264,7 @@ class Starter:
         # once the startd's word has come
         vessel, self.vessel = self.vessel, None
         # a process forked before the volume's private mount namespace would not see it
-        if vessel is not None and not plan.pid_namespace and not (
+        if vessel is not None and not plan.pid_namespace and self.container is None and not (
                 self.volume is not None and self.volume.hidden):
             pending = vessel.load(plan, job_id=job.job_id)
         else:
@@ -250,11 +278,15 @@ class Starter:
             raise
         start = self.clock()
         self.proc = pending.start()
-        family = None if self.cgroup is not None else proctrack.ProcessFamily(
-            self.settings.proc_root, self.proc.pid, self.proc.session,
-            adopter=os.getpid() if subreaper else None)
-        processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
-                                           family=family, say=self._say)
+        if self.container is not None:
+            processes = self.container.processes(self.proc.pid, self.cgroup,
+                                                 self.settings.proc_root, self._say)
+        else:
+            family = None if self.cgroup is not None else proctrack.ProcessFamily(
+                self.settings.proc_root, self.proc.pid, self.proc.session,
+                adopter=os.getpid() if subreaper else None)
+            processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
+                                               family=family, say=self._say)
         self.meter.processes = processes
         self.control.started(job, self.proc.pid, processes, self.server, self.userlog,
                              self.meter.sample)
@@ -263,6 +295,12 @@ class Starter:
         self.server.broadcast(self._hello())
         status, rusage = self._watch(job)
         duration = self.clock() - start
+        if self.container is not None:
+            status, state = self.container.ended(job.job_id, status)
+            if state is not None and state.oom_killed and not self.container.cgroup_parented:
+                # no cgroup of the job's saw it: docker's word (HTCondor's reading)
+                return self._held_before_start(docker_oom_hold(job.job_id, slot.memory_mb),
+                                               JobIdentity.from_ad(self.job_ad), user)
         return self._finish(job, status, rusage, duration)
 
     def _make_sandbox(self, job: JobSpec, user: JobUser) -> None:
@@ -488,6 +526,11 @@ class Starter:
             self.control.reaped = True
         if self.meter.disk is not None:
             self.meter.disk.close()      # a walk cut short holds descriptors
+        if self.container is not None:
+            # before the job's cgroup: the container's own cgroup lies below it
+            stays = self.container.remove()
+            if stays is not None:
+                problems.append(stays)
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()
