@@ -51,6 +51,8 @@ class DockerSettings:
     networks: tuple[str, ...] = ()                  # DOCKER_NETWORKS (beyond none/host/nat)
     shm_size: int | None = None                     # DOCKER_SHM_SIZE (bytes)
     extra_args: tuple[str, ...] = ()                # DOCKER_EXTRA_ARGUMENTS
+    # docker's cgroup driver when known (the startd's probe); None: asked per job
+    cgroup_driver: str | None = None
 
 
 def volume_spec(path: str) -> str:

@@ -81,7 +81,8 @@ class ContainerRun:
         if not spec.cmd:
             plan = dataclasses.replace(plan, executable="", argv=("", *spec.args))
         parent = None
-        if cgroup is not None and self.cli.cgroup_driver() == "cgroupfs":
+        driver = self.settings.cgroup_driver
+        if cgroup is not None and (driver or self.cli.cgroup_driver()) == "cgroupfs":
             parent = "/" + os.path.relpath(cgroup.slice, cgroup_mount)
             self.cgroup_parented = True
         devices = gpu_devices(slot.assigned_gpus, gpu_inventory(gpus_dir), dev_dir)
@@ -94,7 +95,8 @@ class ContainerRun:
         ran = self.cli.create(args)
         if not ran.ok:
             self.cli.remove(name)          # a half-made container must not linger
-            failure = classify_failure(ran.code, ran.err, step="create")
+            failure = classify_failure(ran.code, ran.err,
+                                       step=f"create (image {self.job.image})")
             if failure.kind is FailureKind.JOB:
                 raise JobHold(f"Error creating the job's container: {failure.reason}",
                               HoldCode.INVALID_DOCKER_IMAGE, job=spec.job_id)
@@ -117,6 +119,10 @@ class ContainerRun:
         exit code); a container that never ran its command raises a hold (the job's
         fault) or RuntimeFailed (the machine's)."""
         assert self.name is not None
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            # ``docker start -a`` exits with the container's code: a clean exit needs
+            # no inspection (a costly client call saved on every successful job)
+            return status, None
         state = self.cli.inspect(self.name)
         if state is None:
             self.say(f"job {job_id}: cannot inspect container {self.name}; its exit is "
