@@ -273,4 +273,6 @@ CODE_DEFAULTS: dict[str, str] = {
     "DOCKER_MOUNT_VOLUMES": "",
     "DOCKER_NETWORKS": "",
     "DOCKER_EXTRA_ARGUMENTS": "",
+    # condorpy's: how often an unusable Docker runtime is checked again
+    "CONDORPY_DOCKER_RECHECK_INTERVAL": "60",
 }
