@@ -271,6 +271,7 @@ CODE_DEFAULTS: dict[str, str] = {
     # container jobs (issue 28): knobs HTCondor's docker code defaults in code
     "DOCKER_LOG_DRIVER_NONE": "true",
     "DOCKER_MOUNT_VOLUMES": "",
+    "DOCKER_VOLUMES": "",
     "DOCKER_NETWORKS": "",
     "DOCKER_EXTRA_ARGUMENTS": "",
     # condorpy's: how often an unusable Docker runtime is checked again

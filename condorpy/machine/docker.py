@@ -338,6 +338,7 @@ class DockerFacts:
         out["HasDocker"] = self.healthy
         out["DockerVersion"] = self.version
         out["HasContainer"] = self.healthy
+        out["HasDockerURL"] = self.healthy       # a docker:// container image runs
         if self.cached_mb is not None:
             out["DockerCachedImageSizeMb"] = self.cached_mb
         if not self.healthy:

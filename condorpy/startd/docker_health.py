@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, MutableMapping
 
 from condorpy.config import KnobReader
@@ -24,7 +25,7 @@ log = logging.getLogger("condorpy.startd")
 
 RECHECK_KNOB = "CONDORPY_DOCKER_RECHECK_INTERVAL"
 # the attributes this module writes, removed before each new set
-ATTRS = ("HasDocker", "DockerVersion", "HasContainer", "HasSingularity",
+ATTRS = ("HasDocker", "DockerVersion", "HasContainer", "HasDockerURL", "HasSingularity",
          "DockerCachedImageSizeMb", "DockerOfflineReason")
 
 
@@ -51,6 +52,14 @@ class DockerHealth:
         if not cfg.knob_bool("DOCKER_PERFORM_TEST") or not os.access(path, os.X_OK):
             facts.update(DockerFacts(None, False).attrs())
             return None
+        # what the administrator offers, as HTCondor's startd advertises it: networks
+        # a job may name (DOCKER_NETWORKS) and HasDockerVolume<name> per DOCKER_VOLUMES
+        networks = cfg.get("DOCKER_NETWORKS")
+        if networks:
+            facts["DockerNetworks"] = networks
+        for name in re.split(r"[\s,]+", cfg.get("DOCKER_VOLUMES") or ""):
+            if name:
+                facts[f"HasDockerVolume{name}"] = True
         return cls(facts, DockerCli(path, env=client_env()), monotonic=monotonic,
                    recheck_s=max(1.0, cfg.knob_float(RECHECK_KNOB)),
                    execute=execute, changed=changed)

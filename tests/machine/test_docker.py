@@ -91,7 +91,8 @@ def test_slot_attributes_of_the_runtime() -> None:
     line = "Docker version 20.10.24+dfsg1, build 297e128"
     healthy = DockerFacts(line, True, cached_mb=3).attrs()
     assert healthy == {"HasSingularity": False, "HasDocker": True, "DockerVersion": line,
-                       "HasContainer": True, "DockerCachedImageSizeMb": 3}
+                       "HasContainer": True, "HasDockerURL": True,
+                       "DockerCachedImageSizeMb": 3}
     down = DockerFacts(line, True, cached_mb=3).failed("daemon gone").attrs()
     assert down["HasDocker"] is False and down["HasContainer"] is False
     assert down["DockerOfflineReason"] == "daemon gone"

@@ -4,6 +4,9 @@ restored by a later check (a fake client; the real one runs in test_vm_docker.py
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+
+from condorpy.config import Config
 
 from condorpy.machine.docker import DockerCli, Ran
 from condorpy.startd.docker_health import DockerHealth
@@ -62,6 +65,27 @@ def test_probe_failure_and_recovery() -> None:
     health.tick(now[0])
     assert facts["HasDocker"] is True and "DockerOfflineReason" not in facts
     assert health.next_due() is None and len(changes) >= 2
+
+
+def test_offered_networks_and_volumes_advertised(tmp_path: Path) -> None:
+    client = tmp_path / "docker"
+    client.write_text("#!/bin/sh\nexit 1\n")
+    client.chmod(0o755)
+    cfg = Config.from_mapping({"DOCKER": str(client), "DOCKER_NETWORKS": "lab, lab2",
+                               "DOCKER_VOLUMES": "CVMFS DATA"}, source="<t>")
+    facts: dict[str, object] = {}
+    health = DockerHealth.from_config(cfg, facts, monotonic=lambda: 0.0, execute="/x",
+                                      changed=lambda: None)
+    assert health is not None
+    assert facts == {"DockerNetworks": "lab, lab2", "HasDockerVolumeCVMFS": True,
+                     "HasDockerVolumeDATA": True}
+    health.check()                  # "docker -v" fails: no Docker here
+    assert "HasDocker" not in facts and facts["HasContainer"] is False
+    absent = Config.from_mapping({"DOCKER": str(tmp_path / "none")}, source="<t>")
+    facts = {}
+    assert DockerHealth.from_config(absent, facts, monotonic=lambda: 0.0, execute="/x",
+                                    changed=lambda: None) is None
+    assert facts == {"HasSingularity": False, "HasContainer": False}
 
 
 def test_runtime_news_leaves_the_job_ad() -> None:
