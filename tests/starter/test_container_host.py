@@ -3,11 +3,18 @@ whose runtime cannot be reached requeued with the runtime marked down (never hel
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from condorpy.config import Config
-from condorpy.machine.docker import DockerSettings
+from condorpy.machine.docker import DockerCli, DockerSettings, Ran
+from condorpy.starter.container import ContainerJob
+from condorpy.starter.container_run import ContainerRun, RuntimeFailed
+from condorpy.starter.holds import HoldCode, JobHold
 from condorpy.starter.knobs import settings_from_knobs
 from condorpy.starter.settings import StarterSettings
 
@@ -47,3 +54,61 @@ def test_unreachable_runtime_requeues_and_marks_it_down(tmp_path: Path) -> None:
     assert str(out.attributes["VacateReason"]).startswith("Container runtime failure")
     assert "DockerOfflineReason" in out.attributes              # the startd's news
     assert os.listdir(execute) == []                            # nothing left behind
+
+
+class _Cli(DockerCli):
+    """A client that answers from a table: (first argument) -> Ran."""
+
+    def __init__(self, answers: dict[str, Ran]) -> None:
+        super().__init__("/fake/docker")
+        self.answers = answers
+        self.calls: list[list[str]] = []
+
+    def run(self, args: Sequence[str], *, timeout: float = 0) -> Ran:
+        self.calls.append(list(args))
+        return self.answers.get(args[0], Ran(0, "", ""))
+
+
+def _state(**kw: object) -> str:
+    state = {"Status": "exited", "ExitCode": 0, "OOMKilled": False, "Error": ""}
+    state.update(kw)
+    return json.dumps([{"State": state}])
+
+
+def _run(cli: _Cli) -> ContainerRun:
+    job = ContainerJob("docker", "img:latest", "none", False, False, ())
+    run_ = ContainerRun(job, DockerSettings(), execute="/x", hostname="ep", say=print,
+                        cli=cli)
+    run_.name = "HTCJob1_0_slot1_PID1"
+    return run_
+
+
+def test_container_end_read_as_htcondor_reads_it() -> None:
+    cli = _Cli({"inspect": Ran(0, _state(ExitCode=3), "")})
+    assert _run(cli).ended("1.0", 0)[0] == 0 and cli.calls == []   # clean: no inspect
+    status, state = _run(cli).ended("1.0", 3 << 8)
+    assert os.WEXITSTATUS(status) == 3 and state is not None
+    killed = _Cli({"inspect": Ran(0, _state(ExitCode=137), "")})
+    assert os.WTERMSIG(_run(killed).ended("1.0", 137 << 8)[0]) == 9
+
+
+def test_container_that_never_ran_held_or_requeued() -> None:
+    missing = _Cli({"inspect": Ran(0, _state(ExitCode=127, Error='OCI runtime create '
+                                             'failed: exec: "x": executable file not '
+                                             'found in $PATH'), "")})
+    with pytest.raises(JobHold) as held:
+        _run(missing).ended("1.0", 127 << 8)
+    assert held.value.code is HoldCode.FAILED_TO_CREATE_PROCESS
+    mount = _Cli({"inspect": Ran(0, _state(ExitCode=128, Error="error mounting /a"), "")})
+    with pytest.raises(RuntimeFailed) as failed:
+        _run(mount).ended("1.0", 1 << 8)
+    attrs = failed.value.attributes()
+    assert attrs["VacateReasonCode"] == 1021 and "DockerOfflineReason" not in attrs
+
+
+def test_removal_and_a_container_already_gone() -> None:
+    gone = _Cli({"rm": Ran(1, "", "Error: No such container: HTCJob1_0_slot1_PID1")})
+    assert _run(gone).remove() is None
+    stuck = _Cli({"rm": Ran(1, "", "Error response from daemon: device busy")})
+    assert "device busy" in str(_run(stuck).remove())
+    assert stuck.calls == [["rm", "-f", "-v", "HTCJob1_0_slot1_PID1"]]
