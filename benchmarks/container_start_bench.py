@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = "condorpy-bench/busybox:1"
 DOCKER = "/usr/bin/docker"
 
@@ -113,8 +114,7 @@ def docker_run_latency(work: Path) -> float:
 def vanilla_in(tree: str | None, work: Path, runs: int) -> list[float]:
     """The vanilla latency with the starter of ``tree`` (None: this one), in a child."""
     env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = tree
+    env["PYTHONPATH"] = tree if tree is not None else REPO
     code = ("import sys, json; from pathlib import Path; sys.path.insert(0, %r); "
             "import container_start_bench as b; "
             "print(json.dumps([b.starter_latency(Path(%r), False, i) for i in range(%d)]))"
@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--start-dockerd", action="store_true")
     ap.add_argument("--compare", metavar="REV")
     args = ap.parse_args()
+    sys.path.insert(0, REPO)          # this tree's condorpy, not an installed one
     work = Path(tempfile.mkdtemp(prefix="container-bench-"))
     for sub in ("execute", "out"):
         (work / sub).mkdir()
