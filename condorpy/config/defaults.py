@@ -217,8 +217,6 @@ PARAM_DEFAULTS: dict[str, str] = {
     "DOCKER": "/usr/bin/docker",
     "DOCKER_DROP_ALL_CAPABILITIES": "true",
     "DOCKER_RUN_UNDER_INIT": "true",
-    "DOCKER_PERFORM_TEST": "true",
-    "DOCKER_IMAGE_CACHE_SIZE": "8",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.

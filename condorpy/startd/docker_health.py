@@ -46,10 +46,10 @@ class DockerHealth:
     def from_config(cls, cfg: KnobReader, facts: MutableMapping[str, object], *,
                     monotonic: Callable[[], float], execute: str,
                     changed: Callable[[], None]) -> DockerHealth | None:
-        """None where DOCKER_PERFORM_TEST is off or no client is installed: no
-        container attributes but HasSingularity, HasContainer false."""
+        """None where no client is installed: no container attributes but
+        HasSingularity and HasContainer false."""
         path = cfg.get("DOCKER") or DEFAULT_DOCKER
-        if not cfg.knob_bool("DOCKER_PERFORM_TEST") or not os.access(path, os.X_OK):
+        if not os.access(path, os.X_OK):
             facts.update(DockerFacts(None, False).attrs())
             return None
         # what the administrator offers, as HTCondor's startd advertises it: networks

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import tarfile
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +25,8 @@ from condorpy.starter.protocol import Command
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
 from condorpy.starter.settings import MemoryPolicy
 
-from .helpers import run, start
-from .test_vm_cgroup import BASE, MOUNT, settings, wait_file, work  # noqa: F401
+from .helpers import Running, start
+from .test_vm_cgroup import BASE, MOUNT, settings, wait_file
 
 pytestmark = pytest.mark.vm
 IMAGE = "condorpy-test/busybox:1"
@@ -84,7 +86,29 @@ def dockerd() -> Iterator[DockerCli]:
         log.close()
 
 
-def _scratch(work: Path, n: int, files: dict[str, str]) -> Path:  # noqa: F811
+@pytest.fixture(scope="module")
+def work() -> Iterator[Path]:
+    """The file's one execute directory and cgroup base (test_vm_cgroup's, for a
+    module)."""
+    d = Path(tempfile.mkdtemp(prefix="condorpy-vm-docker-"))
+    os.chmod(d, 0o755)
+    (d / "execute").mkdir(mode=0o755)
+    with open(f"{MOUNT}/cgroup.subtree_control", "w") as fh:
+        fh.write("+cpu +memory +pids")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+    base = Path(MOUNT, BASE)
+    if base.exists():
+        for child in base.iterdir():
+            if child.is_dir():
+                for leaf in child.iterdir():
+                    if leaf.is_dir():
+                        leaf.rmdir()
+                child.rmdir()
+        base.rmdir()
+
+
+def _scratch(work: Path, n: int, files: dict[str, str]) -> Path:
     """A prepared scratch directory (as the daemon makes a pool job's) with input."""
     d = work / "execute" / f"dir_pool_{n}"
     d.mkdir(mode=0o700)
@@ -93,20 +117,16 @@ def _scratch(work: Path, n: int, files: dict[str, str]) -> Path:  # noqa: F811
     return d
 
 
-def _slot(**kw: object) -> dict[str, object]:
-    base: dict[str, object] = {"Name": "slot1@vm", "Cpus": 1, "Memory": 64}
+def _slot(n: int, **kw: object) -> dict[str, object]:
+    base: dict[str, object] = {"Name": f"slot1_{n}@vm", "Cpus": 1, "Memory": 64}
     base.update(kw)
     return base
 
 
-def _limits(work: Path) -> dict[str, object]:  # noqa: F811
-    return {"memory_policy": MemoryPolicy.HARD, "disable_swap": True,
-            "update_interval_s": 1.0,
-            "docker": DockerSettings(path=DOCKER, cgroup_driver="cgroupfs")}
-
-
 SCRIPT = ("cat input > output; echo $(pwd) >> output; id -u >> output; "
           "cat /sys/fs/cgroup/memory.max >> output; echo done")
+HOG = "awk \"BEGIN { s = \\\"xxxxxxxx\\\"; while (1) s = s s }\""
+LOOP = "touch ready; while true; do sleep 1; done"
 
 
 def _job(scratch: Path, cluster: int, cmd: str, image: dict[str, object] | None = None,
@@ -119,19 +139,41 @@ def _job(scratch: Path, cluster: int, cmd: str, image: dict[str, object] | None 
     return ad
 
 
-def test_docker_and_container_universe_jobs(dockerd: DockerCli, work: Path) -> None:  # noqa: F811
-    # side by side, as two slots would run them: the emulated client calls overlap
-    s = settings(work, **_limits(work))
-    jobs = {}
-    for n, (universe, image) in enumerate((
-            ("docker", {"WantDocker": True, "DockerImage": IMAGE}),
-            ("container", {"WantContainer": True,
-                           "ContainerImage": f"docker://{IMAGE}"}))):
-        scratch = _scratch(work, n + 1, {"input": f"hello {universe}\n"})
-        ad = _job(scratch, 7 + n, SCRIPT, image, Out="stdout", Err="stderr")
-        jobs[universe] = (scratch, start(ad, _slot(Name=f"slot1_{n + 1}@vm"), s,
-                                         tag=f"d{universe}"))
-    for universe, (scratch, running) in jobs.items():
+@pytest.fixture(scope="module")
+def jobs(dockerd: DockerCli, work: Path) -> Iterator[dict[str, tuple[Path, Running]]]:
+    """Every job of the file started at once, as slots of one machine would run them:
+    the emulated client calls overlap (each costs seconds in the VM)."""
+    s = settings(work, memory_policy=MemoryPolicy.HARD, disable_swap=True,
+                 update_interval_s=1.0,
+                 docker=DockerSettings(path=DOCKER, cgroup_driver="cgroupfs"))
+    specs: dict[str, tuple[dict[str, object], dict[str, object]]] = {}
+    scratch: dict[str, Path] = {}
+    for n, name in enumerate(("docker", "container", "oom", "missing", "suspend")):
+        scratch[name] = _scratch(work, n + 1, {"input": f"hello {name}\n"})
+    specs["docker"] = (_job(scratch["docker"], 7, SCRIPT, Out="stdout", Err="stderr"),
+                       _slot(1))
+    specs["container"] = (_job(scratch["container"], 8, SCRIPT,
+                               {"WantContainer": True, "ContainerImage": f"docker://{IMAGE}"},
+                               Out="stdout", Err="stderr"), _slot(2))
+    specs["oom"] = (_job(scratch["oom"], 9, HOG), _slot(3, Memory=48))
+    specs["missing"] = (_job(scratch["missing"], 10, "true", {
+        "WantDocker": True, "DockerImage": "condorpy-test/nosuch:1"}), _slot(4))
+    specs["suspend"] = (_job(scratch["suspend"], 11, LOOP), _slot(5))
+    started = {name: (scratch[name], start(ad, slot, s, tag=f"d{name}"))
+               for name, (ad, slot) in specs.items()}
+    yield started
+    for _, running in started.values():     # a failed test's job must not outlive it
+        if running.thread.is_alive():
+            client = running.client(timeout_s=60)
+            client.send(Command.HARD_KILL)
+            client.close()
+            running.thread.join(120)
+
+
+def test_docker_and_container_universe_jobs(dockerd: DockerCli,
+                                            jobs: dict[str, tuple[Path, Running]]) -> None:
+    for universe in ("docker", "container"):
+        scratch, running = jobs[universe]
         out = running.outcome(timeout_s=300)
         assert out.hold is None and not out.vacated, (out.attributes, out.notices)
         assert out.attributes["ExitCode"] == 0
@@ -141,39 +183,25 @@ def test_docker_and_container_universe_jobs(dockerd: DockerCli, work: Path) -> N
         assert lines[2] == str(os.stat(scratch).st_uid) != "0"   # the job's user
         assert lines[3] == str(64 << 20)                     # the slot's memory
         assert (scratch / "stdout").read_text() == "done\n"
-    assert not dockerd.left_behind(str(work / "execute"))  # removed at the end
+        # removed at the end
+        assert not [n for n in dockerd.left_behind(str(scratch.parent))
+                    if n.startswith(f"HTCJob{7 if universe == 'docker' else 8}_")]
 
 
-def test_over_memory_held_34_and_missing_image_requeued(
-        dockerd: DockerCli, work: Path) -> None:  # noqa: F811
-    s = settings(work, **_limits(work))
-    hog = "awk \"BEGIN { s = \\\"xxxxxxxx\\\"; while (1) s = s s }\""
-    oom = start(_job(_scratch(work, 3, {}), 8, hog), _slot(Memory=48), s, tag="doom")
-    missing = start(_job(_scratch(work, 5, {}), 10, "true",
-                         {"WantDocker": True, "DockerImage": "condorpy-test/nosuch:1"}),
-                    _slot(Name="slot1_2@vm"), s, tag="dmissing")
-    # meanwhile, a container a previous startd left behind (its starter is gone) is
-    # found by its label and removed; the running jobs' containers are not touched
-    old_execute = str(work / "old-execute")
-    name = "HTCJob11_0_slot1_PID999999"
-    made = subprocess.run(
-        [DOCKER, "create", "--name", name, "--label", "org.htcondorproject=True",
-         "--label", f"org.condorpy.execute={old_execute}", "--network=none", IMAGE,
-         "/bin/sleep", "300"], capture_output=True, check=False)
-    assert made.returncode == 0, made.stderr
-    assert dockerd.left_behind(old_execute) == [name]
-    assert remove_left_behind(dockerd, old_execute, live=[os.getpid()], say=print) == [name]
-    assert dockerd.left_behind(old_execute) == []
-    out = oom.outcome(timeout_s=300)
+def test_over_memory_container_is_held_34(jobs: dict[str, tuple[Path, Running]]) -> None:
+    out = jobs["oom"][1].outcome(timeout_s=300)
     assert out.hold is not None, (out.attributes, out.notices)
     assert (out.attributes["HoldReasonCode"], out.attributes["HoldReasonSubCode"]) == \
         (34, 102), out.attributes
-    # a missing image is the runtime's failure, not the job's: back to the queue
-    out = missing.outcome(timeout_s=300)
+
+
+def test_missing_image_is_requeued_and_docker_stays_usable(
+        dockerd: DockerCli, jobs: dict[str, tuple[Path, Running]]) -> None:
+    out = jobs["missing"][1].outcome(timeout_s=300)
     assert out.hold is None and out.vacated, (out.attributes, out.notices)
-    assert out.attributes["VacateReasonCode"] == 1021
+    assert out.attributes["VacateReasonCode"] == 1021         # ContainerError: requeue
     assert "nosuch" in str(out.attributes["VacateReason"])
-    # the runtime itself is fine: the slot keeps HasDocker
+    # the runtime itself is fine: the slots keep HasDocker
     assert "DockerOfflineReason" not in out.attributes
     attrs = probe_docker(dockerd).attrs()
     assert attrs["HasDocker"] is True and attrs["HasContainer"] is True
@@ -181,23 +209,18 @@ def test_over_memory_held_34_and_missing_image_requeued(
     assert int(str(attrs["DockerCachedImageSizeMb"])) >= 1
 
 
-def test_suspend_continue_and_vacate(dockerd: DockerCli, work: Path) -> None:  # noqa: F811
-    scratch = _scratch(work, 4, {})
-    ready = scratch / "ready"
-    loop = "touch ready; while true; do sleep 1; done"
-    ad = _job(scratch, 9, loop)
-    running = start(ad, _slot(), settings(work, **_limits(work)), tag="dsusp")
+def test_suspend_continue_and_vacate(dockerd: DockerCli, work: Path,
+                                     jobs: dict[str, tuple[Path, Running]]) -> None:
+    scratch, running = jobs["suspend"]
     # connected once the job runs: a client that reads nothing while the container
     # starts would fill its socket and be dropped
-    wait_file(ready, timeout_s=120)
+    wait_file(scratch / "ready", timeout_s=300)
     client = running.client(timeout_s=60)
     client.wait_for("event", "hello")
-    slice_ = Path(MOUNT, BASE, "job_dsusp.slice")
+    slice_ = Path(MOUNT, BASE, "job_dsuspend.slice")
     # the container's cgroup lies under the job's: the job's limits and freezer hold it
     below = [p for p in slice_.iterdir() if p.is_dir() and p.name != "job.scope"]
-    assert below, list(slice_.iterdir())
-    procs = (below[0] / "cgroup.procs").read_text().split()
-    assert procs
+    assert below and (below[0] / "cgroup.procs").read_text().split()
     client.send(Command.SUSPEND)
     client.wait_for("state", "suspended")
     assert "frozen 1" in (slice_ / "cgroup.events").read_text()
@@ -211,4 +234,18 @@ def test_suspend_continue_and_vacate(dockerd: DockerCli, work: Path) -> None:  #
     assert out.vacated and out.hold is None, (out.attributes, out.notices)
     assert out.attributes["ExitSignal"] == 15          # SIGTERM, through docker start
     assert not slice_.exists()
-    assert not dockerd.left_behind(str(work / "execute"))
+
+
+def test_container_left_behind_is_removed(dockerd: DockerCli, work: Path) -> None:
+    # a container a previous startd left behind (its starter is gone) is found by its
+    # label and removed
+    old_execute = str(work / "old-execute")
+    name = "HTCJob12_0_slot1_PID999999"
+    made = subprocess.run(
+        [DOCKER, "create", "--name", name, "--label", "org.htcondorproject=True",
+         "--label", f"org.condorpy.execute={old_execute}", "--network=none", IMAGE,
+         "/bin/sleep", "300"], capture_output=True, check=False)
+    assert made.returncode == 0, made.stderr
+    assert dockerd.left_behind(old_execute) == [name]
+    assert remove_left_behind(dockerd, old_execute, live=[os.getpid()], say=print) == [name]
+    assert dockerd.left_behind(old_execute) == []
