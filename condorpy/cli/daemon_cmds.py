@@ -24,6 +24,7 @@ from condorpy.startd.reconfig_report import EXIT_RESTART_NEEDED, ReconfigReport
 from condorpy.startd.paths import client_socket
 from condorpy.queue.submit import (LocalFS, SubmitDescription, count_jobs, read_description,
                                    submit_ads)
+from condorpy.queue.submit_container import ContainerOptions
 from condorpy.queue.submit_parts import parts
 from condorpy.queue.submit_checks import check_executables, unused_lines
 
@@ -74,7 +75,8 @@ def submit_main(argv: list[str]) -> int:
         ads = submit_ads(text, source, cluster_id=cluster, owner=getpass.getuser(),
                          submit_dir=os.getcwd(), qdate=int(time.time()), env=env,
                          uid_domain=cfg.get("UID_DOMAIN") or "localhost",
-                         filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None)
+                         filesystem_domain=cfg.get("FILESYSTEM_DOMAIN") or None,
+                         container=ContainerOptions.from_config(cfg))
         got: Any = None
         try:
             for part in parts(cluster, total, _checked(desc, ads)):

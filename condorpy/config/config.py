@@ -62,6 +62,8 @@ class Config:
     _cache: dict[str, str | None] = field(default_factory=dict)
     # the computed knobs of the facts, once a look-up needed one (see LazyFacts)
     _measured: dict[str, tuple[str, str]] | None = None
+    # set while NETWORK_HOSTNAME is being expanded (it may name $(FULL_HOSTNAME))
+    _naming: bool = False
 
     @property
     def facts(self) -> DetectedFacts:
@@ -128,6 +130,10 @@ class Config:
     def _default(self, key: str) -> tuple[str, str] | None:
         """The built-in (name, value) of ``key``: a computed fact of the machine (which
         wins over the table's), else the table's. Only a fact's name measures."""
+        if key in ("FULL_HOSTNAME", "HOSTNAME") and not self._naming:
+            named = self._network_hostname()
+            if named is not None:
+                return (key, named[0] if key == "FULL_HOSTNAME" else named[1])
         if key in self.detected.names:
             if self._measured is None:
                 self._measured = {k.upper(): (k, v)
@@ -136,6 +142,24 @@ class Config:
             if fact is not None:
                 return fact
         return self._defaults.get(key)
+
+    def _network_hostname(self) -> tuple[str, str] | None:
+        """(FULL_HOSTNAME, HOSTNAME) from NETWORK_HOSTNAME, as HTCondor takes it in
+        place of the host's own name: dotted, it is the full name; otherwise
+        DEFAULT_DOMAIN_NAME is appended when set. None when it is not set."""
+        if self._entry("NETWORK_HOSTNAME") is None:
+            return None
+        self._naming = True
+        try:
+            name = (self.get("NETWORK_HOSTNAME") or "").strip()
+            domain = (self.get("DEFAULT_DOMAIN_NAME") or "").strip().lstrip(".")
+        finally:
+            self._naming = False
+        if not name:
+            return None
+        if "." in name:
+            return name, name.split(".", 1)[0]
+        return (f"{name}.{domain}" if domain else name), name
 
     def where(self, name: str) -> tuple[str, int] | None:
         entry = self._entry(name)

@@ -83,6 +83,15 @@ PARAM_DEFAULTS: dict[str, str] = {
     # HTCondor builds this one from the methods compiled in; this is the Linux build's
     "SEC_DEFAULT_AUTHENTICATION_METHODS": "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL",
     "SEC_TOKEN_AP_SIGNING_KEY_NAME": "AP",
+    # --- SSL authentication (issue 29): HTCondor's host pair, then the pair a
+    # collector generates under HTCondor's ETC
+    "AUTH_SSL_SERVER_CERTFILE": "/etc/pki/tls/certs/localhost.crt,"
+                                "$(AUTH_SSL_AUTOGENERATE_CERTFILE)",
+    "AUTH_SSL_SERVER_KEYFILE": "/etc/pki/tls/private/localhost.key,"
+                               "$(AUTH_SSL_AUTOGENERATE_KEYFILE)",
+    "AUTH_SSL_AUTOGENERATE_CERTFILE": "$(ETC)/hostcert.pem",
+    "AUTH_SSL_AUTOGENERATE_KEYFILE": "$(ETC)/hostkey.pem",
+    # --- end SSL authentication
     "ANNEX_TOKEN_DOMAIN": "$(TRUST_DOMAIN)",
     "SYSTEM_JOB_MACHINE_ATTRS": "Cpus,SlotWeight",
     "CHECKPOINT_DESTINATION_MAPFILE": "$(LOCAL_DIR)/checkpoint-destination-mapfile",
@@ -181,6 +190,8 @@ PARAM_DEFAULTS: dict[str, str] = {
     "DISABLE_EXECUTE_DIRECTORY_ENCRYPTION": "false",
     "STARTD_RECOMPUTE_DISK_FREE": "false",
     "CONTINUE_TO_ADVERTISE_BROKEN_DYNAMIC_SLOTS": "false",
+    # broken slots from a job's end (startd/broken_keeper.py); false since 24.5.2
+    "STARTD_LEFTOVER_PROCS_BREAK_SLOTS": "false",
     # --- starter ----------------------------------------------------------------
     "USE_PID_NAMESPACES": "false",
     "PER_JOB_NAMESPACES": "true",
@@ -213,6 +224,17 @@ PARAM_DEFAULTS: dict[str, str] = {
     "ASSIGN_CPU_AFFINITY": "false",
     "CREATE_CORE_FILES": "true",
     "ENABLE_CHIRP": "true",
+    # --- submitting container jobs (issue 28) -----------------------------------------
+    # true: an absolute executable of a docker/container job is in the image, never
+    # transferred (the rule before 24.0)
+    "SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD": "false",
+    # images under these directories are read in place, not sent with the job
+    "CONTAINER_SHARED_FS": "/cvmfs",
+    # --- several execution points on one host (docs/pool.md) ---------------------
+    # NETWORK_HOSTNAME, when set, is the host's name (FULL_HOSTNAME, HOSTNAME: see
+    # Config._network_hostname); HOST_ALIAS is the alias= of the advertised address
+    "NETWORK_HOSTNAME": "",
+    "HOST_ALIAS": "$(FULL_HOSTNAME)",
     # container jobs (issue 28): the docker runtime, as HTCondor's table has it
     "DOCKER": "/usr/bin/docker",
     "DOCKER_DROP_ALL_CAPABILITIES": "true",
@@ -221,6 +243,8 @@ PARAM_DEFAULTS: dict[str, str] = {
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
 CODE_DEFAULTS: dict[str, str] = {
+    # broken slots: HTCondor's starter defaults it in code (true since 25.5.1)
+    "LVM_CLEANUP_FAILURE_MAKES_BROKEN_SLOT": "true",
     # condorpy's own knobs (HTCondor knows none of them, so it too reports them undefined)
     "CONDORPY_USE_CGROUPS": "true",
     "CONDORPY_ENFORCE_DISK_USAGE": "true",

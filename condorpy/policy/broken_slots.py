@@ -30,7 +30,8 @@ class BrokenSlots:
         self._roster, self._publisher = roster, publisher
 
     def report(self, now: float, slot_name: str, cause: BrokenCause,
-               context: Mapping[str, Any] | None = None) -> list[Output]:
+               context: Mapping[str, Any] | None = None, since: int | None = None
+               ) -> list[Output]:
         st = self._st
         self._cycle.advance(now)
         slot = st.slots.get(slot_name)
@@ -43,7 +44,7 @@ class BrokenSlots:
             if isinstance(user, str):
                 ctx["RemoteUser"] = user
         st.broken.report_broken(BrokenItem(slot_name, slot.parent, cause, slot.layer.resources,
-                                           int(now), ctx))
+                                           int(now) if since is None else since, ctx))
         for name, value in st.broken.slot_attrs(slot_name).items():
             if name != "Requirements":
                 st.put(slot, name, value)
@@ -53,6 +54,29 @@ class BrokenSlots:
         elif slot.state is State.CLAIMED and slot.activity is Activity.IDLE:
             self._moves.evict(slot, EvictWhy.RELEASE, f"slot broken: {cause.reason}")
         self._cycle.settle_one(slot)
+        return st.take_output()
+
+    def restore(self, now: float, item: BrokenItem) -> list[Output]:
+        """A slot an earlier daemon left broken, whose cause still holds: a slot that
+        is there breaks again; a dynamic one, gone with that daemon, is lost to its
+        partitionable slot again (if that still has as much to lose)."""
+        st = self._st
+        self._cycle.advance(now)
+        if st.broken.is_broken(item.slot):
+            return st.take_output()
+        if item.slot in st.slots:       # a static slot (a d-slot of that name is another)
+            if item.parent is None:
+                return self.report(now, item.slot, item.cause, item.context, item.since)
+            return st.take_output()
+        parent = st.slots.get(item.parent or "")
+        sub = _sub_id(item.slot)
+        if parent is None or sub is None \
+                or not st.layout.take_lost(parent.name, item.resources, sub):
+            return st.take_output()
+        st.broken.report_broken(item)
+        self._roster.refresh_resources(parent)
+        self._roster.publish_lost(parent)
+        self._cycle.settle_one(parent)
         return st.take_output()
 
     def mend(self, now: float, slot_name: str, code: BrokenCode | None = None
@@ -72,8 +96,14 @@ class BrokenSlots:
             self._cycle.settle_one(slot)
         elif item.parent is not None and item.parent in st.slots:
             parent = st.slots[item.parent]
-            st.layout.give_back(item.parent, item.resources)
+            st.layout.give_back(item.parent, item.resources, _sub_id(item.slot))
             self._roster.refresh_resources(parent)
             self._roster.publish_lost(parent)
             self._cycle.settle_one(parent)
         return st.take_output()
+
+
+def _sub_id(name: str) -> int | None:
+    """The sub id of d-slot ``slot1_3`` (3); None for another name."""
+    sub = name.partition("_")[2]
+    return int(sub) if sub.isdigit() else None

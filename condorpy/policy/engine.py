@@ -49,7 +49,7 @@ from condorpy.policy.slot_eval import SlotEval
 from condorpy.policy.states import Activity, State
 from condorpy.policy.steps import StateSteps
 from condorpy.slots.ads import Measurements
-from condorpy.slots.broken import BrokenCause, BrokenCode, BrokenLedger
+from condorpy.slots.broken import BrokenCause, BrokenCode, BrokenItem, BrokenLedger
 from condorpy.slots.manager import LayoutChange, SlotManager
 
 S, A = State, Activity
@@ -173,6 +173,11 @@ class PolicyEngine:
         failed): it matches nothing, its idle claim is given up, and a dynamic slot's
         resources stay lost to its parent once it goes. The first cause is kept."""
         return self._broken.report(now, slot, cause, context)
+
+    def restore_broken(self, now: float, item: BrokenItem) -> list[Output]:
+        """A slot an earlier daemon left broken, whose cause still holds (a restart
+        re-checks it): broken again, a dynamic one's resources lost to its parent."""
+        return self._broken.restore(now, item)
 
     def mend(self, now: float, slot: str, code: BrokenCode | None = None) -> list[Output]:
         """The cause of ``slot``'s breakage has gone (only a cause of ``code``, when

@@ -22,7 +22,7 @@ from condorpy.pool.cedar import PacketDecoder, Reader, Transcript, Writer, frame
 from condorpy.pool.security import Await, ClientPolicy, Op, Receive, Send, Session, \
     StartCrypto, client_handshake
 from condorpy.pool.sharedport import check_reachable, connect_payload
-from condorpy.pool.sinful import Address
+from condorpy.pool.sinful import Address, connect_order
 
 if TYPE_CHECKING:
     from condorpy.pool.aesgcm import AesGcmCipher
@@ -81,10 +81,7 @@ class Connection:
     def connect(cls, addr: Address, timeout: float) -> "Connection":
         peer = addr.hostport()
         check_reachable(addr)
-        try:
-            sock = socket.create_connection((addr.host, addr.port), timeout=timeout)
-        except OSError as exc:
-            raise PoolError(f"cannot connect: {exc.strerror or exc}", peer=peer) from None
+        sock = _connect_first(addr, timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = cls(sock, peer, timeout)
         if addr.shared_port_id:
@@ -162,6 +159,46 @@ class Connection:
         return w
 
 
+def _connect_first(addr: Address, timeout: float) -> socket.socket:
+    """A socket connected to the first of ``addr``'s addresses (its ``addrs``, in
+    :func:`connect_order`) that answers, each given ``timeout``; the error names every
+    one tried when none does."""
+    failed: list[str] = []
+    for where in connect_order(addr):
+        try:
+            return socket.create_connection((where.host, where.port), timeout=timeout)
+        except OSError as exc:
+            failed.append(f"{where.hostport()}: {exc.strerror or exc}")
+    raise PoolError(f"cannot connect: {'; '.join(failed)}", peer=addr.hostport())
+
+
+def _start_connect(where: Address, peer: str, untried: list[Address]) -> socket.socket:
+    """A non-blocking socket connecting to ``where``; one that fails at once moves on
+    to the next of ``untried`` (taken from it)."""
+    while True:
+        try:
+            infos = socket.getaddrinfo(where.host, where.port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            err = f"cannot resolve {where.host}: {exc}"
+        else:
+            family, _, _, _, sockaddr = infos[0]
+            try:
+                sock = socket.socket(family, socket.SOCK_STREAM)
+            except OSError as exc:   # out of descriptors: a failed attempt, retried later
+                raise PoolError(f"cannot open a socket: {exc.strerror or exc}",
+                                peer=peer) from None
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            code = sock.connect_ex(sockaddr)
+            if code in (0, errno.EINPROGRESS):
+                return sock
+            sock.close()
+            err = f"cannot connect: {os.strerror(code)}"
+        if not untried:
+            raise PoolError(err, peer=peer)
+        where = untried.pop(0)
+
+
 class AsyncExchange:
     """A protocol generator run over a non-blocking socket by the daemon's event loop:
     the loop calls :meth:`handle` when the socket is ready (for :meth:`interest`) and
@@ -186,32 +223,24 @@ class AsyncExchange:
         self.awaiting: str | None = None       # an Await in progress: what it waits for
         self.started = False
         self.result_ready = False
+        # the peer's addresses not tried yet, and the socket of the one that refused
+        # (the loop takes it out of its selector: take_replaced)
+        self.untried: list[Address] = []
+        self.replaced: socket.socket | None = None
         if connected:
             self.handle(0)      # start the protocol: a peer speaks first or we do
 
     @classmethod
     def connect(cls, addr: Address, protocol: Generator[Op, bytes | None, object],
                 deadline: float, label: str) -> "AsyncExchange":
-        """An exchange this side starts: a non-blocking connect to ``addr``."""
+        """An exchange this side starts: a non-blocking connect to ``addr`` (to its
+        ``addrs`` in turn, :func:`connect_order`, while one refuses)."""
         peer = addr.hostport()
         check_reachable(addr)
-        try:
-            infos = socket.getaddrinfo(addr.host, addr.port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise PoolError(f"cannot resolve {addr.host}: {exc}", peer=peer) from None
-        family, _, _, _, sockaddr = infos[0]
-        try:
-            sock = socket.socket(family, socket.SOCK_STREAM)
-        except OSError as exc:      # out of descriptors: a failed attempt, retried later
-            raise PoolError(f"cannot open a socket: {exc.strerror or exc}",
-                            peer=peer) from None
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        err = sock.connect_ex(sockaddr)
-        if err not in (0, errno.EINPROGRESS):
-            sock.close()
-            raise PoolError(f"cannot connect: {os.strerror(err)}", peer=peer)
+        order = list(connect_order(addr))
+        sock = _start_connect(order.pop(0), peer, order)
         ex = cls(sock, peer, protocol, deadline, label, connected=False)
+        ex.untried = order
         if addr.shared_port_id:
             # queued before the protocol's first bytes: sent once the connect completes
             # (the deadline is on the monotonic clock; one from a test's mock clock
@@ -221,6 +250,12 @@ class AsyncExchange:
                 left = None
             ex.out += ex.channel.shared_port_connect(addr.shared_port_id, left)
         return ex
+
+    def take_replaced(self) -> socket.socket | None:
+        """The socket of an address that refused, given up for the next one (the
+        caller unregisters and closes it); None when there is none."""
+        old, self.replaced = self.replaced, None
+        return old
 
     @classmethod
     def accepted(cls, sock: socket.socket, peer: str,
@@ -268,6 +303,13 @@ class AsyncExchange:
         if not self.started:
             if not self.connected:
                 err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err and self.untried:
+                    log.info("%s: no connection to one address of %s (%s), trying %s",
+                             self.label, self.peer, os.strerror(err),
+                             self.untried[0].hostport())
+                    fresh = _start_connect(self.untried.pop(0), self.peer, self.untried)
+                    self.replaced, self.sock = self.sock, fresh
+                    return
                 if err:
                     raise PoolError(f"cannot connect: {os.strerror(err)}", peer=self.peer)
                 self.connected = True

@@ -63,7 +63,8 @@ def _is_slot_attr(name: str) -> bool:
 
 def startd_ad(slot_ads: Iterable[ClassAd], address: str, start_time: int) -> ClassAd | None:
     """The daemon ad of a startd whose slots advertise ``slot_ads`` (None: no slots).
-    Its name is the host the slots run on (their ``Machine``, FULL_HOSTNAME)."""
+    Its name is the one the slots carry after their ``slotN@`` (the host's full name,
+    or STARTD_NAME's ``name@host``); ``Machine`` stays the host's."""
     ads = list(slot_ads)
     if not ads:
         return None
@@ -76,7 +77,7 @@ def startd_ad(slot_ads: Iterable[ClassAd], address: str, start_time: int) -> Cla
             ad[name] = expr
     host = str(base.get("Machine") or "")
     ad["MyType"] = STARTD_DAEMON_ADTYPE
-    ad["Name"] = host
+    ad["Name"] = str(base.get("Name") or "").partition("@")[2] or host
     ad["Machine"] = host
     ad["MyAddress"] = address
     ad["StartdIpAddr"] = address

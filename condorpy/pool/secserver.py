@@ -41,6 +41,7 @@ from __future__ import annotations
 import base64
 import fnmatch
 import ipaddress
+import logging
 import os
 import socket
 from collections.abc import Callable, Generator
@@ -51,16 +52,17 @@ from condorpy.classad import ClassAd
 from condorpy.config import Config
 from condorpy.errors import SecurityError, WireError
 from condorpy.pool.cedar import Reader, Writer
-from condorpy.pool import fsauth
+from condorpy.pool import fsauth, mapfile, sslauth
 from condorpy.pool.security import (DC_AUTHENTICATE, IMPLEMENTED_CRYPTO, METHOD_BITS, Level,
                                     Op, Receive, Send, StartCrypto, knob_level,
                                     knob_methods, method_name, run_exchange)
 from condorpy.pool.wire_ad import get_classad, put_classad
 
+log = logging.getLogger("condorpy.pool")
 UNAUTHENTICATED = "unauthenticated@unmapped"
 DC_SEC_QUERY = 60040
 # the methods this port can verify, in no order of its own (the configuration's rules)
-SERVED_METHODS = ("FS", "CLAIMTOBE")
+SERVED_METHODS = ("FS", "SSL", "CLAIMTOBE")
 MAX_SESSIONS = 4096
 
 
@@ -152,6 +154,16 @@ class ServerPolicy:
     # FS: where clients make their directory, and the domain of the names it yields
     fs: fsauth.Rendezvous = field(default_factory=fsauth.Rendezvous)
     uid_domain: str = ""
+    # SSL: the AUTH_SSL_SERVER_* material (None: no readable host certificate, so SSL
+    # is not offered, as HTCondor's servers do); CERTIFICATE_MAPFILE's rules
+    ssl: sslauth.Settings | None = None
+    maps: mapfile.MapFile | None = None
+
+    def canonical(self, method: str, name: str, default: str) -> str:
+        """The user an authenticated ``name`` is: through the map file when a line of
+        ``method`` matches, else ``default``."""
+        mapped = self.maps.canonical(method, name) if self.maps is not None else None
+        return mapfile.split_canonical(mapped, self.uid_domain) if mapped else default
 
     def verify(self, perm: Perm, user: str, ip: str) -> str | None:
         """None if ``user`` at ``ip`` may run a command needing ``perm``, else why not."""
@@ -173,6 +185,9 @@ DEFAULT_ALLOW = {Perm.READ: "*", Perm.WRITE: "", Perm.ADMINISTRATOR: "",
 
 def server_policy(cfg: Config) -> ServerPolicy:
     levels: dict[Perm, LevelPolicy] = {}
+    ssl = sslauth.server_settings(cfg)
+    served = SERVED_METHODS if ssl.readable_cert() else tuple(
+        m for m in SERVED_METHODS if m != "SSL")
     allow: dict[Perm, tuple[Entry, ...]] = {}
     deny: dict[Perm, tuple[Entry, ...]] = {}
     for perm in Perm:
@@ -186,7 +201,7 @@ def server_policy(cfg: Config) -> ServerPolicy:
             integrity=knob_level(cfg, side, "INTEGRITY", Level.OPTIONAL),
             negotiation=knob_level(cfg, side, "NEGOTIATION", Level.PREFERRED),
             auth_methods=tuple(dict.fromkeys(method_name(m) for m in configured
-                                             if method_name(m) in SERVED_METHODS)),
+                                             if method_name(m) in served)),
             crypto_methods=tuple(m for m in crypto if m in IMPLEMENTED_CRYPTO))
         knob = f"ALLOW_{perm.value}"
         items = cfg.get_list(knob) if cfg.get(knob) else DEFAULT_ALLOW[perm].split()
@@ -197,7 +212,8 @@ def server_policy(cfg: Config) -> ServerPolicy:
                         session_duration=cfg.get_int("SEC_DEFAULT_SESSION_DURATION", 86400),
                         session_lease=cfg.get_int("SEC_DEFAULT_SESSION_LEASE", 3600),
                         trust_domain=cfg.get("TRUST_DOMAIN") or cfg.get("UID_DOMAIN") or "",
-                        fs=fsauth.rendezvous(cfg), uid_domain=cfg.get("UID_DOMAIN") or "")
+                        fs=fsauth.rendezvous(cfg), uid_domain=cfg.get("UID_DOMAIN") or "",
+                        ssl=ssl if "SSL" in served else None, maps=mapfile.load(cfg))
 
 
 @dataclass
@@ -307,6 +323,19 @@ def _read_claimtobe(payload: bytes, peer: str) -> str:
 def _perm(table: dict[int, tuple[Perm, bool]], command: int) -> Perm | None:
     entry = table.get(command)
     return entry[0] if entry is not None else None
+
+
+def _ssl_exchange(policy: ServerPolicy, peer: str
+                  ) -> Generator[tuple[str, bytes], bytes | None, sslauth.Peer]:
+    assert policy.ssl is not None
+    try:
+        ctx, why = sslauth.make_context(policy.ssl, server=True), ""
+    except SecurityError as exc:
+        ctx, why = None, exc.reason
+    maps = policy.maps
+    mapped = None if not policy.ssl.require_client_mapping else (
+        lambda subject: maps is not None and maps.canonical("SSL", subject) is not None)
+    return sslauth.server_exchange(ctx, policy.ssl.require_client_cert, peer, why, mapped)
 
 
 def serve(peer: str, ip: str, policy: ServerPolicy, cache: SessionCache,
@@ -476,7 +505,7 @@ def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPoli
         # As HTCondor's Authentication loop: a method that fails is dropped by the
         # client, which offers the rest; 0 chosen ends it.
         failed: list[str] = []
-        fs_failure = ""
+        failure = ""
         bits = 0
         while user == UNAUTHENTICATED:
             got = yield Receive("the client's authentication methods")
@@ -490,25 +519,38 @@ def _negotiate(peer: str, ip: str, ad: ClassAd, command: int, policy: ServerPoli
             if chosen == "CLAIMTOBE":
                 got = yield Receive("the CLAIMTOBE identity")
                 assert got is not None
-                user = _read_claimtobe(got, peer)
+                claimed = _read_claimtobe(got, peer)
+                user = claimed
                 if "@" not in user and policy.trust_domain:
                     user = f"{user}@{policy.trust_domain}"
+                user = policy.canonical("CLAIMTOBE", claimed, user)
                 yield Send(_int_message(1))
+            elif chosen == "SSL":
+                try:
+                    got_peer = yield from run_exchange(_ssl_exchange(policy, peer))
+                except SecurityError as exc:
+                    # said here: a client refused goes on to other methods or hangs up
+                    log.warning("pool: %s", exc)
+                    failed.append(chosen)
+                    failure = exc.reason
+                    continue
+                user = sslauth.identity(got_peer.subject, policy.maps, policy.uid_domain)
             else:
                 try:
                     name = yield from run_exchange(fsauth.server_exchange(policy.fs, peer, local))
                 except SecurityError as exc:
                     failed.append(chosen)
-                    fs_failure = exc.reason
+                    failure = exc.reason
                     continue
-                user = f"{name}@{policy.uid_domain}" if policy.uid_domain else name
+                user = policy.canonical(
+                    "FS", name, f"{name}@{policy.uid_domain}" if policy.uid_domain else name)
         if user != UNAUTHENTICATED:
             if crypto:
                 yield Send(_int_message(0))     # no key handed over: ECDH made it
         elif auth_required:
             if failed:
                 raise SecurityError(f"authentication for command {command} failed: "
-                                    f"{fs_failure}", peer=peer)
+                                    f"{failure}", peer=peer)
             raise SecurityError(f"no authentication method in common for command "
                                 f"{command}: the client offers bits {bits}, condorpy "
                                 f"takes {', '.join(methods) or 'none'}", peer=peer)

@@ -49,14 +49,14 @@ from condorpy.pool.cedar import Reader, Writer
 from condorpy.pool.wire_ad import get_classad, put_classad
 
 if TYPE_CHECKING:
-    from condorpy.pool import idtokens
+    from condorpy.pool import idtokens, sslauth
 
 DC_AUTHENTICATE = 60010
 # authentication method bits (condor_auth.h)
 METHOD_BITS = {"CLAIMTOBE": 2, "FS": 4, "FS_REMOTE": 8, "KERBEROS": 64, "ANONYMOUS": 128,
                "SSL": 256, "PASSWORD": 512, "TOKEN": 2048, "IDTOKENS": 2048,
                "SCITOKENS": 4096}
-IMPLEMENTED_METHODS = ("FS", "TOKEN", "CLAIMTOBE")
+IMPLEMENTED_METHODS = ("FS", "TOKEN", "SSL", "CLAIMTOBE")
 IMPLEMENTED_CRYPTO = ("AES",)
 # the names HTCondor accepts for the one IDTOKENS method (condor_auth.h, SecMan)
 METHOD_ALIASES = {"IDTOKENS": "TOKEN", "IDTOKEN": "TOKEN", "TOKENS": "TOKEN"}
@@ -95,6 +95,8 @@ class ClientPolicy:
     token_search: idtokens.TokenSearch | None = None
     # whom FS directories are made as (a daemon run by root: the condor user)
     fs_ids: tuple[int, int] | None = None
+    # SSL: the AUTH_SSL_CLIENT_* material and checks (None: no SSL authentication)
+    ssl: sslauth.Settings | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ def knob_methods(cfg: Config, side: str, knob: str, default: str) -> tuple[str, 
 
 def client_policy(cfg: Config, version: str) -> ClientPolicy:
     """The client policy the configuration asks for (HTCondor's knobs and defaults)."""
-    from condorpy.pool import idtokens     # cryptography loads with the pool, not before
+    from condorpy.pool import idtokens, sslauth     # cryptography loads with the pool
 
     configured = knob_methods(cfg, "SEC_CLIENT", "AUTHENTICATION_METHODS",
                               "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL")
@@ -184,7 +186,8 @@ def client_policy(cfg: Config, version: str) -> ClientPolicy:
             idtokens.token_directory(cfg),
             exclude=cfg.get("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP") or "",
             subsystem="STARTD"),
-        fs_ids=fsauth.daemon_ids(cfg))
+        fs_ids=fsauth.daemon_ids(cfg),
+        ssl=sslauth.client_settings(cfg))
 
 
 def auth_request_ad(policy: ClientPolicy, command: int, ecdh_public: str,
@@ -277,6 +280,8 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
                               or "").split(",") if m.strip()]
         usable = list(dict.fromkeys(method_name(m) for m in named
                                     if method_name(m) in policy.auth_methods))
+        if "SSL" in usable and policy.ssl is None:
+            usable.remove("SSL")
         token: idtokens.Token | None = None
         no_token = ""
         if "TOKEN" in usable:
@@ -313,6 +318,9 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
                     yield from run_exchange(idtokens.exchange(token, peer))
                 elif method == "FS":
                     yield from run_exchange(fsauth.client_exchange(peer, policy.fs_ids))
+                elif method == "SSL":
+                    assert policy.ssl is not None
+                    yield from run_exchange(_ssl_exchange(policy.ssl, peer, connect_sinful))
                 else:
                     yield Send(Writer().put_int(1).put_string(policy.claimtobe_user)
                                .payload())
@@ -361,6 +369,18 @@ def client_handshake(command: int, policy: ClientPolicy, peer: str,
     return Session(raw=False, authenticated=authenticate, method=method, encrypted=crypto,
                    sid=str(post.get("Sid") or ""), user=str(post.get("User") or ""),
                    valid_commands=tuple(valid), remote_version=remote_version, key=key)
+
+
+def _ssl_exchange(settings: sslauth.Settings, peer: str, connect_sinful: str
+                  ) -> Generator[tuple[str, bytes], bytes | None, sslauth.Peer]:
+    from condorpy.pool import sslauth
+
+    try:
+        ctx, why = sslauth.make_context(settings, server=False), ""
+    except SecurityError as exc:
+        ctx, why = None, exc.reason
+    return sslauth.client_exchange(ctx, sslauth.host_alias(connect_sinful, peer),
+                                   settings.skip_host_check, peer, why)
 
 
 def _find_token(policy: ClientPolicy, reply: ClassAd) -> tuple[idtokens.Token | None, str]:

@@ -136,3 +136,27 @@ def parse_address(text: str, default_port: int = COLLECTOR_PORT,
     else:
         port = default_port
     return Address(host, port, params)
+
+
+# --- a daemon's own address, and the order to try a peer's ------------------------
+def own_address(ip: str, port: int, alias: str | None) -> str:
+    """The sinful string a daemon listening on ``ip:port`` advertises (MyAddress), in
+    HTCondor's form: the address again in ``addrs``, its host name as ``alias``
+    (HOST_ALIAS, by default FULL_HOSTNAME) and ``noUDP``, the parameters in name
+    order as HTCondor writes them."""
+    entry = f"[{ip.replace(':', '-')}]-{port}" if ":" in ip else f"{ip}-{port}"
+    params: list[tuple[str, str]] = [("addrs", entry), ("noUDP", "")]
+    if alias:
+        params.append(("alias", alias))
+    return Address(ip, port, tuple(sorted(params))).sinful()
+
+
+def connect_order(addr: Address) -> tuple[Address, ...]:
+    """Where to connect to reach ``addr``, in the order to try: its ``addrs`` entries
+    as listed (HTCondor lists the IPv4 address first, as its primary), without an IPv6
+    link-local one (no scope id makes it usable), else the primary address alone. Each
+    keeps the parameters (the shared port id)."""
+    listed = [(h, p) for h, p in addr.alternatives if not h.lower().startswith("fe80:")]
+    if not listed:
+        return (addr,)
+    return tuple(Address(host, port, addr.params) for host, port in dict.fromkeys(listed))

@@ -198,6 +198,30 @@ def clause_table(engine: PolicyEngine, job: ClassAd, slots: Sequence[SlotView]) 
     return "\n".join(rows) + "\n"
 
 
+# A container job's runtime clause: what the job wants, the slot attribute that offers
+# it, and the runtime's name for the note.
+_RUNTIMES = (("WantDocker", "HasDocker", "Docker"),
+             ("WantContainer", "HasContainer", "a container runtime"))
+
+
+def runtime_note(job: ClassAd, slots: Sequence[SlotView]) -> str:
+    """Why no slot takes a docker or container job, when none advertises the runtime
+    it wants: the clause table shows a 0 for it, this says what that 0 means."""
+    for want, has, what in _RUNTIMES:
+        if job.evaluate(want) is not True:
+            continue
+        if any(s.ad.evaluate(has) is True for s in slots):
+            return ""
+        reasons = sorted({r for s in slots
+                          if isinstance(r := s.ad.evaluate("DockerOfflineReason"), str)})
+        note = (f"No slot advertises {has} = true: the job wants {what}, which no slot "
+                "here offers now")
+        if reasons:
+            note += f" (DockerOfflineReason: {'; '.join(reasons)})"
+        return note + ".\n"
+    return ""
+
+
 def tally(engine: PolicyEngine, job: ClassAd, slots: Sequence[SlotView]
           ) -> tuple[Tally, list[tuple[SlotView, MatchJudgement]]]:
     """The summary counts, and the slots whose own side refuses the job (with the
@@ -324,6 +348,8 @@ def analyze_job(engine: PolicyEngine, job: ClassAd, slots: Sequence[SlotView], *
             out += f"\nThe Requirements expression for job {label} reduces to these " \
                    "conditions:\n\n"
             out += clause_table(engine, job, slots)
+            note = runtime_note(job, slots)
+            out += f"\n{note}" if note else ""
         out += "\n"
     t, refusing = tally(engine, job, slots)
     if better and refusing and not status:

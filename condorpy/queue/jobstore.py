@@ -22,6 +22,7 @@ from typing import Any, ContextManager
 from condorpy.classad import Budget, CallContext, ClassAd, Expr
 from condorpy.errors import ClassAdError, QueueError
 from condorpy.queue.claim_rows import ClaimRecord, LocalClaimRows, PoolClaimRows
+from condorpy.queue.broken_rows import BrokenSlotRows
 from condorpy.queue.history_rotation import HistoryLimits
 from condorpy.queue.history_store import HistoryStore
 from condorpy.queue.records import (FINAL, Differ, JobId, JobRecord, JobRow, JobStatus,
@@ -68,6 +69,7 @@ class JobStore:
         self.starters = StarterRows(self.db)
         self.claims = LocalClaimRows(self.db)
         self.pool = PoolClaimRows(self.db)
+        self.broken = BrokenSlotRows(self.db)
         self.staged = StagedJobs(self.db)
         # row text -> its ad as read (copies go out: callers change theirs)
         self._read: OrderedDict[str, ClassAd] = OrderedDict()

@@ -5,7 +5,8 @@ Pure: the only input besides the text is a small file-system interface, used for
 :class:`~condorpy.errors.SubmitError` naming the file and the line.
 
 The attribute names, values and default ``Requirements`` clauses follow HTCondor
-25.x's condor_submit for the vanilla universe (the only universe condorpy runs).
+25.x's condor_submit for the vanilla universe (the only universe condorpy runs) and
+its docker and container toppings (:mod:`condorpy.queue.submit_container`).
 """
 
 from __future__ import annotations
@@ -30,17 +31,22 @@ from condorpy.classad.functions.envargs import (
 from condorpy.classad.values import Error, Undefined
 from condorpy.config.typed import boolean_value
 from condorpy.errors import ClassAdError, SubmitError
+from condorpy.queue.submit_container import (
+    ContainerOptions, Topping, container_command, container_inputs, requirement_clause,
+    set_container_keywords, set_images, set_topping,
+)
 from condorpy.starter import reserved
 
 __all__ = ["SubmitFS", "LocalFS", "QueueItem", "parse_submit", "queue_items",
            "parse_size", "SubmitDescription", "read_description", "expand", "item_data",
-           "statement_parts"]
+           "statement_parts", "ContainerOptions"]
 
 UNIVERSE_VANILLA = 5
 # Universes HTCondor knows that condorpy does not run: refused with a clear message
-# rather than "unknown".
+# rather than "unknown". docker and container are toppings on vanilla (JobUniverse 5).
 _OTHER_UNIVERSES = {"standard", "scheduler", "local", "grid", "java", "vm", "parallel",
-                    "docker", "container", "globus", "mpi", "pvm"}
+                    "globus", "mpi", "pvm"}
+_VANILLA_NAMES = ("vanilla", "5", "docker", "container")
 _MACRO_DEPTH = 32
 _NOTIFY = {"never": 0, "always": 1, "complete": 2, "error": 3}
 
@@ -532,7 +538,9 @@ class _AdBuilder:
     """The job ad of one proc, from the expanded submit keys."""
 
     def __init__(self, macros: _Macros, *, submit_dir: str, env: Mapping[str, str],
-                 arch: str, opsys: str, queue_line: int) -> None:
+                 arch: str, opsys: str, queue_line: int,
+                 container: ContainerOptions | None = None,
+                 exists: Callable[[str], bool] | None = None) -> None:
         self.m = macros
         self.src = macros.source
         self.submit_dir = submit_dir
@@ -540,6 +548,9 @@ class _AdBuilder:
         self.arch = arch
         self.opsys = opsys
         self.queue_line = queue_line
+        self.container = container or ContainerOptions()
+        self.exists = exists or (lambda _path: False)
+        self.topping = Topping.NONE
         self.ad = ClassAd()
 
     def line(self, *keys: str) -> int:
@@ -577,7 +588,7 @@ def _build_ad(b: _AdBuilder, *, cluster_id: int, proc_id: int, owner: str,
               attrs: Sequence[tuple[str, str, int]]) -> ClassAd:
     ad = b.ad
     universe = (b.get("universe") or "vanilla").strip()
-    if universe.lower() not in ("vanilla", "5"):
+    if universe.lower() not in _VANILLA_NAMES:
         if universe.lower() in _OTHER_UNIVERSES:
             raise b.fail(f"universe {universe} is not supported: condorpy runs only "
                          "vanilla universe jobs", "universe")
@@ -590,16 +601,23 @@ def _build_ad(b: _AdBuilder, *, cluster_id: int, proc_id: int, owner: str,
     ad["Owner"] = owner
     ad["User"] = user
     ad["JobUniverse"] = UNIVERSE_VANILLA
+    b.topping = set_topping(b, universe)
+    set_images(b, b.topping)
 
     iwd_text = b.get("initialdir", "initial_dir", "iwd", "job_iwd")
     iwd = posixpath.normpath(posixpath.join(b.submit_dir, iwd_text or ""))
     ad["Iwd"] = iwd
 
     exe = b.get("executable")
-    if not exe or not exe.strip():
+    if b.topping is not Topping.NONE:
+        # a container job may leave its program to the image's entrypoint
+        ad["Cmd"] = container_command(b, b.topping, iwd, b.container)
+    elif not exe or not exe.strip():
         raise b.fail("no executable: the submit description must set executable",
                      "executable")
-    ad["Cmd"] = posixpath.normpath(posixpath.join(iwd, exe.strip()))
+    else:
+        ad["Cmd"] = posixpath.normpath(posixpath.join(iwd, exe.strip()))
+    set_container_keywords(b, b.topping, home=b.env.get("HOME"), exists=b.exists)
 
     _set_arguments(b)
     _set_environment(b)
@@ -904,6 +922,15 @@ def _set_transfer(b: _AdBuilder) -> None:
             b.ad["TransferExecutable"] = _bool_text(val, key, b.src, b.line(key))
         else:
             b.ad[attr] = ",".join(p.strip() for p in val.split(",") if p.strip())
+    image = container_inputs(b, b.topping, b.container)
+    if image and should == "NO":
+        raise b.fail(f"container_image {image[0]} would be transferred with the job, but "
+                     "should_transfer_files = NO (set transfer_container = false to use "
+                     "it in place)", "should_transfer_files", "container_image")
+    if image:
+        listed = b.ad.evaluate("TransferInput")
+        b.ad["TransferInput"] = ",".join(
+            ([listed] if isinstance(listed, str) and listed else []) + image)
     remaps = b.get("transfer_output_remaps")
     if remaps is not None and remaps.strip():
         # a string, quoted or not (condor_submit strips the quotes)
@@ -1042,7 +1069,10 @@ def _set_requirements(b: _AdBuilder, forced: set[str]) -> None:
         parts.append(f"({user.strip()})")
     if "arch" not in refs:
         parts.append(f'(TARGET.Arch == "{b.arch}")')
-    if not refs & {"opsys", "opsysandver", "opsyslongname", "opsysshortname",
+    topping = requirement_clause(ad, b.topping)
+    if topping is not None:
+        parts.append(topping)   # no OpSys clause: the image brings its own
+    elif not refs & {"opsys", "opsysandver", "opsyslongname", "opsysshortname",
                    "opsysname", "opsyslegacy"}:
         parts.append(f'(TARGET.OpSys == "{b.opsys}")')
 
@@ -1155,7 +1185,8 @@ def parse_submit(text: str | bytes, source: str = "<submit>", *, cluster_id: int
                  owner: str, submit_dir: str, qdate: int,
                  env: Mapping[str, str] | None = None, fs: SubmitFS | None = None,
                  uid_domain: str = "localhost", filesystem_domain: str | None = None,
-                 arch: str = "X86_64", opsys: str = "LINUX") -> list[ClassAd]:
+                 arch: str = "X86_64", opsys: str = "LINUX",
+                 container: ContainerOptions | None = None) -> list[ClassAd]:
     """Job ads for every job the description queues, ProcId counting from 0.
 
     ``submit_dir`` must be absolute: relative ``initialdir``, ``executable`` and
@@ -1163,7 +1194,7 @@ def parse_submit(text: str | bytes, source: str = "<submit>", *, cluster_id: int
     return list(submit_ads(text, source, cluster_id=cluster_id, owner=owner,
                            submit_dir=submit_dir, qdate=qdate, env=env, fs=fs,
                            uid_domain=uid_domain, filesystem_domain=filesystem_domain,
-                           arch=arch, opsys=opsys))
+                           arch=arch, opsys=opsys, container=container))
 
 
 def count_jobs(text: str | bytes, source: str = "<submit>", *, cluster_id: int,
@@ -1191,7 +1222,8 @@ def submit_ads(text: str | bytes, source: str = "<submit>", *, cluster_id: int,
                owner: str, submit_dir: str, qdate: int,
                env: Mapping[str, str] | None = None, fs: SubmitFS | None = None,
                uid_domain: str = "localhost", filesystem_domain: str | None = None,
-               arch: str = "X86_64", opsys: str = "LINUX") -> Iterator[ClassAd]:
+               arch: str = "X86_64", opsys: str = "LINUX",
+               container: ContainerOptions | None = None) -> Iterator[ClassAd]:
     """:func:`parse_submit`'s ads one at a time, each made only when asked for (a
     large queue statement is never held whole)."""
     if not posixpath.isabs(submit_dir):
@@ -1199,6 +1231,11 @@ def submit_ads(text: str | bytes, source: str = "<submit>", *, cluster_id: int,
     desc = read_description(text, source)
     env = dict(env or {})
     fs = fs or LocalFS()
+    files = fs
+
+    def exists(path: str) -> bool:
+        return bool(files.glob(_glob.escape(path)))
+
     macros = _Macros(source=source, env=env)
     macros.defaults = {"arch": arch, "opsys": opsys, "islinux": "1", "iswindows": "0",
                        "submit_file": source, "cluster": str(cluster_id),
@@ -1236,7 +1273,8 @@ def submit_ads(text: str | bytes, source: str = "<submit>", *, cluster_id: int,
                 live[name.lower()] = value
             macros.live = live
             builder = _AdBuilder(macros, submit_dir=submit_dir, env=env, arch=arch,
-                                 opsys=opsys, queue_line=stmt.line)
+                                 opsys=opsys, queue_line=stmt.line, container=container,
+                                 exists=exists)
             ad = _build_ad(builder, cluster_id=cluster_id, proc_id=proc, owner=owner,
                            user=f"{owner}@{uid_domain}", qdate=qdate,
                            filesystem_domain=filesystem_domain or uid_domain,

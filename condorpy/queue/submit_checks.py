@@ -38,6 +38,9 @@ job_lease_duration job_max_vacate_time kill_sig batch_name should_transfer_files
 when_to_transfer_output transfer_input_files transfer_output_files transfer_executable
 request_cpus request_memory request_disk request_gpus
 require_gpus requirements
+docker_image docker_network_type docker_pull_policy docker_override_entrypoint
+docker_send_credentials container_image container_target_dir transfer_container
+container_is_common container_service_names
 requestcpus requestmemory requestdisk requestgpus requiregpus userlog streamout streamerr
 jobleaseduration jobmaxvacatetime
 """
@@ -51,12 +54,10 @@ azure_admin_username azure_auth_file azure_image azure_location azure_size
 batch_extra_submit_args batch_id batch_project batch_queue batch_runtime
 buffer_block_size buffer_files buffer_size checkpoint_destination checkpoint_exit_code
 cloud_label_names compress_files concurrency_limits concurrency_limits_expr
-container_image container_is_common container_service_names container_target_dir
 copy_to_spool core_size coresize cron_day_of_month cron_day_of_week cron_hour
 cron_minute cron_month cron_prep_time cron_window cuda_version dagman_job_id dagman_log
 deferral_prep_time deferral_time deferral_window delegate_job_gsi_credentials_lifetime
-description disk_usage docker_image docker_network_type docker_override_entrypoint
-docker_pull_policy docker_send_credentials dont_encrypt_input_files
+description disk_usage dont_encrypt_input_files
 dont_encrypt_output_files ec2_access_key_id ec2_ami_id ec2_availability_zone
 ec2_block_device_mapping ec2_ebs_volumes ec2_elastic_ip ec2_iam_profile_arn
 ec2_iam_profile_name ec2_instance_type ec2_keypair ec2_keypair_file ec2_key_pair
@@ -85,7 +86,7 @@ starter_debug starter_log stream_input submit_event_notes submit_event_notes_att
 submit_event_user_notes success_exit_code suspend_job_at_exec tool_daemon_args
 tool_daemon_arguments tool_daemon_arguments2 tool_daemon_cmd tool_daemon_error
 tool_daemon_input tool_daemon_output transferinputfiles transferoutputfiles
-transfer_checkpoint_files transfer_common_input transfer_container transfer_error
+transfer_checkpoint_files transfer_common_input transfer_error
 transfer_input transfer_output transfer_output_remaps transfer_plugins ulog_execute_attrs useoauthservices
 use_oauth_services use_scitoken use_scitokens use_x509userproxy vm_checkpoint vm_disk
 vm_macaddr vm_memory vm_networking vm_networking_type vm_no_output_vm vm_type vm_vcpus
@@ -93,9 +94,11 @@ vm_vnc wantnametag want_ads want_graceful_removal want_io_proxy want_job_network
 want_remote_io x509userproxy xen_initrd xen_kernel xen_kernel_params xen_root
 """
 KNOWN_COMMANDS: frozenset[str] = frozenset((_CONDORPY + _HTCONDOR).split())
-# Families of commands whose names end in a name of the user's choosing.
+# Families of commands whose names end (or, for a container service's port, begin) in
+# a name of the user's choosing.
 _KNOWN_PREFIXES = ("request_", "require_", "cloud_label_", "ec2_parameter_", "ec2_tag_",
                    "remote_", "transform_body_")
+_KNOWN_SUFFIXES = ("_container_port",)
 # What condor_submit itself calls a typo of one of its commands, and request_<tag>
 # names so near a standard request that a custom resource by that name is unlikely.
 _STANDARD_REQUESTS = ("request_cpus", "request_memory", "request_disk", "request_gpus")
@@ -134,7 +137,8 @@ def _references(text: str) -> Iterable[str]:
 def _is_command(lc: str) -> bool:
     if lc in _NOT_RESOURCES:
         return False
-    return lc in KNOWN_COMMANDS or lc.startswith(_KNOWN_PREFIXES)
+    return lc in KNOWN_COMMANDS or lc.startswith(_KNOWN_PREFIXES) or \
+        lc.endswith(_KNOWN_SUFFIXES)
 
 
 def _suggest(lc: str) -> str | None:
@@ -209,6 +213,13 @@ def _transferred(ad: ClassAd) -> bool:
         ad.evaluate("TransferExecutable") is not False
 
 
+def _inside_image(ad: ClassAd) -> bool:
+    # A container job's program that is not sent with it is found in the image (or it
+    # has none: the image's entrypoint runs): nothing on this side to check.
+    container = ad.evaluate("WantDocker") is True or ad.evaluate("WantContainer") is True
+    return container and ad.evaluate("TransferExecutable") is False
+
+
 def check_executables(desc: SubmitDescription, ads: Sequence[ClassAd],
                       fs: ProgramFS) -> None:
     """Refuse the submission when a job's executable is missing, a directory, empty,
@@ -217,6 +228,8 @@ def check_executables(desc: SubmitDescription, ads: Sequence[ClassAd],
     for ad in ads:
         cmd = ad.evaluate("Cmd")
         if not isinstance(cmd, str) or "$$(" in cmd or cmd in seen:
+            continue
+        if _inside_image(ad):
             continue
         seen.add(cmd)
         kind = fs.kind(cmd)

@@ -65,6 +65,9 @@ class AdSettings:
     # STARTD_HEALTH_EXPRS made into (attribute, expression): Healthy, HealthExprs,
     # HealthFactor (condorpy.slots.health); Healthy then joins Requirements
     health: tuple[tuple[str, str], ...] = ()
+    # the startd's name (STARTD_NAME made valid, :func:`daemon_name`): the slots are
+    # slotN@<name>; empty: the host's, as a startd without STARTD_NAME names them
+    daemon_name: str = ""
 
     def config_for(self, slot_id: int) -> SlotConfigAttrs:
         return self.per_slot.get(slot_id, SlotConfigAttrs())
@@ -157,7 +160,7 @@ def build_slot_ad(slot: Slot, available: Resources, inventory: MachineInventory,
     ad = base.copy() if base is not None else machine_ad(
         inventory, settings, now=now, measurements=measurements,
         total_condor_load_avg=total_condor_load_avg, num_slots=num_slots)
-    ad["Name"] = f"{slot.name}@{settings.hostname}"
+    ad["Name"] = f"{slot.name}@{settings.daemon_name or settings.hostname}"
     ad["SlotID"] = slot.slot_id
     ad["SlotTypeID"] = slot.type_id
     ad["SlotType"] = slot.kind.value

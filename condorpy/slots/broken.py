@@ -47,6 +47,11 @@ class BrokenCause:
     reason: str
 
     @staticmethod
+    def of(code: BrokenCode) -> "BrokenCause":
+        """The cause with HTCondor's reason for ``code``."""
+        return BrokenCause(code, REASONS.get(code, REASONS[BrokenCode.UNCLEAN]))
+
+    @staticmethod
     def leftover_processes(pids: Iterable[int]) -> "BrokenCause":
         shown = sorted(pids)
         return BrokenCause(BrokenCode.HUNG_PROCESSES,
@@ -66,6 +71,70 @@ class BrokenCause:
     def volume_not_removed(volume: str) -> "BrokenCause":
         return BrokenCause(BrokenCode.UNCLEAN_VOLUME,
                            f"job volume {volume} could not be removed")
+
+
+# HTCondor's fixed SlotBrokenReason for each cause a job's end leaves (its startd's);
+# the details (pids, volume) go in the item's context.
+REASONS = {
+    BrokenCode.UNCLEAN: "Could not clean up after job",
+    BrokenCode.UNCLEAN_VOLUME: "Could not clean up Logical Volume",
+    BrokenCode.HUNG_PROCESSES: "Could not terminate all job processes",
+    BrokenCode.HUNG_CGROUP: "Could not cleanup CGroup for slot",
+}
+
+# HTCondor's starter exit statuses that may break a slot (exit.h); the starter's own
+# copy is condorpy.starter.exit_report.StarterExit (a test holds them equal).
+EXIT_IMMORTAL_LVM = 15
+EXIT_IMMORTAL_JOB_PROCESS = 16
+EXIT_CGROUP_LOCKED = 18
+
+
+@dataclass(frozen=True)
+class BreakRules:
+    """The knobs that say which clean-up failures break a slot."""
+
+    leftover_procs: bool = False    # STARTD_LEFTOVER_PROCS_BREAK_SLOTS (false since 24.5.2)
+    volume_failure: bool = True     # LVM_CLEANUP_FAILURE_MAKES_BROKEN_SLOT (true, 25.5.1)
+
+
+@dataclass(frozen=True)
+class LeftBehind:
+    """What a starter's report says it left, as the startd found it when it looked:
+    its exit status, and whether each thing is still there."""
+
+    exit_code: int
+    processes: bool = False     # a reported job process is still the same live process
+    volume: bool = False        # the job's volume still exists
+    cgroup: bool = False        # the job's cgroup still exists
+
+
+def cleanup_cause(left: LeftBehind, rules: BreakRules) -> BrokenCause | None:
+    """Whether a starter's end breaks its slot, and why, as HTCondor's startd decides
+    when it reaps the starter: a volume that could not be removed (and is still there)
+    breaks it with LVM_CLEANUP_FAILURE_MAKES_BROKEN_SLOT; job processes still alive
+    only with STARTD_LEFTOVER_PROCS_BREAK_SLOTS; a cgroup that could not be removed
+    although no process was left in it, always. Anything else (a sandbox not
+    removed) breaks nothing: it is logged."""
+    if left.exit_code == EXIT_IMMORTAL_LVM and left.volume and rules.volume_failure:
+        return BrokenCause.of(BrokenCode.UNCLEAN_VOLUME)
+    if left.processes and rules.leftover_procs:
+        return BrokenCause.of(BrokenCode.HUNG_PROCESSES)
+    if left.exit_code == EXIT_CGROUP_LOCKED and left.cgroup:
+        return BrokenCause.of(BrokenCode.HUNG_CGROUP)
+    return None
+
+
+def still_broken(code: BrokenCode, left: LeftBehind) -> bool:
+    """Whether the cause of a slot broken with ``code`` still holds. HTCondor mends a
+    slot once its volume is removed; condorpy also once the leftover processes are
+    gone or the cgroup is removed. Other causes hold until the daemon restarts."""
+    if code is BrokenCode.UNCLEAN_VOLUME:
+        return left.volume
+    if code is BrokenCode.HUNG_PROCESSES:
+        return left.processes
+    if code is BrokenCode.HUNG_CGROUP:
+        return left.cgroup
+    return True
 
 
 @dataclass(frozen=True)

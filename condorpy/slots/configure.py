@@ -111,7 +111,23 @@ def ad_settings(cfg: KnobReader, inventory: MachineInventory,
         slot_attrs=tuple(_names(cfg, "STARTD_SLOT_ATTRS") + _names(cfg, "STARTD_SLOT_EXPRS")),
         per_slot=per_slot,
         started_at=started_at,
-        health=_health(cfg))
+        health=_health(cfg),
+        daemon_name=daemon_name(cfg.get("STARTD_NAME"), host))
+
+
+def daemon_name(startd_name: str | None, fqdn: str) -> str:
+    """The name a startd goes by, from STARTD_NAME, as HTCondor makes a daemon's name
+    valid: a name with ``@`` as it is; the host itself (its full name, or its first
+    label) the host's full name; anything else ``<name>@<full host name>``."""
+    name = (startd_name or "").strip()
+    if not name:
+        return fqdn
+    if "@" in name:
+        return name
+    low, full = name.lower(), fqdn.lower()
+    if low == full or ("." not in low and low == full.split(".", 1)[0]):
+        return fqdn
+    return f"{name}@{fqdn}"
 
 
 def _health(cfg: KnobReader) -> tuple[tuple[str, str], ...]:

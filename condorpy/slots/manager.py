@@ -51,6 +51,9 @@ class SlotManager:
         self._slots: dict[str, Slot] = {}                  # static and partitionable
         self._free: dict[str, Resources] = {}              # p-slots: what is left
         self._children: dict[str, dict[int, Slot]] = {}    # p-slot name -> sub id -> d-slot
+        # sub ids of broken d-slots, deleted but still named by the broken ledger: no
+        # new d-slot takes such a name until the broken one is mended
+        self._held_subs: dict[str, set[int]] = {}
         self._base: tuple[Any, ClassAd] | None = None       # new_slot_ad's machine part
         self.planned = tuple(planned)
         for p in planned:
@@ -178,7 +181,9 @@ class SlotManager:
         if isinstance(wanted, Refusal):
             return wanted
         children = self._children[pslot.name]
-        sub = next(i for i in range(1, len(children) + 2) if i not in children)
+        held = self._held_subs.get(pslot.name, set())
+        sub = next(i for i in range(1, len(children) + len(held) + 2)
+                   if i not in children and i not in held)
         dslot = Slot(pslot.slot_id, -pslot.type_id, SlotKind.DYNAMIC, wanted, sub)
         self._free[pslot.name] = self._free[pslot.name] - wanted
         children[sub] = dslot
@@ -212,7 +217,8 @@ class SlotManager:
     def drop_broken(self, dslot: Slot) -> None:
         """Delete a broken d-slot without giving its resources back: they stay lost
         to its parent (see :mod:`condorpy.slots.broken`) until :meth:`give_back`."""
-        self._detach(dslot)
+        parent = self._detach(dslot)
+        self._held_subs.setdefault(parent, set()).add(dslot.sub_id)
 
     def _detach(self, dslot: Slot) -> str:
         """Take a d-slot of this machine out of its parent's children; its parent."""
@@ -224,13 +230,26 @@ class SlotManager:
         del self._children[parent][dslot.sub_id]
         return parent
 
-    def give_back(self, parent: str, resources: Resources) -> None:
-        """A mended broken d-slot's resources return to partitionable slot ``parent``."""
+    def give_back(self, parent: str, resources: Resources, sub_id: int | None = None) -> None:
+        """A mended broken d-slot's resources return to partitionable slot ``parent``
+        (and its name, ``sub_id``, may be given to a new d-slot)."""
         if parent not in self._free:
             raise SlotError(f"{parent} is not a partitionable slot of this machine",
                             slot=parent)
+        self._held_subs.get(parent, set()).discard(sub_id or 0)
         self._free[parent] = _restore_order(self._free[parent] + resources,
                                             self._slots[parent].resources)
+
+    def take_lost(self, parent: str, resources: Resources, sub_id: int) -> bool:
+        """A broken d-slot of an earlier daemon: its resources (and name) are lost to
+        ``parent`` again. False when the p-slot has not that much left (nothing taken)."""
+        free = self._free.get(parent)
+        if free is None or free.shortfall(resources) is not None \
+                or sub_id in self._children.get(parent, {}):
+            return False
+        self._free[parent] = free - resources
+        self._held_subs.setdefault(parent, set()).add(sub_id)
+        return True
 
     # --- ads ------------------------------------------------------------------------
 
@@ -332,3 +351,4 @@ def _restore_order(free: Resources, given: Resources) -> Resources:
                for n, ids in free.devices.items()}
     return Resources(free.cpus, free.memory_mb, free.disk_kb, free.swap_kb,
                      dict(free.custom), devices)
+

@@ -117,7 +117,13 @@ class ControlSocket:
         self.paused_until: float | None = None       # the listener rests till then
         self.pause = PAUSE_FIRST
         self.shortage_since: float | None = None     # an episode of failed accepts
-        # A live daemon owns the job store's lock already; a socket left here is stale.
+        # A socket left here is stale unless a daemon still answers on it: another
+        # execution point on this host whose LOCK is this one's (its job store lock
+        # is its own SPOOL's, so nothing else would have stopped this start)
+        if _answers(path):
+            raise StartdError(f"the control socket {path} is another running daemon's: "
+                              f"give each execution point on this host its own LOCK "
+                              f"(or CONDORPY_CONTROL_SOCKET)")
         try:
             path.unlink()
         except FileNotFoundError:
@@ -394,3 +400,16 @@ def _say(sock: socket.socket, why: str) -> None:
         sock.send(control.encode_reply(False, error=why))
     except OSError:
         pass
+
+
+def _answers(path: Path) -> bool:
+    """Whether a daemon listens on the Unix socket ``path`` (connecting says so)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True

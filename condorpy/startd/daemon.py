@@ -42,6 +42,7 @@ from condorpy.queue.matchmaker import LocalSchedd
 from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
 from condorpy.startd.adoption import Adopter
+from condorpy.startd.broken_keeper import BrokenKeeper, ManagerPort, rules_from
 from condorpy.startd.docker_health import DockerHealth
 from condorpy.startd.reconcile import Reconciler
 from condorpy.startd.children import ChildRunner
@@ -55,7 +56,8 @@ from condorpy.startd.job_log import JobLog
 from condorpy.startd.loop import EventLoop, guard
 from condorpy.startd.metrics import Metrics, metrics_address
 from condorpy.startd.notify import Notifier, status_line
-from condorpy.startd.paths import StatePaths, check_state_dirs, daemon_paths, make_dirs
+from condorpy.startd.paths import (StatePaths, check_state_dirs, claim_dirs, daemon_paths,
+                                   make_dirs, release_dirs)
 from condorpy.startd.placement import Placement, place
 from condorpy.startd.policy_timers import PolicyTimers
 from condorpy.startd.reconfig_report import ReconfigReport, needs_restart
@@ -65,7 +67,7 @@ from condorpy.startd.resources import Launching, ResourceManager
 from condorpy.startd.sources import Signals, StarterLinks, Ticker
 from condorpy.starter.knobs import job_updates, starter_knobs
 from condorpy.startd.starter_logs import StarterLogs, starter_logs
-from condorpy.startd.volume_keeper import VolumeKeeper
+from condorpy.startd.volume_keeper import VolumeKeeper, reminder_interval_s
 
 if TYPE_CHECKING:
     from condorpy.startd.poolside.link import PoolLink
@@ -120,6 +122,7 @@ class Startd:
         make_dirs(self.paths)
         if os.geteuid() == 0:
             check_state_dirs(self.paths, os.geteuid())
+        self.dir_locks = claim_dirs(self.paths)     # another EP on this host: refused
         _setup_logging(self.paths, foreground, self.env)
         self.notify = Notifier.from_env(self.env)      # systemd: READY, STATUS, WATCHDOG
         self.placement = Placement(None, "the daemon's cgroup")
@@ -152,6 +155,10 @@ class Startd:
             stats=self.metrics.stats, observe=self.metrics.observe, job_log=self.job_log,
             max_starter_failures=self._max_starter_failures(self.cfg))
         self.links.deliver = self.rm.on_starter_io
+        self.broken = BrokenKeeper(
+            ManagerPort(self.rm), self.store.broken, rules_from(self.cfg), volumes=lambda: self.volumes,
+            interval_s=reminder_interval_s(self.cfg))
+        self.rm.on_starter_gone = self.broken.starter_gone
         execute.rm = self.rm
         self.children = ChildRunner(sel, self.clock)
         self.hooks = JobHooks(HookPorts(
@@ -250,6 +257,9 @@ class Startd:
         self.metrics.placed(self.placement.starters)
         self.rm.apply(self.engine.take_output())
         from condorpy.startd.poolside.adoption import WithoutPool
+        # before adoption re-carves d-slots: a broken one's name and resources are
+        # then not given to a re-adopted job
+        self.broken.restore(self.clock.monotonic())
         adopter = Adopter(self.rm, self.engine, self.store, self.clock, self.metrics.stats,
                           self.schedd,
                           self.pool if self.pool is not None else WithoutPool(self.store.pool),
@@ -271,6 +281,8 @@ class Startd:
         self.volumes = VolumeKeeper.from_config(self.cfg)
         if self.volumes is not None:
             self.volumes.start(self.clock.monotonic())
+            if self.pool is not None:
+                self.pool.advertiser.daemon_extra = self.volumes.cleanup_counts
         per_user = self.cfg.get_int(control.MAX_CONNECTIONS_PER_USER_KNOB,
                                     control.DEFAULT_MAX_CONNECTIONS_PER_USER)
         self.control = ControlSocket(self.paths.socket, self.loop.selector,
@@ -320,6 +332,7 @@ class Startd:
         if self.volumes is not None:
             volumes = self.volumes
             add("volumes", Ticker(lambda t: volumes.step(now()), volumes.next_due))
+        add("broken slots", Ticker(lambda t: self.broken.step(now()), self.broken.next_due))
         add("notify", Ticker(lambda t: self.notify.tick(now(), self._status_line),
                              self.notify.next_due))
 
@@ -446,6 +459,7 @@ class Startd:
             knobs, updates = starter_knobs(starter_cfg), job_updates(starter_cfg)
             logs = starter_logs(new, self.paths.log)
             failures = self._max_starter_failures(new)
+            break_rules = rules_from(new)
             self.metrics.reconfig(new)          # last: it applies what it checks
         except CondorpyError as exc:
             log.error("reconfig refused, the old configuration stays in force: %s", exc)
@@ -463,6 +477,7 @@ class Startd:
         self.rm.launching.logs = logs
         self.rm.launching.updates = updates
         self.rm.max_starter_failures = failures
+        self.broken.rules = break_rules     # for starters reaped from now on
         self.store.history.set_limits(history)
         self.hooks.reconfig()
         self.cron.configure(reconfig=True)
@@ -497,6 +512,7 @@ class Startd:
         # The fork server goes; the starters it launched run on.
         self.server.close()
         self.store.close()
+        release_dirs(self.dir_locks)
         log.info("condorpy startd stopped (%s); %d job(s) left running%s", self.stopping,
                  len(self.rm), "; restarting" if self.restart_requested else "")
 

@@ -12,6 +12,7 @@ reaches that file's daemon (:func:`client_socket`).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 from dataclasses import dataclass, replace
@@ -155,6 +156,51 @@ def make_dirs(paths: StatePaths) -> None:
             d.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StartdError(f"cannot create {d}: {exc.strerror}") from None
+
+
+INSTANCE_LOCK = ".condorpy_startd.lock"
+
+
+def claim_dirs(paths: StatePaths) -> list[int]:
+    """Lock EXECUTE and LOG for this daemon (descriptors: closing them lets go).
+
+    Two execution points on one host must not share them: both would write one
+    StartLog, and an HTCondor startd in either's place clears what it does not know
+    from EXECUTE at its start (the layout would not survive a switch back). SPOOL is the job store's own lock; the control socket is checked where it is
+    opened. The error names the directory, its knob and the daemon holding it."""
+    fds: list[int] = []
+    seen: set[str] = set()
+    for knob, where in (("EXECUTE", paths.execute), ("LOG", paths.log)):
+        real = os.path.realpath(where)
+        if real in seen:
+            continue
+        seen.add(real)
+        lock = os.path.join(real, INSTANCE_LOCK)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            release_dirs(fds)
+            raise StartdError(f"{knob} {where}: cannot open {lock}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            release_dirs(fds)
+            raise StartdError(
+                f"{knob} {where} is in use by another condorpy startd (pid {holder}): "
+                f"give each execution point on this host its own LOCAL_DIR (or "
+                f"{knob})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        fds.append(fd)
+    return fds
+
+
+def release_dirs(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+    fds.clear()
 
 
 def _unsafe(path: Path, trusted: set[int], *, last: bool) -> str | None:

@@ -18,6 +18,8 @@ _AT_START = frozenset({
     "RESERVED_SWAP", "COUNT_HYPERTHREAD_CPUS", "DISK", "EXECUTE",
     "STARTD_DETECT_GPUS", "GPU_DISCOVERY_EXTRA",
     "LOCAL_DIR", "LOG", "SPOOL", "LOCK", "CONDORPY_CONTROL_SOCKET",
+    # the names the pool knows this EP by (HTCondor too reads them at start only)
+    "STARTD_NAME", "NETWORK_HOSTNAME",
 })
 _SLOT_EXECUTE = re.compile(r"SLOT\d+_EXECUTE")
 # The pool's command port is bound once (a changed collector is followed live).

@@ -16,7 +16,7 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
 from condorpy.classad import ClassAd
 from condorpy.clock import Clock
@@ -28,7 +28,6 @@ from condorpy.policy.records import (STARTD_HELD_JOB, Action, ClaimEnded, ClaimR
                                      StartJob, StateChange, Suspend)
 from condorpy.queue.records import number_of
 from condorpy.queue.jobstore import JobId, JobStatus, StarterRecord
-from condorpy.slots.broken import BrokenCause, BrokenCode
 from condorpy.startd import job_end, job_update
 from condorpy.startd import pool_restart
 from condorpy.startd.results import read_result
@@ -113,8 +112,10 @@ class ResourceManager:
         self.handles: dict[Origin, StarterHandle] = {}
         self.by_claim: dict[str, Origin] = {}
         # starters whose job has ended but whose process still runs (removing the
-        # sandbox, killing leftovers): their slots are in Claimed/Cleaning till reaped
+        # sandbox, killing leftovers): their slots are in Claimed/Cleaning till reaped,
+        # when on_starter_gone reads what they left behind (broken_keeper.py)
         self.cleaning: dict[str, Launched] = {}
+        self.on_starter_gone: Callable[[str, str], None] = lambda claim, sock: None
 
     # ------------------------------------------------------------------ lookups
     def handle(self, origin: Origin) -> StarterHandle | None:
@@ -379,6 +380,7 @@ class ResourceManager:
         for claim_id, launched in list(self.cleaning.items()):
             if not self.launcher.alive(launched):
                 del self.cleaning[claim_id]
+                self.on_starter_gone(claim_id, launched.socket_path)  # claim still there
                 if self.engine.has_claim(claim_id):
                     self.apply(self.engine.starter_reaped(self.clock.time(), claim_id))
                 self.queue.wake()       # the slot may take work again
@@ -540,6 +542,8 @@ class ResourceManager:
                 cleaning = launched is not None and self.launcher.alive(launched)
                 if cleaning and launched is not None:
                     self.cleaning[h.claim_id] = launched
+                elif launched is not None:      # already gone: its report is there
+                    self.on_starter_gone(h.claim_id, launched.socket_path)
                 self.apply(self.engine.job_exit(self.clock.time(), h.claim_id,
                                                 code_ if isinstance(code_, int) else None,
                                                 cleaning=cleaning))
@@ -561,24 +565,6 @@ class ResourceManager:
             elif vacate is not None:    # the shadow writes why into the job's ad
                 final = {**(final or {}), **vacate.attrs()}
             self.pool.job_ended(h.claim_id, final, h.evicted, exited)   # the shadow hears
-
-    # ------------------------------------------------------------ broken slots
-    def report_broken(self, slot: str, cause: BrokenCause,
-                      context: Mapping[str, Any] | None = None) -> None:
-        """The port through which the daemon's parts break a slot (leftover job
-        processes, a sandbox or job volume that could not be removed): see
-        :mod:`condorpy.slots.broken`. A slot already broken keeps its first cause."""
-        log.error("slot %s is broken: %s", slot, cause.reason,
-                  extra=fields(event="slot_broken", slot=slot, broken_code=int(cause.code)))
-        self.apply(self.engine.report_broken(self.clock.time(), slot, cause, context))
-
-    def mend(self, slot: str, code: BrokenCode | None = None) -> None:
-        """The cause of ``slot``'s breakage (of ``code``, when given) has gone."""
-        if self.engine.broken.get(slot) is None:
-            return
-        log.info("slot %s is mended", slot, extra=fields(event="slot_mended", slot=slot))
-        self.apply(self.engine.mend(self.clock.time(), slot, code))
-        self.queue.wake()       # its resources may take work again
 
     def close(self) -> None:
         """The daemon stops: its sockets to the starters close, the starters run on."""

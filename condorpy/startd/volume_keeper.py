@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 
+from condorpy.classad import parse_expr
 from condorpy.config import KnobReader
 from condorpy.machine.volumes import LeakedVolumes, LvmSettings, SubprocessRunner, \
     VolumeError, VolumeManager, VolumeRemovalFailed, lvm_settings
@@ -39,6 +40,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def reminder_interval_s(cfg: KnobReader) -> float:
+    """STARTD_CLEANUP_REMINDER_TIMER_INTERVAL: the tick of every clean-up retry (the
+    volumes here, broken slots' causes in broken_keeper.py)."""
+    return cfg.knob_float("STARTD_CLEANUP_REMINDER_TIMER_INTERVAL")
+
+
 class VolumeKeeper:
     def __init__(self, settings: LvmSettings, manager: VolumeManager,
                  interval_s: float) -> None:
@@ -54,7 +61,7 @@ class VolumeKeeper:
         if not settings.enforce:
             return None
         return cls(settings, VolumeManager(settings, SubprocessRunner()),
-                   cfg.knob_float("STARTD_CLEANUP_REMINDER_TIMER_INTERVAL"))
+                   reminder_interval_s(cfg))
 
     def start(self, now: float, alive: Callable[[int], bool] | None = None) -> None:
         """The backing store made (or found), and leftovers removed. A store that
@@ -80,6 +87,14 @@ class VolumeKeeper:
 
     def waiting(self) -> list[VolumeRemovalFailed]:
         return [failure for failure, _ in self.leaked.waiting.values()]
+
+    def cleanup_counts(self) -> dict[str, object]:
+        """HTCondor's ``CleanupCategoryCounts`` for the daemon ad: how many things wait
+        for another removal, by kind (here volumes only); none while nothing waits."""
+        if not self.leaked.waiting:
+            return {}
+        return {"CleanupCategoryCounts":
+                parse_expr(f"[ LogicalVolumes = {len(self.leaked.waiting)} ]")}
 
     def next_due(self) -> float | None:
         return self.due_at if self.interval_s > 0 else None

@@ -82,8 +82,12 @@ class ContainerJob:
             image = _text(ad, "DockerImage") or _text(ad, "ContainerImage")
         elif _true(ad, "WantContainer"):
             universe = "container"
+            # condor_submit writes a container job's docker_image as DockerImage (with
+            # WantDockerImage), its container_image as ContainerImage
             image = _text(ad, "ContainerImage")
-            if image and not image.startswith(DOCKER_URL):
+            if not image:
+                image = _text(ad, "DockerImage")
+            elif not image.startswith(DOCKER_URL):
                 raise JobHold(f"container image {image} is not a docker:// image: this "
                               "execution point runs containers through Docker only "
                               "(no Apptainer)", HoldCode.INVALID_DOCKER_IMAGE,

@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from condorpy.machine.docker import ContainerState, DockerCli, FailureKind, \
+from condorpy.machine.docker import DockerCli, FailureKind, \
     StartFailure, classify_failure, classify_state_error, client_env, wait_status
 from condorpy.starter.cgroup import JobCgroup
 from condorpy.machine.docker import DockerSettings
@@ -27,6 +27,7 @@ from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, HoldCode, JobHold
 from condorpy.starter.jobspec import JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan
 from condorpy.starter.proctrack import JobProcesses, ProcessFamily
+from condorpy.starter.settings import StarterSettings
 from condorpy.starter.users import JobUser
 
 CONTAINER_ERROR = 1021          # HTCondor's ContainerError vacate code: requeue
@@ -70,9 +71,20 @@ class ContainerRun:
         self.name: str | None = None
         self.cgroup_parented = False
 
+    @classmethod
+    def for_job(cls, ad: Mapping[str, object], job_id: str, settings: StarterSettings, *,
+                say: Callable[[str], None]) -> ContainerRun | None:
+        """The container run of a docker- or container-universe job; None for a job
+        that runs without a container."""
+        job = ContainerJob.from_ad(ad, job_id)
+        if job is None:
+            return None
+        return cls(job, settings.docker, execute=settings.execute,
+                   hostname=settings.hostname, say=say)
+
     def create(self, spec: JobSpec, slot: SlotSpec, user: JobUser, plan: LaunchPlan,
-               *, scratch: str, cgroup: JobCgroup | None, cgroup_mount: str,
-               gpus_dir: str, dev_dir: str) -> LaunchPlan:
+               *, scratch: str, cgroup: JobCgroup | None,
+               settings: StarterSettings) -> LaunchPlan:
         """Make the container; the plan of the process that starts it attached. Raises
         RuntimeFailed or JobHold."""
         if user.uid == 0 or user.gid == 0:
@@ -83,9 +95,10 @@ class ContainerRun:
         parent = None
         driver = self.settings.cgroup_driver
         if cgroup is not None and (driver or self.cli.cgroup_driver()) == "cgroupfs":
-            parent = "/" + os.path.relpath(cgroup.slice, cgroup_mount)
+            parent = "/" + os.path.relpath(cgroup.slice, settings.cgroup_mount)
             self.cgroup_parented = True
-        devices = gpu_devices(slot.assigned_gpus, gpu_inventory(gpus_dir), dev_dir)
+        devices = gpu_devices(slot.assigned_gpus, gpu_inventory(settings.gpu_inventory_dir),
+                              settings.dev_dir)
         name = container_name(spec.cluster, spec.proc, slot.short_name, os.getpid())
         req = CreateRequest(name=name, job_id=spec.job_id, execute_dir=self.execute,
                             scratch=scratch, cpus=slot.cpus, memory_mb=slot.memory_mb,
@@ -114,27 +127,30 @@ class ContainerRun:
         return ContainerProcesses(pid, self, cgroup=cgroup if self.cgroup_parented
                                   else None, proc_root=proc_root, say=say)
 
-    def ended(self, job_id: str, status: int) -> tuple[int, ContainerState | None]:
+    def ended(self, job_id: str, status: int, memory_mb: int | None) -> int:
         """The job's wait status from the container's end (HTCondor's reading of its
         exit code); a container that never ran its command raises a hold (the job's
-        fault) or RuntimeFailed (the machine's)."""
+        fault) or RuntimeFailed (the machine's), and one docker saw killed for memory
+        where no cgroup of the job's did holds the job (HTCondor's reading)."""
         assert self.name is not None
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             # ``docker start -a`` exits with the container's code: a clean exit needs
             # no inspection (a costly client call saved on every successful job)
-            return status, None
+            return status
         state = self.cli.inspect(self.name)
         if state is None:
             self.say(f"job {job_id}: cannot inspect container {self.name}; its exit is "
                      "taken from docker start's")
-            return status, None
+            return status
+        if state.oom_killed and not self.cgroup_parented:
+            raise docker_oom_hold(job_id, memory_mb)
         if state.error and not state.oom_killed:
             if classify_state_error(state.error) is FailureKind.JOB:
                 raise JobHold(f"Error running docker job: {state.error}",
                               HoldCode.FAILED_TO_CREATE_PROCESS, job=job_id)
             raise RuntimeFailed(StartFailure(FailureKind.RUNTIME,
                                              f"docker start: {state.error}"))
-        return wait_status(state.exit_code), state
+        return wait_status(state.exit_code)
 
     def pause(self) -> bool:
         return self.name is not None and self.cli.pause(self.name).ok
@@ -146,15 +162,15 @@ class ContainerRun:
         if self.name is not None:
             self.cli.kill(self.name, signum)
 
-    def remove(self) -> str | None:
+    def remove(self) -> list[str]:
         """Remove the container; the problem, if it stays."""
         if self.name is None:
-            return None
+            return []
         ran = self.cli.remove(self.name)
         if ran.ok or "no such container" in ran.err.lower():
             self.name = None
-            return None
-        return f"container {self.name}: {ran.err.strip() or f'exit {ran.code}'}"
+            return []
+        return [f"container {self.name}: {ran.err.strip() or f'exit {ran.code}'}"]
 
 
 class ContainerProcesses(JobProcesses):

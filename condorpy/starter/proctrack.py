@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from condorpy.starter.libc import libc
 from condorpy.starter.cgroup import CgroupSample, JobCgroup
+from condorpy.starter.exit_report import Leftover
 from condorpy.starter.usage import Usage
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -318,6 +319,7 @@ class JobProcesses:
         self.cgroup = cgroup
         self.family = family
         self.say = say
+        self.left = 0        # live processes the last kill could not end (family only)
 
     @property
     def kind(self) -> str:
@@ -353,10 +355,32 @@ class JobProcesses:
         if root_alive:
             _send(self.root, signal.SIGKILL)
         assert self.family is not None
-        left = self.family.kill_all(timeout_s=timeout_s)
+        left = self.left = self.family.kill_all(timeout_s=timeout_s)
         if left:
             self.say(f"{left} process(es) of the job still alive after {timeout_s:g} s "
                      "of SIGKILL sweeps")
+
+    def leftovers(self, proc_root: str = "/proc") -> list[Leftover]:
+        """The job's processes still alive after its final kill (the cgroup's, or the
+        family's when the last sweep left some): what the startd is told."""
+        if self.cgroup is not None:
+            pids = self.cgroup.pids()
+        elif self.family is not None and self.left:
+            pids = [pid for pid, st in self.family.members().items() if not st.zombie]
+        else:
+            return []
+        out = []
+        for pid in sorted(set(pids)):
+            raw = _read_stat(proc_root, str(pid))
+            if raw is None:
+                continue
+            try:
+                st = parse_stat(raw.decode(errors="replace"))
+            except (ValueError, IndexError):
+                continue
+            if not st.zombie:
+                out.append(Leftover(pid, st.start_ticks, st.state))
+        return out
 
     def sample(self, usage: Usage) -> CgroupSample | None:
         if self.cgroup is not None:

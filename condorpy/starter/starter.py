@@ -21,9 +21,9 @@ from typing import Any
 from condorpy.errors import CgroupError, CondorpyError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
-from condorpy.starter.container import ContainerJob
-from condorpy.starter.container_run import ContainerRun, RuntimeFailed, docker_oom_hold
+from condorpy.starter.container_run import ContainerRun, RuntimeFailed
 from condorpy.starter.devices import hide_unassigned_gpus
+from condorpy.starter.exit_report import Leftover, build_report, report_path, write_report
 from condorpy.starter.control import JobControl, JobState
 from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, SYSTEM_OOM_VACATE, HoldCode, \
     JobHold, OomVerdict, oom_verdict
@@ -90,6 +90,7 @@ class Starter:
                                   kill_timeout_s=settings.kill_timeout_s)
         self.meter = UsageMeter()
         self.cgroup: JobCgroup | None = None
+        self.stuck = False      # processes of the job outlived its final kill
         self.proc: Launched | None = None
         self.server: ControlServer | None = None
         self.userlog: UserLog | None = None
@@ -162,17 +163,15 @@ class Starter:
             slot = SlotSpec.from_ad(self.slot_ad)
             user = choose_user(job, slot, self.settings)
             self.submitter = submitter(self.job_ad.get(SUBMITTER_ATTR))
-            boxed = ContainerJob.from_ad(self.job_ad, job.job_id)
-            if boxed is not None:
-                self.container = ContainerRun(boxed, self.settings.docker,
-                                              execute=self.settings.execute,
-                                              hostname=self.settings.hostname,
-                                              say=self._say)
+            self.container = ContainerRun.for_job(self.job_ad, job.job_id, self.settings,
+                                                  say=self._say)
             return self._run(job, slot, user)
         except JobHold as hold:
             return self._held_before_start(hold, ident, user)
-        except RuntimeFailed as failed:
-            return self._runtime_failed(failed, ident)
+        except RuntimeFailed as failed:     # the runtime's failure, never the job's
+            self._go()
+            self._say(f"job {ident.job_id}: {failed}; the job is requeued")
+            return self._end_early(failed.attributes(), vacated=True)
         finally:
             self._cleanup(ident.job_id)
             for signum_int, handler in early.items():
@@ -192,22 +191,13 @@ class Starter:
                                              self._say)
         if self.userlog is not None:
             self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
-        attrs = hold_attributes(hold)
-        if self.server is not None:
-            self.server.broadcast({"event": "done", "ad": attrs})
-        return Outcome(attrs, hold=hold, notices=self.notices)
+        return self._end_early(hold_attributes(hold), hold=hold)
 
-    def _runtime_failed(self, failed: RuntimeFailed, ident: JobIdentity) -> Outcome:
-        """The container runtime, not the job, failed: back to the queue, never a hold
-        charged to the job."""
-        self._go()
-        self._say(f"job {ident.job_id}: {failed}; the job is requeued")
-        attrs = failed.attributes()
-        if self.userlog is not None:
-            self.userlog.evicted(self.meter.usage.user_s, self.meter.usage.system_s)
+    def _end_early(self, attrs: dict[str, object], *, hold: JobHold | None = None,
+                   vacated: bool = False) -> Outcome:
         if self.server is not None:
             self.server.broadcast({"event": "done", "ad": attrs})
-        return Outcome(attrs, vacated=True, notices=self.notices)
+        return Outcome(attrs, hold=hold, vacated=vacated, notices=self.notices)
 
     def _run(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> Outcome:
         pid_ns = self.settings.use_pid_namespaces and self.container is None
@@ -244,10 +234,8 @@ class Starter:
                            settings=self.settings,
                            cgroup_procs=self.cgroup.procs_file if self.cgroup else None)
         if self.container is not None:
-            plan = self.container.create(
-                job, slot, user, plan, scratch=self.sandbox.path, cgroup=self.cgroup,
-                cgroup_mount=self.settings.cgroup_mount,
-                gpus_dir=self.settings.gpu_inventory_dir, dev_dir=self.settings.dev_dir)
+            plan = self.container.create(job, slot, user, plan, scratch=self.sandbox.path,
+                                         cgroup=self.cgroup, settings=self.settings)
         subreaper = False
         if self.cgroup is None and self.own_process:
             # Before the fork: orphans of the job come to the starter, not to init.
@@ -296,11 +284,7 @@ class Starter:
         status, rusage = self._watch(job)
         duration = self.clock() - start
         if self.container is not None:
-            status, state = self.container.ended(job.job_id, status)
-            if state is not None and state.oom_killed and not self.container.cgroup_parented:
-                # no cgroup of the job's saw it: docker's word (HTCondor's reading)
-                return self._held_before_start(docker_oom_hold(job.job_id, slot.memory_mb),
-                                               JobIdentity.from_ad(self.job_ad), user)
+            status = self.container.ended(job.job_id, status, slot.memory_mb)
         return self._finish(job, status, rusage, duration)
 
     def _make_sandbox(self, job: JobSpec, user: JobUser) -> None:
@@ -454,7 +438,7 @@ class Starter:
         control.state = JobState.EXITED
         control.kill_all()   # the job is over when its first process is: no stragglers
         if self.cgroup is not None:
-            self.cgroup.wait_empty()
+            self.stuck = not self.cgroup.wait_empty()
         # wait4 covers the job and what it waited for; the orphans the starter reaped
         # (during the run and in the kill just above) are added to it.
         processes = control.processes
@@ -526,24 +510,32 @@ class Starter:
             self.control.reaped = True
         if self.meter.disk is not None:
             self.meter.disk.close()      # a walk cut short holds descriptors
-        if self.container is not None:
-            # before the job's cgroup: the container's own cgroup lies below it
-            stays = self.container.remove()
-            if stays is not None:
-                problems.append(stays)
+        if self.container is not None:    # first: its cgroup lies below the job's
+            problems.extend(self.container.remove())
+        leftovers: list[Leftover] = []
+        cgroup_left: str | None = None
+        processes = self.control.processes
         if self.cgroup is not None:
             try:
                 self.cgroup.kill()
-                self.cgroup.wait_empty()
-                self.cgroup.remove()
+                # processes the kill did not end once are given a second more only
+                if self.cgroup.wait_empty(1.0 if self.stuck else 5.0):
+                    self.cgroup.remove()
+                elif processes is not None:     # processes the kill cannot end
+                    leftovers = processes.leftovers(self.settings.proc_root)
             except (OSError, CgroupError) as exc:
                 problems.append(f"cgroup {self.cgroup.slice}: {exc}")
+            if os.path.isdir(self.cgroup.slice):
+                cgroup_left = self.cgroup.slice
+        elif processes is not None:
+            leftovers = processes.leftovers(self.settings.proc_root)
         if self.server is not None:
             self.server.close()
         if self.userlog is not None:
             self.userlog.close()
         if self.xfer is not None:
             self.xfer.close()
+        failure = None
         if self.volume is not None:
             # the job's volume first: the directory under it is then empty
             failure = self.volume.remove(str(self.slot_ad.get("Name") or "") or None)
@@ -558,8 +550,19 @@ class Starter:
             problems.extend(f"sandbox {self.sandbox.path}: {text}" for text in left[:20])
             if len(left) > 20:
                 problems.append(f"sandbox {self.sandbox.path}: {len(left) - 20} more")
+        if leftovers:
+            problems.append(f"{len(leftovers)} job process(es) outlived the final kill: "
+                            + ", ".join(f"{x.pid} ({x.state})" for x in leftovers[:8]))
         for text in problems:
             self._say(f"clean-up of job {job_id} incomplete: {text}")
+        report = build_report(job_id, leftovers=leftovers, cgroup_left=cgroup_left,
+                              volume_left=failure, problems=problems,
+                              proc_root=self.settings.proc_root)
+        if report is not None:      # the startd's word on what was left (exit_report.py)
+            try:
+                write_report(report_path(self.socket_path), report)
+            except OSError as exc:
+                self._say(f"cannot write the clean-up report: {exc.strerror}")
 
 
 def exit_attributes(status: int) -> dict[str, object]:

@@ -67,9 +67,9 @@ SEC_DEFAULT_AUTHENTICATION_METHODS = CLAIMTOBE
 
 
 def port_of(d: Daemon) -> int:
-    wait_for(lambda: re.search(r"as <127\.0\.0\.1:(\d+)\?noUDP>", d.output()) is not None,
+    wait_for(lambda: re.search(r"as <127\.0\.0\.1:(\d+)\?[^>]*noUDP>", d.output()) is not None,
              30, d.output)
-    m = re.search(r"as <127\.0\.0\.1:(\d+)\?noUDP>", d.output())
+    m = re.search(r"as <127\.0\.0\.1:(\d+)\?[^>]*noUDP>", d.output())
     assert m
     return int(m.group(1))
 

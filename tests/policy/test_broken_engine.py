@@ -5,6 +5,7 @@ slot, and mending gives everything back."""
 from __future__ import annotations
 
 from condorpy.clock import ManualClock
+from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import ClaimRefused
 from condorpy.policy.states import Activity, State
 from condorpy.slots.broken import BrokenCause, BrokenCode
@@ -73,3 +74,59 @@ def test_idle_claim_on_a_broken_slot_is_given_up() -> None:
     # the idle claim is given up at once, and the slot matches nothing meanwhile
     assert eng.slots["slot1"].state is State.UNCLAIMED and not eng.has_claim("c1")
     assert eng.slots["slot1"].ad.evaluate("SlotBrokenCode") == 5
+
+
+def _broken_dslot(eng: PolicyEngine) -> None:
+    eng.cycle(0)
+    eng.request_claim(0, "c1", JOB)
+    eng.activate(1, "c1")
+    eng.job_exit(10, "c1", 0, cleaning=True)
+    eng.report_broken(11, "slot1_1", BrokenCause.of(BrokenCode.HUNG_PROCESSES),
+                      {"JobId": "1.0"})
+    eng.starter_reaped(12, "c1")
+    for t in range(13, 40, 5):
+        eng.cycle(t)
+
+
+def test_a_new_dslot_does_not_take_a_broken_ones_name_until_it_is_mended() -> None:
+    eng = engine_from_text(PSLOT, ManualClock(0))
+    _broken_dslot(eng)
+    assert "slot1_1" not in eng.slots
+    eng.request_claim(40, "c2", JOB)
+    assert "slot1_2" in eng.slots and eng.broken.get("slot1_2") is None
+    assert "SlotBrokenReason" not in eng.slots["slot1_2"].ad.keys()
+    eng.release(41, "c2")
+    for t in range(42, 60, 5):
+        eng.cycle(t)
+    eng.mend(60, "slot1_1", BrokenCode.HUNG_PROCESSES)
+    eng.request_claim(61, "c3", JOB)
+    assert "slot1_1" in eng.slots                    # the name is free again
+
+
+def test_an_earlier_daemons_broken_dslot_is_restored_lost_to_its_parent() -> None:
+    eng = engine_from_text(PSLOT, ManualClock(0))
+    _broken_dslot(eng)
+    item = eng.broken.get("slot1_1")
+    assert item is not None
+    fresh = engine_from_text(PSLOT, ManualClock(100))       # the next daemon
+    fresh.cycle(100)
+    fresh.restore_broken(101, item)
+    assert fresh.broken.get("slot1_1") == item               # its time and context kept
+    assert _ad(fresh, "slot1", "Cpus") == 2 and _ad(fresh, "slot1", "BrokenSlotCpus") == 2
+    fresh.mend(102, "slot1_1", BrokenCode.HUNG_PROCESSES)
+    assert _ad(fresh, "slot1", "Cpus") == 4
+
+
+def test_a_static_slot_is_broken_again_with_its_first_time() -> None:
+    text = "NUM_SLOTS = 1\nNUM_CPUS = 1\nRUNBENCHMARKS = False\n"
+    eng = engine_from_text(text, ManualClock(0))
+    eng.cycle(0)
+    eng.report_broken(5, "slot1", BrokenCause.of(BrokenCode.HUNG_CGROUP))
+    item = eng.broken.get("slot1")
+    assert item is not None and item.cause.reason == "Could not cleanup CGroup for slot"
+    fresh = engine_from_text(text, ManualClock(100))
+    fresh.cycle(100)
+    fresh.restore_broken(101, item)
+    restored = fresh.broken.get("slot1")
+    assert restored is not None and restored.since == 5
+    assert _ad(fresh, "slot1", "SlotBrokenCode") == 7 and _ad(fresh, "slot1", "Cpus") == 0

@@ -90,6 +90,25 @@ SECURITY = {
                   "ALLOW_WRITE = 127.0.0.1 $(ALLOW_WRITE)\n"
                   "SEC_DEFAULT_AUTHENTICATION_METHODS = FS, CLAIMTOBE",
     "default": "# security: the package default (00-htcondor-9.0.config)",
+    # issue 29: the package default with daemon-to-daemon authentication by SSL only
+    # (tools on the host keep FS); the certificates and map file are the test's, written
+    # under the chroot's SSL_DIR before start. The daemons reach each other by address,
+    # which names no host to check: they check the CA chain only.
+    "ssl": "SEC_DAEMON_AUTHENTICATION_METHODS = SSL\n"
+           "SEC_NEGOTIATOR_AUTHENTICATION_METHODS = SSL\n"
+           "SEC_ADVERTISE_STARTD_AUTHENTICATION_METHODS = SSL\n"
+           "SEC_ADVERTISE_SCHEDD_AUTHENTICATION_METHODS = SSL\n"
+           "SEC_ADVERTISE_MASTER_AUTHENTICATION_METHODS = SSL\n"
+           "SEC_CLIENT_AUTHENTICATION_METHODS = FS, SSL\n"
+           "SSL_DIR = /etc/condor/ssl\n"
+           "AUTH_SSL_SERVER_CAFILE = $(SSL_DIR)/ca.crt\n"
+           "AUTH_SSL_CLIENT_CAFILE = $(SSL_DIR)/ca.crt\n"
+           "AUTH_SSL_SERVER_CERTFILE = $(SSL_DIR)/host.crt\n"
+           "AUTH_SSL_SERVER_KEYFILE = $(SSL_DIR)/host.key\n"
+           "AUTH_SSL_CLIENT_CERTFILE = $(SSL_DIR)/host.crt\n"
+           "AUTH_SSL_CLIENT_KEYFILE = $(SSL_DIR)/host.key\n"
+           "CERTIFICATE_MAPFILE = $(SSL_DIR)/mapfile\n"
+           "SSL_SKIP_HOST_CHECK = True",
 }
 # --- end security variants ---------------------------------------------------------
 

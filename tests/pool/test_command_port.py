@@ -41,7 +41,7 @@ CONDORPY_POOL_ACCEPT_CLAIMS = True
 
 
 def port_of(d: Daemon) -> int:
-    m = re.search(r"as <127\.0\.0\.1:(\d+)\?noUDP>", d.output())
+    m = re.search(r"as <127\.0\.0\.1:(\d+)\?[^>]*noUDP>", d.output())
     assert m, d.output()
     return int(m.group(1))
 

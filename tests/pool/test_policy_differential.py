@@ -275,7 +275,7 @@ def _htcondor_address(pool: RefPool) -> str:
 
 
 def _condorpy_address(d: Daemon) -> str:
-    m = re.search(r"as (<127\.0\.0\.1:\d+\?noUDP>)", d.whole_log())
+    m = re.search(r"as (<127\.0\.0\.1:\d+\?[^>]*noUDP>)", d.whole_log())
     assert m, d.output()
     return m.group(1)
 

@@ -57,7 +57,7 @@ _ADDRESSES: dict[int, str] = {}
 def address(d: Daemon) -> str:
     # read once: the start-up line scrolls out of the output the helper keeps
     if id(d) not in _ADDRESSES:
-        m = re.search(r"as (<127\.0\.0\.1:\d+\?noUDP>)", d.output())
+        m = re.search(r"as (<127\.0\.0\.1:\d+\?[^>]*noUDP>)", d.output())
         assert m, d.output()
         _ADDRESSES[id(d)] = m.group(1)
     return _ADDRESSES[id(d)]

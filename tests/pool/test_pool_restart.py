@@ -201,7 +201,7 @@ def test_a_pool_job_survives_a_cut_connection_to_its_shadow(
         runs, overlap = jobdir / "runs", jobdir / "overlap"
         cluster = submit(refpool, jobdir, _job(runs, overlap, 40))
         wait_for(runs.exists, 120, lambda: daemon.output()[-3000:])
-        m = re.search(r"as <127\.0\.0\.1:(\d+)\?noUDP>", daemon.output())
+        m = re.search(r"as <127\.0\.0\.1:(\d+)\?[^>]*noUDP>", daemon.output())
         assert m, daemon.output()
         port = m.group(1)
         for side in ("dport", "sport"):

@@ -90,7 +90,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory, secure_pool: RefPool,
 
 
 def address(d: Daemon) -> str:
-    m = re.search(r"as (<127\.0\.0\.1:\d+\?noUDP>)", d.output())
+    m = re.search(r"as (<127\.0\.0\.1:\d+\?[^>]*noUDP>)", d.output())
     assert m, d.output()
     return m.group(1)
 

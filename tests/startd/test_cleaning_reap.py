@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from condorpy.slots.broken import BrokenCause, BrokenCode
+from condorpy.startd.broken_keeper import ManagerPort
 from tests.startd.rm_rig import Rig
 
 SLEEP = "executable = /bin/sleep\narguments = 300\nrequest_memory = 16\n"
@@ -42,14 +43,15 @@ def test_a_slot_broken_while_cleaning_is_lent_to_no_job_until_mended(tmp_path: P
     slot = h.slot
     rig.says("1.0", {"event": "done", "ad": {"ExitCode": 0, "ExitBySignal": False}})
     # the reaping finds job processes the final kill could not end
-    rig.rm.report_broken(slot, BrokenCause.leftover_processes([777]), {"JobId": "1.0"})
+    port = ManagerPort(rig.rm)
+    port.report_broken(slot, BrokenCause.leftover_processes([777]), {"JobId": "1.0"})
     rig.launcher.alive_pids.discard(h.launched.pid)
     for _ in range(4):
         rig.step(1)
     assert rig.running() == []                      # the second job waits
     assert [r.job_id for r in rig.launcher.requests] == ["1.0"]
     assert rig.engine.broken.get(slot) is not None
-    rig.rm.mend(slot, BrokenCode.HUNG_PROCESSES)     # the processes are gone
+    port.mend(slot, BrokenCode.HUNG_PROCESSES)      # the processes are gone
     rig.step(1)
     rig.step(1)
     assert rig.running() == ["1.1"]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from condorpy.classad import ClassAd
 from condorpy.config import Config, DetectedFacts
 from condorpy.machine import volumes as v
 from condorpy.machine.containment import containment_facts
@@ -85,3 +86,19 @@ def test_slot_ad_says_is_enforcing_disk_usage(tmp_path: object) -> None:
     plain = Config.from_mapping({}, source="condor_config", detected=facts,
                                 subsystem="STARTD")
     assert "IsEnforcingDiskUsage" not in containment_facts(plain, HostRoots(), euid=1000)
+
+
+def test_cleanup_category_counts_say_how_many_volumes_wait(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os.path, "exists", lambda p: p.startswith("/dev/mapper/vg-"))
+    runner = Runner(["slot1_1+100", "slot1_2+200"], busy={"slot1_1+100", "slot1_2+200"})
+    k = keeper(runner, tmp_path)
+    assert k.cleanup_counts() == {}
+    k.start(0.0, alive=lambda pid: False)
+    ad = ClassAd()
+    for name, value in k.cleanup_counts().items():
+        ad[name] = value
+    assert ad.eval_expr("CleanupCategoryCounts.LogicalVolumes") == 2
+    runner.busy.clear()
+    k.tick(62.0, alive=lambda pid: False)
+    assert k.cleanup_counts() == {}

@@ -43,6 +43,10 @@ def test_docker_and_container_universe_ads() -> None:
     boxed = ContainerJob.from_ad({"WantContainer": True,
                                   "ContainerImage": "docker://reg:5000/x/y"}, "1.0")
     assert boxed is not None and boxed.image == "reg:5000/x/y:latest"
+    # container universe with docker_image, as condor_submit writes it
+    named = ContainerJob.from_ad({"WantContainer": True, "WantDockerImage": True,
+                                  "DockerImage": "debian:12"}, "1.0")
+    assert named is not None and (named.universe, named.image) == ("container", "debian:12")
     assert ContainerJob.from_ad({"Cmd": "/bin/true"}, "1.0") is None
     assert wants_container({"wantdocker": True}) and not wants_container({})
 

@@ -85,11 +85,16 @@ def _run(cli: _Cli) -> ContainerRun:
 
 def test_container_end_read_as_htcondor_reads_it() -> None:
     cli = _Cli({"inspect": Ran(0, _state(ExitCode=3), "")})
-    assert _run(cli).ended("1.0", 0)[0] == 0 and cli.calls == []   # clean: no inspect
-    status, state = _run(cli).ended("1.0", 3 << 8)
-    assert os.WEXITSTATUS(status) == 3 and state is not None
+    assert _run(cli).ended("1.0", 0, 64) == 0 and cli.calls == []   # clean: no inspect
+    assert os.WEXITSTATUS(_run(cli).ended("1.0", 3 << 8, 64)) == 3
     killed = _Cli({"inspect": Ran(0, _state(ExitCode=137), "")})
-    assert os.WTERMSIG(_run(killed).ended("1.0", 137 << 8)[0]) == 9
+    assert os.WTERMSIG(_run(killed).ended("1.0", 137 << 8, 64)) == 9
+    # killed for memory where no cgroup of the job's saw it (docker's systemd driver)
+    oom = _Cli({"inspect": Ran(0, _state(ExitCode=137, OOMKilled=True), "")})
+    with pytest.raises(JobHold) as held:
+        _run(oom).ended("1.0", 137 << 8, 64)
+    assert (held.value.code, held.value.hold_subcode) == (HoldCode.JOB_OUT_OF_RESOURCES, 102)
+    assert held.value.reason == "Docker job has gone over memory limit of 64 Mb"
 
 
 def test_container_that_never_ran_held_or_requeued() -> None:
@@ -97,18 +102,18 @@ def test_container_that_never_ran_held_or_requeued() -> None:
                                              'failed: exec: "x": executable file not '
                                              'found in $PATH'), "")})
     with pytest.raises(JobHold) as held:
-        _run(missing).ended("1.0", 127 << 8)
+        _run(missing).ended("1.0", 127 << 8, 64)
     assert held.value.code is HoldCode.FAILED_TO_CREATE_PROCESS
     mount = _Cli({"inspect": Ran(0, _state(ExitCode=128, Error="error mounting /a"), "")})
     with pytest.raises(RuntimeFailed) as failed:
-        _run(mount).ended("1.0", 1 << 8)
+        _run(mount).ended("1.0", 1 << 8, 64)
     attrs = failed.value.attributes()
     assert attrs["VacateReasonCode"] == 1021 and "DockerOfflineReason" not in attrs
 
 
 def test_removal_and_a_container_already_gone() -> None:
     gone = _Cli({"rm": Ran(1, "", "Error: No such container: HTCJob1_0_slot1_PID1")})
-    assert _run(gone).remove() is None
+    assert _run(gone).remove() == []
     stuck = _Cli({"rm": Ran(1, "", "Error response from daemon: device busy")})
-    assert "device busy" in str(_run(stuck).remove())
+    assert "device busy" in _run(stuck).remove()[0]
     assert stuck.calls == [["rm", "-f", "-v", "HTCJob1_0_slot1_PID1"]]

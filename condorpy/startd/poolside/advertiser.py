@@ -20,7 +20,7 @@ from condorpy.pool import collector, daemon_ad
 from condorpy.pool.connection import AsyncExchange, Connection
 from condorpy.pool.security import Session
 from condorpy.startd.poolside.claims import ClaimTable
-from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, unregister
+from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, moved_on, unregister
 from condorpy.startd.poolside.settings import PoolSettings
 
 log = logging.getLogger("condorpy.startd.pool")
@@ -54,6 +54,8 @@ class Advertiser:
         self.round_failed = False
         self.last_report = ""
         self.retry = RETRY_FIRST
+        # more of the daemon ad's attributes (CleanupCategoryCounts: volume_keeper.py)
+        self.daemon_extra: Callable[[], dict[str, object]] = dict
 
     @property
     def peer(self) -> str:
@@ -115,6 +117,8 @@ class Advertiser:
         if ex is None:
             return
         ex.handle(mask)
+        if moved_on(self.sel, ex):
+            return
         if ex.done:
             self._finish()
             self._start_next(self.clock.monotonic())
@@ -150,6 +154,8 @@ class Advertiser:
             return
         for name, value in self.engine.broken.daemon_attrs().items():
             ad[name] = value        # BrokenReasons, BrokenContextAds (slots.broken)
+        for name, value in self.daemon_extra().items():
+            ad[name] = value
         self.daemon_name = daemon_ad.name_of(ad)
 
         def make() -> AsyncExchange:

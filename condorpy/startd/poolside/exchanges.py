@@ -20,6 +20,18 @@ def unregister(sel: selectors.BaseSelector, fileobj: object) -> None:
         pass
 
 
+def moved_on(sel: selectors.BaseSelector, ex: AsyncExchange) -> bool:
+    """Whether ``ex`` gave up one of its peer's addresses for the next: its new socket
+    then takes the old one's place in ``sel``."""
+    refused = ex.take_replaced()
+    if refused is None:
+        return False
+    unregister(sel, refused)
+    refused.close()
+    sel.register(ex.sock, ex.interest(), ("pool", ex))
+    return True
+
+
 class Exchanges:
     def __init__(self, sel: selectors.BaseSelector, clock: Clock) -> None:
         self.sel = sel
@@ -42,6 +54,8 @@ class Exchanges:
 
     def handle(self, ex: AsyncExchange, mask: int) -> None:
         ex.handle(mask)
+        if moved_on(self.sel, ex):
+            return
         if ex.done:
             self.close(ex)
         else:

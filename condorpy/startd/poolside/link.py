@@ -16,6 +16,7 @@ import logging
 import selectors
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 
 from condorpy.clock import Clock
 from condorpy.config import Config
@@ -23,7 +24,7 @@ from condorpy.errors import PoolError
 from condorpy.policy.engine import PolicyEngine
 from condorpy.policy.records import Output
 from condorpy.pool.connection import AsyncExchange
-from condorpy.pool.sinful import Address
+from condorpy.pool.sinful import own_address
 from condorpy.queue.claim_rows import PoolClaimRows
 from condorpy.startd.poolside.adoption import Adopter, PoolAdoption
 from condorpy.startd.poolside.advertiser import SHUTDOWN_TIMEOUT, Advertiser
@@ -56,7 +57,7 @@ class PoolLink:
         self.clock = clock
         self.listener = self._listen()
         ip, port = self.listener.getsockname()[:2]
-        self.address = Address(ip, port, (("noUDP", ""),)).sinful()
+        self.address = own_address(ip, port, settings.alias)
         self.table = ClaimTable(self.address, int(clock.time()), engine, apply, clock,
                                 StoredRows(lambda: self._store()))
         self.inbound = Exchanges(sel, clock)
@@ -101,7 +102,8 @@ class PoolLink:
                 s.bind((ip, self.settings.port))
         except OSError as exc:
             s.close()
-            raise PoolError(f"cannot open the command port {ip}:{self.settings.port}: "
+            raise PoolError(f"cannot open the command port {ip}:{self.settings.port} "
+                            f"(STARTD_PORT, NETWORK_INTERFACE): "
                             f"{exc.strerror or exc}") from None
         s.listen(64)
         s.setblocking(False)
@@ -118,9 +120,9 @@ class PoolLink:
             log.warning("reconfig: COLLECTOR_HOST is no longer set; the slots stay "
                         "advertised until the daemon restarts")
             return
-        self.settings = PoolSettings(settings.collector, settings.policy,
-                                     self.settings.interface, self.settings.port,
-                                     settings.accept_claims, settings.server)
+        # the address (its port, interface and alias) stays as advertised
+        self.settings = replace(settings, interface=self.settings.interface,
+                                port=self.settings.port, alias=self.settings.alias)
         self.advertiser.settings = self.settings
         self.advertiser.soon()
 

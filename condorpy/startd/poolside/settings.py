@@ -26,6 +26,8 @@ class PoolSettings:
     # how long a starter waits for its shadow's answer (HTCondor's syscall socket
     # timeout): the shadow may take the job's exit only once its schedd answers
     upload_timeout: float = 300.0
+    # the alias= of the advertised address (HOST_ALIAS, by default FULL_HOSTNAME)
+    alias: str = ""
 
 
 def pool_settings(cfg: Config) -> PoolSettings | None:
@@ -48,7 +50,8 @@ def pool_settings(cfg: Config) -> PoolSettings | None:
         # False advertises the slots (Requirements = false) without taking work.
         accept_claims=cfg.get_bool("CONDORPY_POOL_ACCEPT_CLAIMS", True),
         server=secserver.server_policy(cfg),
-        upload_timeout=float(max(cfg.knob_int("STARTER_UPLOAD_TIMEOUT"), 1)))
+        upload_timeout=float(max(cfg.knob_int("STARTER_UPLOAD_TIMEOUT"), 1)),
+        alias=(cfg.get("HOST_ALIAS") or "").strip())
 
 
 def local_ip(settings: PoolSettings) -> str:
