@@ -240,6 +240,10 @@ PARAM_DEFAULTS: dict[str, str] = {
     # Config._network_hostname); HOST_ALIAS is the alias= of the advertised address
     "NETWORK_HOSTNAME": "",
     "HOST_ALIAS": "$(FULL_HOSTNAME)",
+    # container jobs (issue 28): the docker runtime, as HTCondor's table has it
+    "DOCKER": "/usr/bin/docker",
+    "DOCKER_DROP_ALL_CAPABILITIES": "true",
+    "DOCKER_RUN_UNDER_INIT": "true",
 }
 
 # Knobs HTCondor's table leaves undefined; the value is what its daemons use in code.
@@ -294,4 +298,12 @@ CODE_DEFAULTS: dict[str, str] = {
     # --- CCB (issue 29): ccb_listener.cpp's defaults in code --------------------
     "CCB_RECONNECT_TIME": "60",
     "CCB_TIMEOUT": "300",
+    # container jobs (issue 28): knobs HTCondor's docker code defaults in code
+    "DOCKER_LOG_DRIVER_NONE": "true",
+    "DOCKER_MOUNT_VOLUMES": "",
+    "DOCKER_VOLUMES": "",
+    "DOCKER_NETWORKS": "",
+    "DOCKER_EXTRA_ARGUMENTS": "",
+    # condorpy's: how often an unusable Docker runtime is checked again
+    "CONDORPY_DOCKER_RECHECK_INTERVAL": "60",
 }

@@ -43,6 +43,7 @@ from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
 from condorpy.startd.adoption import Adopter
 from condorpy.startd.broken_keeper import BrokenKeeper, ManagerPort, rules_from
+from condorpy.startd.docker_health import DockerHealth
 from condorpy.startd.reconcile import Reconciler
 from condorpy.startd.children import ChildRunner
 from condorpy.startd.commands import CommandPorts, Commands
@@ -195,6 +196,7 @@ class Startd:
         self.control: ControlSocket | None = None
         self.reconciler: Reconciler | None = None     # set at start-up
         self.volumes: VolumeKeeper | None = None    # STARTD_ENFORCE_DISK_LIMITS
+        self.docker: DockerHealth | None = None     # container jobs' runtime
         self.signals = Signals(sel, {signal.SIGTERM: self._stop_signal,
                                      signal.SIGINT: self._stop_signal,
                                      signal.SIGHUP: self._reconfig_signal,
@@ -263,6 +265,14 @@ class Startd:
                           self.pool if self.pool is not None else WithoutPool(self.store.pool),
                           self.started_at)
         adopter.adopt()
+        # after adoption: the containers of re-adopted starters are theirs, not left over
+        self.docker = DockerHealth.from_config(
+            self.cfg, self.engine.layout.inventory.facts, monotonic=self.clock.monotonic,
+            execute=str(self.paths.execute), changed=self.timers.wake)
+        if self.docker is not None:
+            self.docker.start(h.launched.pid for h in self.rm.handles.values()
+                              if h.launched is not None)
+            self.rm.on_container_failure = self.docker.failed
         self.reconciler = Reconciler(self.rm, self.engine, self.store, self.clock, adopter,
                                      self.schedd)
         if self.pool is not None:
@@ -307,6 +317,8 @@ class Startd:
         add("hook children", Ticker(lambda t: self.children.step(), self.children.next_due,
                                     self._child_ready), "child")
         add("startd cron", Ticker(self.cron.step, self.cron.next_due))
+        if self.docker is not None:
+            add("docker health", Ticker(self.docker.tick, self.docker.next_due))
         add("fetch work", Ticker(self.hooks.step, self.hooks.next_due))
         add("policy cycle", Ticker(self.timers.cycle_tick))
         add("job policy", Ticker(self._queue_tick, self._queue_due))

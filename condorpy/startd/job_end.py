@@ -62,6 +62,17 @@ def outcome(handle: StarterHandle, rec: JobRecord | None, attrs: dict[str, Any],
     return JobStatus.COMPLETED, "", 0, 0
 
 
+def runtime_news(final: dict[str, Any] | None,
+                 report: Callable[[str], None]) -> dict[str, Any] | None:
+    """A final ad that says the container runtime was down (DockerOfflineReason): the
+    machine's news, reported, and not kept as the job's attribute."""
+    if final is None or not isinstance(final.get("DockerOfflineReason"), str):
+        return final
+    rest = dict(final)
+    report(str(rest.pop("DockerOfflineReason")))
+    return rest
+
+
 def starter_failed(rec: JobRecord, attrs: dict[str, Any], limit: int) -> Outcome:
     """A starter that ended without a final ad (it could not start, or died) puts its
     job back in the queue, but not forever: a job whose starter fails at once would

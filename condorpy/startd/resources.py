@@ -105,6 +105,7 @@ class ResourceManager:
         self.hooks: HooksPort = NoHooks()
         self.on_benchmarks: Callable[[str], None] = lambda slot: None
         self.on_exit: Callable[[str], None] = lambda reason: None
+        self.on_container_failure: Callable[[str], None] = lambda reason: None  # docker
         # a slot's resource monitors' figures for its running job (GPUsUsage ...)
         self.monitor_usage: Callable[[str], dict[str, Any]] = lambda slot: {}
         self.pressure = JobPressure(lambda: self.engine, self.clock.time)
@@ -475,6 +476,7 @@ class ResourceManager:
         monitored = self.monitor_usage(h.slot)     # while the slot still runs the job
         if final is not None and monitored:
             final = {**final, **monitored}
+        final = job_end.runtime_news(final, self.on_container_failure)
         if h.phase is not Phase.DONE:
             h.finish(final)
         del self.handles[h.origin]

@@ -77,6 +77,11 @@ def _owner(gpu_id: str, nodes: Sequence[GpuNode]) -> GpuNode | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def node_of(gpu_id: str, nodes: Sequence[GpuNode]) -> GpuNode | None:
+    """The node an AssignedGPUs id opens through, None when none matches."""
+    return _owner(gpu_id, nodes)
+
+
 def denied_devices(assigned: Iterable[str], nodes: Sequence[GpuNode],
                    major: int = NVIDIA_MAJOR) -> DeviceDecision:
     """The GPU nodes to deny a job assigned ``assigned``. An id that matches no GPU

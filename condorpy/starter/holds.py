@@ -20,6 +20,7 @@ class HoldCode(IntEnum):
     UNABLE_TO_INIT_USER_LOG = 22
     FAILED_TO_ACCESS_USER_ACCOUNT = 23
     JOB_OUT_OF_RESOURCES = 34
+    INVALID_DOCKER_IMAGE = 35        # the container's image cannot be used
 
 
 class JobHold(JobAdError):

@@ -122,6 +122,9 @@ class JobSpec:
         ident = JobIdentity.from_ad(ad)
         job_id = ident.job_id
         cmd = _str(ad, "Cmd")
+        if cmd is None and (_lookup(ad, "WantDocker") is True
+                            or _lookup(ad, "WantContainer") is True):
+            cmd = ""          # a container job may run its image's own entry point
         if cmd is None:
             raise JobHold("job ad has no Cmd: nothing to execute",
                           HoldCode.FAILED_TO_CREATE_PROCESS, attribute="Cmd", job=job_id)

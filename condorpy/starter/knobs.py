@@ -6,16 +6,23 @@ overrides) and a bad value names the line that set it."""
 from __future__ import annotations
 
 import re
+import shlex
 import socket
 from dataclasses import dataclass
 
 from condorpy.config import KnobReader
+from condorpy.machine.docker import DEFAULT_DOCKER, DockerSettings, volume_spec
 from condorpy.machine.containment import enforces_disk, no_job_networking, wants_cgroups
 from condorpy.machine.probe import configured_memory_mb
 from condorpy.machine.volumes import KNOBS as VOLUME_KNOBS, lvm_settings
 from condorpy.starter.settings import MemoryPolicy, StarterSettings
 
 _SLOT_USER = re.compile(r"^SLOT(\d+)_USER$", re.IGNORECASE)
+# container jobs: the docker runtime's knobs, and DOCKER_VOLUME_DIR_<name>
+DOCKER_KNOBS = ("DOCKER", "DOCKER_MOUNT_VOLUMES", "DOCKER_DROP_ALL_CAPABILITIES",
+                "DOCKER_RUN_UNDER_INIT", "DOCKER_LOG_DRIVER_NONE", "DOCKER_NETWORKS",
+                "DOCKER_SHM_SIZE", "DOCKER_EXTRA_ARGUMENTS")
+_DOCKER_VOLUME = re.compile(r"^DOCKER_VOLUME_DIR_\w+$", re.IGNORECASE)
 
 # Every knob a starter reads (with SLOT<N>_USER): :func:`settings_from_knobs` and the
 # custom memory limits (condorpy.starter.ads.custom_memory_limit). The startd sends
@@ -29,12 +36,13 @@ KNOBS = ("CGROUP_MEMORY_LIMIT_POLICY", "DISABLE_SWAP_FOR_JOB", "MEMORY",
          "CGROUP_LOW_MEMORY_LIMIT", "CGROUP_IGNORE_CACHE_MEMORY",
          "STARTER_ALWAYS_HOLD_ON_OOM", "CONDORPY_CGROUP_MEMORY_HIGH_PERCENT",
          "NO_JOB_NETWORKING", "STARTER_HIDE_GPU_DEVICES",
-         *VOLUME_KNOBS)
+         *VOLUME_KNOBS, *DOCKER_KNOBS)
 
 
 def knob_names(cfg: KnobReader) -> list[str]:
     """The names of :data:`KNOBS` and the SLOT<N>_USER knobs ``cfg`` defines."""
-    return [*KNOBS, *(n for n in cfg.names() if _SLOT_USER.match(n))]
+    return [*KNOBS, *(n for n in cfg.names() if _SLOT_USER.match(n)
+                      or _DOCKER_VOLUME.match(n))]
 
 
 def starter_knobs(cfg: KnobReader) -> dict[str, str]:
@@ -93,7 +101,35 @@ def settings_from_knobs(cfg: KnobReader, *, execute: str,
         hostname=cfg.get("FULL_HOSTNAME") or socket.getfqdn(),
         no_job_networking=no_job_networking(cfg),
         hide_gpu_devices=cfg.knob_bool("STARTER_HIDE_GPU_DEVICES"),
-        lvm=lvm if lvm.enforce else None)
+        lvm=lvm if lvm.enforce else None,
+        docker=docker_settings(cfg))
+
+
+def docker_settings(cfg: KnobReader) -> DockerSettings:
+    """The docker runtime's knobs. DOCKER_MOUNT_VOLUMES names volumes, each
+    DOCKER_VOLUME_DIR_<name> a directory (mounted at the same path) or
+    ``host:inside[:ro]``; a name without its directory is left out, as HTCondor does."""
+    volumes = []
+    for name in re.split(r"[\s,]+", cfg.get("DOCKER_MOUNT_VOLUMES") or ""):
+        if name:
+            path = cfg.get(f"DOCKER_VOLUME_DIR_{name}")
+            if path:
+                volumes.append(volume_spec(path))
+    shm = cfg.get_int("DOCKER_SHM_SIZE")
+    extra = cfg.get("DOCKER_EXTRA_ARGUMENTS") or ""
+    try:
+        extra_args = tuple(shlex.split(extra))
+    except ValueError:
+        raise cfg.invalid("DOCKER_EXTRA_ARGUMENTS", "arguments as a shell would "
+                          "split them (balanced quotes)") from None
+    return DockerSettings(
+        path=cfg.get("DOCKER") or DEFAULT_DOCKER, volumes=tuple(volumes),
+        drop_capabilities=cfg.knob_bool("DOCKER_DROP_ALL_CAPABILITIES"),
+        run_under_init=cfg.knob_bool("DOCKER_RUN_UNDER_INIT"),
+        log_driver_none=cfg.knob_bool("DOCKER_LOG_DRIVER_NONE"),
+        networks=tuple(n for n in re.split(r"[\s,]+", cfg.get("DOCKER_NETWORKS") or "")
+                       if n),
+        shm_size=shm if shm else None, extra_args=extra_args)
 
 
 # The cadence of a running job's updates (HTCondor's starter sends them to its shadow

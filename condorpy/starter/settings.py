@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from condorpy.machine.volumes import LvmSettings
+from condorpy.machine.docker import DockerSettings
 
 
 class MemoryPolicy(Enum):
@@ -49,6 +50,7 @@ class StarterSettings:
     gpu_inventory_dir: str = "/proc/driver/nvidia/gpus"
     dev_dir: str = "/dev"
     lvm: LvmSettings | None = None             # STARTD_ENFORCE_DISK_LIMITS: a volume per job
+    docker: DockerSettings = field(default_factory=DockerSettings)  # container jobs
     num_threads_env: tuple[str, ...] = (
         "CUBACORES", "GOMAXPROCS", "JULIA_NUM_THREADS", "MKL_NUM_THREADS",
         "NUMEXPR_NUM_THREADS", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT",

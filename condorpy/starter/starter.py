@@ -21,6 +21,7 @@ from typing import Any
 from condorpy.errors import CgroupError, CondorpyError
 from condorpy.starter import proctrack
 from condorpy.starter.cgroup import JobCgroup
+from condorpy.starter.container_run import ContainerRun, RuntimeFailed
 from condorpy.starter.devices import hide_unassigned_gpus
 from condorpy.starter.exit_report import Leftover, build_report, report_path, write_report
 from condorpy.starter.control import JobControl, JobState
@@ -109,6 +110,7 @@ class Starter:
         self.gate: Callable[[], bool] | None = None
         # the job's first process forked beforehand (a spare starter's), if any
         self.vessel = vessel
+        self.container: ContainerRun | None = None   # a docker/container-universe job's
 
     @property
     def socket_path(self) -> str:
@@ -161,9 +163,15 @@ class Starter:
             slot = SlotSpec.from_ad(self.slot_ad)
             user = choose_user(job, slot, self.settings)
             self.submitter = submitter(self.job_ad.get(SUBMITTER_ATTR))
+            self.container = ContainerRun.for_job(self.job_ad, job.job_id, self.settings,
+                                                  say=self._say)
             return self._run(job, slot, user)
         except JobHold as hold:
             return self._held_before_start(hold, ident, user)
+        except RuntimeFailed as failed:     # the runtime's failure, never the job's
+            self._go()
+            self._say(f"job {ident.job_id}: {failed}; the job is requeued")
+            return self._end_early(failed.attributes(), vacated=True)
         finally:
             self._cleanup(ident.job_id)
             for signum_int, handler in early.items():
@@ -183,13 +191,16 @@ class Starter:
                                              self._say)
         if self.userlog is not None:
             self.userlog.held(hold.reason, int(hold.code), hold.hold_subcode)
-        attrs = hold_attributes(hold)
+        return self._end_early(hold_attributes(hold), hold=hold)
+
+    def _end_early(self, attrs: dict[str, object], *, hold: JobHold | None = None,
+                   vacated: bool = False) -> Outcome:
         if self.server is not None:
             self.server.broadcast({"event": "done", "ad": attrs})
-        return Outcome(attrs, hold=hold, notices=self.notices)
+        return Outcome(attrs, hold=hold, vacated=vacated, notices=self.notices)
 
     def _run(self, job: JobSpec, slot: SlotSpec, user: JobUser) -> Outcome:
-        pid_ns = self.settings.use_pid_namespaces
+        pid_ns = self.settings.use_pid_namespaces and self.container is None
         if pid_ns and os.geteuid() != 0:
             self._say("USE_PID_NAMESPACES needs root; the job runs in the starter's "
                       "PID namespace")
@@ -222,6 +233,9 @@ class Starter:
         plan = launch_plan(job, slot, user, self.sandbox, pid_ns=pid_ns,
                            settings=self.settings,
                            cgroup_procs=self.cgroup.procs_file if self.cgroup else None)
+        if self.container is not None:
+            plan = self.container.create(job, slot, user, plan, scratch=self.sandbox.path,
+                                         cgroup=self.cgroup, settings=self.settings)
         subreaper = False
         if self.cgroup is None and self.own_process:
             # Before the fork: orphans of the job come to the starter, not to init.
@@ -238,7 +252,7 @@ class Starter:
         # once the startd's word has come
         vessel, self.vessel = self.vessel, None
         # a process forked before the volume's private mount namespace would not see it
-        if vessel is not None and not plan.pid_namespace and not (
+        if vessel is not None and not plan.pid_namespace and self.container is None and not (
                 self.volume is not None and self.volume.hidden):
             pending = vessel.load(plan, job_id=job.job_id)
         else:
@@ -252,11 +266,15 @@ class Starter:
             raise
         start = self.clock()
         self.proc = pending.start()
-        family = None if self.cgroup is not None else proctrack.ProcessFamily(
-            self.settings.proc_root, self.proc.pid, self.proc.session,
-            adopter=os.getpid() if subreaper else None)
-        processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
-                                           family=family, say=self._say)
+        if self.container is not None:
+            processes = self.container.processes(self.proc.pid, self.cgroup,
+                                                 self.settings.proc_root, self._say)
+        else:
+            family = None if self.cgroup is not None else proctrack.ProcessFamily(
+                self.settings.proc_root, self.proc.pid, self.proc.session,
+                adopter=os.getpid() if subreaper else None)
+            processes = proctrack.JobProcesses(self.proc.pid, cgroup=self.cgroup,
+                                               family=family, say=self._say)
         self.meter.processes = processes
         self.control.started(job, self.proc.pid, processes, self.server, self.userlog,
                              self.meter.sample)
@@ -265,6 +283,8 @@ class Starter:
         self.server.broadcast(self._hello())
         status, rusage = self._watch(job)
         duration = self.clock() - start
+        if self.container is not None:
+            status = self.container.ended(job.job_id, status, slot.memory_mb)
         return self._finish(job, status, rusage, duration)
 
     def _make_sandbox(self, job: JobSpec, user: JobUser) -> None:
@@ -490,6 +510,8 @@ class Starter:
             self.control.reaped = True
         if self.meter.disk is not None:
             self.meter.disk.close()      # a walk cut short holds descriptors
+        if self.container is not None:    # first: its cgroup lies below the job's
+            problems.extend(self.container.remove())
         leftovers: list[Leftover] = []
         cgroup_left: str | None = None
         processes = self.control.processes
