@@ -85,12 +85,16 @@ def test_sigterm_leaves_jobs_running_and_restart_adopts_them(tmp_path: Path) -> 
     d.start()
     try:
         work = _jobs_dir(tmp_path)
-        submit(d, "executable = /bin/sh\narguments = \"-c 'sleep 4; echo ok'\"\n"
+        # the job ends only when told, so a slow restart cannot see it finished already
+        go = work / "go"
+        submit(d, "executable = /bin/sh\narguments = \"-c 'while [ ! -e " + str(go) +
+                  " ]; do sleep 0.1; done; echo ok'\"\n"
                   "output = out\nrequest_memory = 16\nqueue\n", work)
         wait_for(lambda: counts(d).get(2) == 1, 30, d.output)
         d.stop(signal.SIGTERM)
         d.start()
         assert "re-adopted starter" in d.output()
+        go.touch()
         wait_for(lambda: counts(d).get(4) == 1, 30, d.output)
         assert (work / "out").read_text() == "ok\n"
     finally:
