@@ -144,7 +144,8 @@ def exit_status(final: dict[str, Any], killed: bool, evicted: bool = False
                 ) -> tuple[int, int, ClassAd]:
     """(wait status, exit reason, final ad) for ``job_exit`` from a starter's final ad;
     ``killed``: the shadow asked for it (deactivation), ``evicted``: this execution
-    point's policy took the slot back, so the job goes back to the queue."""
+    point's policy took the slot back, so the job goes back to the queue (as it does
+    when the starter's final ad names a ``VacateReason``)."""
     ad = ClassAd()
     for k, v in final.items():
         if isinstance(v, (bool, int, float, str)):
@@ -162,7 +163,9 @@ def exit_status(final: dict[str, Any], killed: bool, evicted: bool = False
         ad["ExitCode"] = code
     if "HoldReasonCode" in final:
         reason = JOB_SHOULD_HOLD
-    elif evicted and not killed:
+    elif not killed and (evicted or "VacateReason" in final):
+        # the starter's own requeue (a container runtime failure, the node out of
+        # memory) carries its reason in the final ad: the job goes back, not done
         reason = JOB_SHOULD_REQUEUE
     return status, reason, ad
 

@@ -331,6 +331,11 @@ def test_exit_status_is_a_wait_status_with_htcondors_reasons() -> None:
     assert shadow.exit_status({"ExitBySignal": True, "ExitSignal": 15}, False,
                               evicted=True)[:2] == (15, 107)
     assert shadow.exit_status({"HoldReasonCode": 6, "HoldReason": "x"}, False)[1] == 112
+    # the starter sent the job back itself: a container runtime failure, a system OOM
+    runtime = {"ExitBySignal": False, "ExitCode": 0, "VacateReasonCode": 1021,
+               "VacateReason": "Container runtime failure: daemon down"}
+    assert shadow.exit_status(runtime, False)[1] == 107
+    assert shadow.exit_status(runtime, True)[1] == 100     # the shadow's own kill wins
 
 
 # --- ALIVE --------------------------------------------------------------------------------
