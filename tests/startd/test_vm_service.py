@@ -3,7 +3,7 @@
 first and names it in ``CONDORPY_DEB``).
 
 One installation, in order: ``dpkg -i``, the service reaching active through
-READY=1 with its STATUS line, a 60-second job of an ordinary user in its own cgroup
+READY=1 with its STATUS line, a job of an ordinary user in its own cgroup
 below ``condorpy-jobs.scope`` with its memory limit, ``systemctl reload`` applying a
 changed knob while it runs, ``systemctl restart`` leaving it running and recording
 its end once, ``condorpy restart`` keeping a job and the unit's MainPID (a reload to
@@ -242,7 +242,8 @@ def test_install_starts_the_service_through_ready(deb: Path) -> None:
 
 
 def test_job_of_a_user_runs_in_its_own_cgroup_and_reload_applies(deb: Path) -> None:
-    cluster = submit("a", 60)
+    # It runs until the next test releases it, after the reload and the restart.
+    cluster = submit("a", "wait")
     state["cluster_a"] = cluster
     pid = job_pid("a")
     state["pid_a"] = pid
@@ -290,6 +291,7 @@ def test_restart_leaves_the_job_running_and_records_its_end_once(deb: Path) -> N
     assert where == (home() / "where.a").read_text().strip()
     wait_for("the restarted daemon to re-adopt the job", lambda: queue_status(cluster) == 2,
              60)
+    (home() / "release.a").touch()
     wait_for("job a to complete", lambda: queue_status(cluster) is None, 150)
     assert (home() / "done.a").read_text() == "done\n"
     hist = sh("condorpy", "history", "-af", "ClusterId", "JobStatus", "ExitCode").stdout
