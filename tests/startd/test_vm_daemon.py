@@ -25,11 +25,13 @@ DISABLE_SWAP_FOR_JOB = true
 """
 
 
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    # One daemon for the module: a start costs tens of seconds emulated, and each test
+    # looks only at its own job (the held one stays held, out of the other's way).
     with open(MOUNT / "cgroup.subtree_control", "w") as fh:
         fh.write("+cpu +memory +pids")
-    with running(Daemon(tmp_path, extra=CGROUPS)) as d:
+    with running(Daemon(tmp_path_factory.mktemp("daemon"), extra=CGROUPS)) as d:
         yield d
 
 
@@ -66,7 +68,11 @@ def test_vm_daemon_jobs_keep_their_cgroup_across_a_restart(daemon: Daemon,
                                                            tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    submit(daemon, "executable = /bin/sh\narguments = \"-c 'sleep 40; echo done'\"\n"
+    # The job runs until the test releases it, after the restart: however long the
+    # daemon takes to come back, the job is still there.
+    release = work / "release"
+    submit(daemon, f"executable = /bin/sh\narguments = \"-c 'while [ ! -e {release} ]; "
+                   "do sleep 0.2; done; echo done'\"\n"
                    "output = out\nrequest_memory = 100\nrequest_disk = 10\nqueue\n", work)
     wait_for(lambda: counts(daemon).get(2) == 1, 60, daemon.output)
     pid = _job_pid(daemon)
@@ -76,5 +82,6 @@ def test_vm_daemon_jobs_keep_their_cgroup_across_a_restart(daemon: Daemon,
     assert limit == 100 * 1024 * 1024 or limit == 128 * 1024 * 1024
     daemon.restart(signal.SIGKILL)
     assert os.path.exists(f"/proc/{pid}") and _job_cgroup(pid) == cg
+    release.touch()
     wait_for(lambda: counts(daemon).get(4) == 1, 120, daemon.output)
     assert (work / "out").read_text() == "done\n"

@@ -50,3 +50,18 @@ vm_cached_kernel() {
         [[ -f "$d" ]] && dirname "$d"
     done | sort -V | tail -n 1
 }
+
+# vm_precompile REPO: byte-compile the checkout's Python (condorpy/ and tests/, the
+# pool lane's chroots under .cache left alone) on this machine, before a boot. The
+# VM sees the checkout read-only under a throw-away overlay, so whatever its Python
+# compiles is lost: without the host's .pyc files every start of a Python in the VM
+# (pytest, a daemon, a starter, each condorpy command) compiles the modules it
+# imports again, emulated. compileall leaves up-to-date files alone (a fraction of a
+# second); a failure only costs the VM that time, hence no exit.
+vm_precompile() {
+    local repo="$1" py="$1/.venv/bin/python"
+    [[ -x "$py" ]] || py="$(command -v python3 || true)"
+    [[ -n "$py" ]] || return 0
+    (cd "$repo" && find condorpy tests -name .cache -prune -o -name '*.py' -print 2>/dev/null \
+        | "$py" -m compileall -q -i - >/dev/null 2>&1) || vm_say "byte-compiling $repo failed; the VM compiles it itself"
+}

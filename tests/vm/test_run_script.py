@@ -140,3 +140,138 @@ def test_initramfs_names_a_missing_module(tmp_path: Path) -> None:
                          env=env, timeout=60)
     assert out.returncode != 0
     assert "kernel 6.1.0-test has no module virtio" in out.stderr
+
+
+def test_precompile_writes_bytecode_for_the_checkout_and_not_the_pool_chroots(
+        tmp_path: Path) -> None:
+    # The VM cannot keep what its Python compiles: the host compiles ahead, except
+    # under .cache (the pool lane's chroots, /proc mounted in them).
+    for rel in ("condorpy/a.py", "condorpy/sub/b.py", "tests/test_c.py",
+                "tests/pool/.cache/chroot/usr/lib/d.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("X = 1\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    script = f'source {HERE / "lib.sh"}; vm_precompile "$1"'
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    out = subprocess.run(["bash", "-c", script, "-", str(tmp_path)], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    compiled = sorted(str(p.relative_to(tmp_path)).split("/__pycache__/")[0] + "/" +
+                      p.name.split(".")[0] for p in tmp_path.rglob("*.pyc"))
+    assert compiled == ["condorpy/a", "condorpy/sub/b", "tests/test_c"]
+    # Once up to date, a second call writes nothing.
+    stamps = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.pyc")}
+    subprocess.run(["bash", "-c", script, "-", str(tmp_path)], check=True, timeout=60)
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.pyc")} == stamps
+
+
+FAKE_RUN = r"""#!/usr/bin/env bash
+mode=plain times=""
+args="$*"
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --systemd) mode=systemd ;;
+        --times) times="$2"; shift ;;
+        --) break ;;
+    esac
+    shift
+done
+echo "$mode start $args" >>"$FAKE_LOG"
+if [[ $mode == plain && ${FAKE_WAIT_FOR_SYSTEMD:-0} == 1 ]]; then
+    # side by side: the systemd lane boots while this one runs
+    for _ in $(seq 600); do
+        grep -q '^systemd start' "$FAKE_LOG" && { echo "plain saw systemd" >>"$FAKE_LOG"; break; }
+        sleep 0.1
+    done
+fi
+[[ -n "$times" ]] && echo "boot=1.5 run=2.5 total=4.0" >"$times"
+echo "$mode output"
+echo "$mode end" >>"$FAKE_LOG"
+rc="FAKE_RC_$mode"
+exit "${!rc:-0}"
+"""
+FAKE_DEB = r"""#!/usr/bin/env bash
+echo "deb start" >>"$FAKE_LOG"
+[[ ${FAKE_DEB_FAIL:-0} == 1 ]] && { echo "prepare-deb: no package" >&2; exit 1; }
+echo "deb end" >>"$FAKE_LOG"
+echo /x/condorpy_0.1_all.deb
+"""
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+echo "python $*" >>"$FAKE_LOG"
+[[ "$*" == *compileall* ]] && cat >/dev/null
+exit 0
+"""
+
+
+def suite(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """tests/vm/run-suite in a copy of the tree with tests/vm/run, prepare-deb and the
+    venv's python faked: what it runs, in which order, and what it prints."""
+    vm = tmp_path / "tests" / "vm"
+    vm.mkdir(parents=True)
+    shutil.copy(HERE / "run-suite", vm)
+    shutil.copy(HERE / "lib.sh", vm)
+    for path, text in ((vm / "run", FAKE_RUN), (vm / "prepare-deb", FAKE_DEB),
+                       (tmp_path / ".venv" / "bin" / "python", FAKE_PYTHON)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o755)
+    # (spelt in two parts: run-suite itself greps this tree for the markers)
+    mark = "pytestmark = pytest.mark."
+    (tmp_path / "tests" / "test_p.py").write_text(mark + "vm\n")
+    (tmp_path / "tests" / "test_s.py").write_text(mark + "vm_systemd\n")
+    log = tmp_path / "log"
+    log.touch()
+    out = subprocess.run([str(vm / "run-suite"), "-x"], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=120,
+                         env={**os.environ, "FAKE_LOG": str(log), **env})
+    return out, log.read_text().splitlines()
+
+
+def test_suite_boots_the_lanes_side_by_side_once_the_package_is_built(
+        tmp_path: Path) -> None:
+    out, log = suite(tmp_path, FAKE_WAIT_FOR_SYSTEMD="1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    # bytecode and pytest's rewritten test modules first, for both lanes' files
+    assert log[0].startswith("python -m compileall")
+    assert log[1].startswith("python -m pytest -q -p no:cacheprovider --collect-only "
+                             "-m vm or vm_systemd tests/test_p.py tests/test_s.py")
+    plain = next(line for line in log if line.startswith("plain start"))
+    systemd = next(line for line in log if line.startswith("systemd start"))
+    assert "--timeout 1200 -- " in plain and "-m vm and not vm_systemd -x tests/test_p.py" in plain
+    assert "--systemd --timeout 1200 --env CONDORPY_DEB=/x/condorpy_0.1_all.deb" in systemd
+    assert "-m vm_systemd -x tests/test_s.py" in systemd
+    assert log.index("deb end") < log.index(systemd) < log.index("plain end")
+    assert "plain saw systemd" in log
+    # the plain lane's output, then the systemd lane's, then the summary
+    text = out.stdout
+    assert text.index("plain output") < text.index("systemd output") < \
+        text.index("lane plain    boot    1.5s  run    2.5s")
+    assert "package  /x/condorpy_0.1_all.deb: " in text
+    assert "lane systemd  boot    1.5s  run    2.5s" in text and "passed" in text
+    assert "real-kernel lane: " in text and "failed" not in text
+
+
+def test_suite_one_lane_after_the_other_still_builds_the_package_beside(
+        tmp_path: Path) -> None:
+    out, log = suite(tmp_path, CONDORPY_VM_SIDE_BY_SIDE="0")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert log.index("deb start") < log.index("plain end")
+    systemd = next(line for line in log if line.startswith("systemd start"))
+    assert log.index("plain end") < log.index(systemd)
+
+
+@pytest.mark.parametrize("side_by_side", ["0", "1"])
+def test_suite_fails_when_the_package_or_a_lane_fails(tmp_path: Path,
+                                                      side_by_side: str) -> None:
+    out, log = suite(tmp_path / "deb", FAKE_DEB_FAIL="1",
+                     CONDORPY_VM_SIDE_BY_SIDE=side_by_side)
+    assert out.returncode == 1
+    assert "lane systemd  not booted: tests/vm/prepare-deb failed" in out.stdout
+    assert "real-kernel lane failed: package" in out.stdout
+    assert not [line for line in log if line.startswith("systemd start")]
+    out, log = suite(tmp_path / "lane", FAKE_RC_systemd="1",
+                     CONDORPY_VM_SIDE_BY_SIDE=side_by_side)
+    assert out.returncode == 1
+    assert "FAILED (exit 1)" in out.stdout
+    assert "real-kernel lane failed: systemd" in out.stdout
