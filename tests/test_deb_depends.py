@@ -16,6 +16,7 @@ bookworm chroot.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from dataclasses import dataclass
@@ -103,6 +104,8 @@ def _imports(path: Path) -> list[Import]:
     return found
 
 
+# the package read once per process: six tests judge the same imports
+@functools.cache
 def _all_imports() -> list[Import]:
     return [imp for path in sorted(PACKAGE.rglob("*.py")) for imp in _imports(path)]
 

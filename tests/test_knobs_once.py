@@ -12,6 +12,7 @@ value or about which spellings they refuse.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -58,6 +59,8 @@ def _files() -> list[Path]:
     return [p for p in sorted(PACKAGE.rglob("*.py")) if p.parent.name != "config"]
 
 
+# the package read once per process: two tests judge the same scan
+@functools.cache
 def _problems() -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
     readers: dict[str, set[str]] = defaultdict(set)

@@ -19,6 +19,7 @@ the file and line. The scan below finds, in every package but ``config``:
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +187,8 @@ def scan_source(text: str, path: str = "<text>") -> list[Finding]:
     return sorted(unique.values(), key=lambda f: f.line)
 
 
+# the whole package read once per process: two tests judge the same scan
+@functools.cache
 def scan_tree() -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):

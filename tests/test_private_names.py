@@ -20,6 +20,7 @@ Dunder names (``__eq__``) are protocol, not private, and are left alone.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,6 +190,8 @@ def python_files() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+# the whole package read once per process: two tests judge the same scan
+@functools.cache
 def scan_tree() -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = {}
     for path in python_files():

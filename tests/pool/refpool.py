@@ -76,6 +76,13 @@ MOUNT_UNDER_SCRATCH =
 USE_PID_NAMESPACES = False
 NEGOTIATOR_INTERVAL = 5
 SCHEDD_INTERVAL = 5
+# A test pool's cycles as soon as asked for: HTCondor keeps 20 s between the end of
+# one negotiation cycle and the start of the next (NEGOTIATOR_CYCLE_DELAY, for a big
+# pool's startds to update the collector first) and 5 s between a schedd's queue
+# scans, which every submitted or requeued job would wait out
+NEGOTIATOR_CYCLE_DELAY = 1
+NEGOTIATOR_MIN_INTERVAL = 1
+SCHEDD_MIN_INTERVAL = 1
 {extra}
 """
 

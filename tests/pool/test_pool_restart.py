@@ -35,17 +35,23 @@ POOL_TESTS_APART = True
 
 def _job(runs: Path, overlap: Path, first_sleep: int, lease: str = "") -> str:
     # Each run notes its pid, and whether an earlier run is still alive; a first run
-    # sleeps first_sleep seconds, a later one (there must be none unless the lease
-    # ran out) exits at once.
+    # lasts until the test releases it (_release) or first_sleep seconds have passed, a
+    # later one (there must be none unless the lease ran out) exits at once.
+    release = runs.with_name("release")
     return f"""\
 executable = /bin/sh
-arguments = "-c 't=1; for p in $(cat {runs} 2>/dev/null); do t=0; [ -e /proc/$p ] && echo $p >> {overlap}; done; echo $$ >> {runs}; [ $t = 0 ] || sleep {first_sleep}; exit 3'"
+arguments = "-c 't=1; for p in $(cat {runs} 2>/dev/null); do t=0; [ -e /proc/$p ] && echo $p >> {overlap}; done; echo $$ >> {runs}; [ $t = 0 ] || for i in $(seq {first_sleep * 5}); do [ -e {release} ] && break; sleep 0.2; done; exit 3'"
 log = job.log
 should_transfer_files = NO
 requirements = regexp("condorpy", TARGET.CondorVersion)
 {lease}
 queue
 """
+
+
+def _release(runs: Path) -> None:
+    """The job's first run may end now: the test has seen it run on where it must."""
+    runs.with_name("release").touch()
 
 
 @contextlib.contextmanager
@@ -71,7 +77,7 @@ def test_a_pool_job_survives_a_daemon_restart_and_completes_once(
     d.start()
     runs, overlap = jobdir / "runs", jobdir / "overlap"
     try:
-        cluster = submit(refpool, jobdir, _job(runs, overlap, 60, lease))
+        cluster = submit(refpool, jobdir, _job(runs, overlap, 300, lease))
         wait_for(runs.exists, 120, lambda: d.output()[-3000:])
         if lease:
             # most of the short lease has passed since the job started: the shadow's
@@ -100,6 +106,7 @@ def test_a_pool_job_survives_a_daemon_restart_and_completes_once(
         status = refpool.condor("condor_q", str(cluster), "-af", "JobStatus").stdout.split()
         assert status == ["2"], status
         assert "sh" in _cmdline(first)
+        _release(runs)
         wait_for(lambda: queued(refpool, cluster) == 0, 150, lambda: d.output()[-3000:])
         assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "3"]
         assert runs.read_text().split() == [first], runs.read_text()
@@ -126,10 +133,11 @@ def test_a_job_that_ends_while_the_daemon_is_down_reports_its_exit_on_reconnect(
     d.start()
     runs, overlap = jobdir / "runs", jobdir / "overlap"
     try:
-        cluster = submit(refpool, jobdir, _job(runs, overlap, 8))
+        cluster = submit(refpool, jobdir, _job(runs, overlap, 60))
         wait_for(runs.exists, 120, lambda: d.output()[-3000:])
         first = runs.read_text().split()[0]
         d.stop(signal.SIGKILL)
+        _release(runs)
         wait_for(lambda: _cmdline(first) == "", 30)       # it ended, unseen
         d.start()
         wait_for(lambda: queued(refpool, cluster) == 0, 150, lambda: d.output()[-3000:])
@@ -178,7 +186,7 @@ def test_a_pool_job_survives_a_schedd_restart(
     # through the same two commands, while condorpy keeps it running.
     with _fresh_pool_if_failed(refpool):
         runs, overlap = jobdir / "runs", jobdir / "overlap"
-        cluster = submit(refpool, jobdir, _job(runs, overlap, 40))
+        cluster = submit(refpool, jobdir, _job(runs, overlap, 120))
         wait_for(runs.exists, 120, lambda: daemon.output()[-3000:])
         # a restarted schedd reconnects only to a job whose queue record shows a live
         # lease (LastJobLeaseRenewal, noted when it started the shadow)
@@ -199,7 +207,7 @@ def test_a_pool_job_survives_a_cut_connection_to_its_shadow(
     # leave them); neither daemon restarts: the shadow reconnects to the running job.
     with _fresh_pool_if_failed(refpool):
         runs, overlap = jobdir / "runs", jobdir / "overlap"
-        cluster = submit(refpool, jobdir, _job(runs, overlap, 40))
+        cluster = submit(refpool, jobdir, _job(runs, overlap, 120))
         wait_for(runs.exists, 120, lambda: daemon.output()[-3000:])
         m = re.search(r"as <127\.0\.0\.1:(\d+)\?[^>]*noUDP>", daemon.output())
         assert m, daemon.output()
@@ -223,6 +231,7 @@ def _completes_once_after_reconnect(daemon: Daemon, refpool: RefPool, jobdir: Pa
     wait_for(lambda: "reconnected to job" in daemon.output(), 120,
              lambda: daemon.output()[-3000:])
     assert "sh" in _cmdline(first)
+    _release(runs)
     wait_for(lambda: queued(refpool, cluster) == 0, 150, lambda: daemon.output()[-3000:])
     assert history(refpool, cluster, "JobStatus", "ExitCode")[0] == ["4", "3"]
     assert runs.read_text().split() == [first], runs.read_text()
