@@ -287,3 +287,31 @@ def test_a_docker_job_stays_idle_where_the_probe_found_no_docker(
                if line.startswith("[") and "HasDocker" in line)
     # no slot satisfies the clause
     assert row.split()[1] == "0", analysis
+
+
+def test_a_docker_job_whose_image_cannot_be_had_goes_back_to_idle(
+        daemon: DockerDaemon, refpool: RefPool, submitdir: Path) -> None:
+    # no such image in the daemon, and no registry to pull it from: the runtime fails
+    # the start, which is the machine's fault, not the job's, so it is requeued
+    (submitdir / "in.txt").write_text("input line\n")
+    cluster = _submit(refpool, submitdir,
+                      JOB.format(image="condorpy-test/missing:1", host=HOST))
+    job = f"{cluster}.0"
+
+    seen: list[list[str]] = []
+
+    def requeued() -> bool:
+        # one read of the queue: the job is matched and started again and again
+        seen[:] = [job_attrs(refpool, job, "JobStatus", "NumShadowStarts", "NumJobStarts",
+                             "LastJobStatus", "HoldReasonCode", "LastVacateTime")]
+        return seen[0][0] == "1" and seen[0][1] not in ("", "undefined", "0")
+    wait_for(requeued, 150,
+             lambda: f"{refpool.condor('condor_q', '-l', job, check=False).stdout}"
+                     f"\ndaemon: {daemon.output()[-3000:]}")
+    status, shadow_starts, job_starts, last, hold, vacated = seen[0]
+    # back in the queue as the 23.9.6 schedd records a requeue: it ran, it was not
+    # held, and it went back to idle from running
+    assert (last, hold) == ("2", "undefined"), seen
+    assert int(job_starts) >= 1 and vacated != "undefined", seen
+    assert not history(refpool, cluster, "JobStatus")
+    assert not (submitdir / "result.txt").exists()
