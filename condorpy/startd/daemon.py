@@ -43,7 +43,7 @@ from condorpy.slots.manager import SlotManager
 from condorpy.startd import control, journal, pool_restart
 from condorpy.startd.adoption import Adopter
 from condorpy.startd.broken_keeper import BrokenKeeper, ManagerPort, rules_from
-from condorpy.startd.docker_health import DockerHealth
+from condorpy.startd.docker_health import DockerHealth, slot_attrs
 from condorpy.startd.reconcile import Reconciler
 from condorpy.startd.children import ChildRunner
 from condorpy.startd.commands import CommandPorts, Commands
@@ -219,6 +219,10 @@ class Startd:
             self.rm.pool = self.pool
         self.metrics.attach(self.store.counts, self.pool)
 
+    def _docker_changed(self) -> None:
+        self.engine.set(self.clock.time(), slot_attrs(self.engine.layout.inventory.facts))
+        self.timers.wake()
+
     @staticmethod
     def _max_starter_failures(cfg: Config) -> int:
         return cfg.get_int("CONDORPY_MAX_STARTER_FAILURES", 5)
@@ -268,11 +272,12 @@ class Startd:
         # after adoption: the containers of re-adopted starters are theirs, not left over
         self.docker = DockerHealth.from_config(
             self.cfg, self.engine.layout.inventory.facts, monotonic=self.clock.monotonic,
-            execute=str(self.paths.execute), changed=self.timers.wake)
+            execute=str(self.paths.execute), changed=self._docker_changed)
         if self.docker is not None:
             self.docker.start(h.launched.pid for h in self.rm.handles.values()
                               if h.launched is not None)
             self.rm.on_container_failure = self.docker.failed
+        self._docker_changed()
         self.reconciler = Reconciler(self.rm, self.engine, self.store, self.clock, adopter,
                                      self.schedd)
         if self.pool is not None:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
+from condorpy.classad import Undefined
 from condorpy.config import KnobReader
 from condorpy.machine.docker import DEFAULT_DOCKER, DockerCli, DockerFacts, client_env, probe_docker
 from condorpy.starter.container_run import remove_left_behind
@@ -27,6 +28,16 @@ RECHECK_KNOB = "CONDORPY_DOCKER_RECHECK_INTERVAL"
 # the attributes this module writes, removed before each new set
 ATTRS = ("HasDocker", "DockerVersion", "HasContainer", "HasDockerURL", "HasSingularity",
          "DockerCachedImageSizeMb", "DockerOfflineReason")
+
+
+def slot_attrs(facts: Mapping[str, object]) -> dict[str, object]:
+    """What this module put in the machine's facts, for the slot ads: those were built
+    before the runtime was probed, so the attributes reach them as the machine's
+    readings do (an attribute gone is Undefined)."""
+    out: dict[str, object] = {a: facts.get(a, Undefined) for a in ATTRS}
+    out.update({k: v for k, v in facts.items()
+                if k == "DockerNetworks" or k.startswith("HasDockerVolume")})
+    return out
 
 
 class DockerHealth:

@@ -27,10 +27,31 @@ from condorpy.starter.holds import OUT_OF_RESOURCES_MEMORY, HoldCode, JobHold
 from condorpy.starter.jobspec import JobSpec, SlotSpec
 from condorpy.starter.launcher import LaunchPlan
 from condorpy.starter.proctrack import JobProcesses, ProcessFamily
+from condorpy.starter import safefs
 from condorpy.starter.settings import StarterSettings
 from condorpy.starter.users import JobUser
 
 CONTAINER_ERROR = 1021          # HTCondor's ContainerError vacate code: requeue
+
+
+
+def _outputs_for(user: JobUser, *paths: str) -> None:
+    """The job's stdout and stderr made the job user's before the client, which stays
+    the starter's user, opens them: the shadow takes back only files of the scratch
+    directory's owner."""
+    if not user.switch:
+        return
+    for path in paths:
+        if path == os.devnull:
+            continue
+        try:
+            fd = safefs.open_regular(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError:
+            continue            # the launcher's open fails the same way, with its hold
+        try:
+            os.fchown(fd, user.uid, user.gid)
+        finally:
+            os.close(fd)
 
 
 class RuntimeFailed(Exception):
@@ -115,6 +136,7 @@ class ContainerRun:
                               HoldCode.INVALID_DOCKER_IMAGE, job=spec.job_id)
             raise RuntimeFailed(failure)
         self.name = name
+        _outputs_for(user, plan.stdout, plan.stderr)
         return dataclasses.replace(
             plan, executable=self.cli.path, argv=tuple(self.cli.start_argv(name)),
             env=client_env(), cwd=scratch, stdin=os.devnull,

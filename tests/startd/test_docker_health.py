@@ -95,3 +95,14 @@ def test_runtime_news_leaves_the_job_ad() -> None:
     assert said == ["down"] and kept == {"VacateReasonCode": 1021}
     assert runtime_news({"ExitCode": 0}, said.append) == {"ExitCode": 0}
     assert runtime_news(None, said.append) is None and said == ["down"]
+
+
+def test_slot_attrs_carry_what_the_probe_wrote_and_undefined_for_what_it_took_back() -> None:
+    from condorpy.classad import Undefined
+    from condorpy.startd.docker_health import slot_attrs
+    facts: dict[str, object] = {"Arch": "X86_64", "HasDocker": True, "DockerVersion": VERSION,
+                                "HasDockerVolumeSCRATCH": True}
+    got = slot_attrs(facts)
+    assert got["HasDocker"] is True and got["DockerVersion"] == VERSION
+    assert got["DockerOfflineReason"] is Undefined and got["HasDockerVolumeSCRATCH"] is True
+    assert "Arch" not in got

@@ -161,8 +161,10 @@ class ShadowSide:
             told()
             return
         job.ended = True
-        job.evicted = evicted
         job.final = dict(final or {})
+        # a starter that sent the job back itself (a container runtime failure, the
+        # node out of memory) names a VacateReason: an eviction, whose outputs stay
+        job.evicted = evicted or "VacateReason" in job.final
         job.on_told = told
         self.leases.job_ended(job)
         if job.exchange not in self.inbound and not self.table.awaits_shadow(job):
