@@ -9,12 +9,13 @@ changed knob while it runs, ``systemctl restart`` leaving it running and recordi
 its end once, ``condorpy restart`` keeping a job and the unit's MainPID (a reload to
 systemd, the watchdog still fed), ``kill -STOP`` on the daemon answered by the watchdog with another
 job surviving it, the journal's structured fields, and ``dpkg --purge`` leaving
-nothing behind. Then the package again, twice, each time with a job that ignores
-SIGTERM and writes files into its sandbox as fast as it can: ``dpkg --purge`` with it
-running (and a stray writer in the job's spool directory, the race seen in CI:
-``rm: cannot remove .../spool/jobs/12.0: Directory not empty``), and ``dpkg -r`` (the
-job ends, its queue and spool stay) followed by ``dpkg --purge``. Each test needs the
-ones before it; the module stops at the first failure.
+nothing behind while a job that ignores SIGTERM writes files into its sandbox as fast
+as it can (and a stray writer in the job's spool directory, the race seen in CI:
+``rm: cannot remove .../spool/jobs/12.0: Directory not empty``). Then the package
+again with such a job, and ``dpkg -r`` (the job ends, its queue and spool stay)
+followed by ``dpkg --purge``. Each test needs the ones before it; the module stops at
+the first failure. Inside the VM, dpkg's database is cut down to the package's
+dependencies first (tests/vm/dpkg_db.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
+from tests.vm.dpkg_db import trim as trim_dpkg_db
 
 pytestmark = pytest.mark.vm_systemd
 
@@ -175,6 +178,11 @@ def deb() -> Path:
         pytest.fail("CONDORPY_DEB names no package: build it on the host with "
                     "tests/vm/prepare-deb (tests/vm/run-suite does) and pass "
                     "--env CONDORPY_DEB=PATH to tests/vm/run")
+    if os.environ.get("CONDORPY_VM") == "systemd":
+        # The VM's overlay only: dpkg then reads the package's dependencies' file
+        # lists, not the whole host's (tests/vm/dpkg_db.py).
+        control = sh("dpkg-deb", "-f", value).stdout
+        print(f"dpkg database: {trim_dpkg_db(control)} packages kept")
     return Path(value)
 
 
@@ -384,45 +392,8 @@ def test_journal_has_structured_fields_for_job_start_and_exit(deb: Path) -> None
     assert adopted, "no job_adopted entry after the restarts"
 
 
-def test_purge_leaves_no_unit_state_or_process(deb: Path) -> None:
-    daemon = main_pid()
-    keepalive = [int(p) for p in (CGROOT / "system.slice" / SCOPE / "init.leaf" /
-                                  "cgroup.procs").read_text().split()]
-    # The administrator's own files go first; dpkg keeps what is not its own.
-    for path in (TEST_CONFIG, RELOAD_CONFIG, DROPIN):
-        path.unlink()
-    DROPIN.parent.rmdir()
-    sh("systemctl", "daemon-reload")
-    sh("dpkg", "--purge", "condorpy", timeout=300)
-    assert sh("dpkg-query", "-W", "condorpy", check=False).returncode != 0
-    for path in ("/lib/systemd/system/condorpy.service", "/etc/condorpy",
-                 "/var/lib/condorpy", "/var/log/condorpy", "/run/condorpy",
-                 "/usr/lib/python3/dist-packages/condorpy", "/usr/bin/condorpy",
-                 "/etc/systemd/system/multi-user.target.wants/condorpy.service"):
-        assert not os.path.lexists(path), f"{path} is left"
-    assert show("LoadState")["LoadState"] == "not-found"
-    listed = sh("systemctl", "list-units", "--all", "--plain", "--no-legend",
-                UNIT, SCOPE).stdout
-    assert listed.strip() == "", listed
-    for cg in (f"system.slice/{UNIT}", f"system.slice/{SCOPE}"):
-        assert not (CGROOT / cg).exists(), f"cgroup {cg} is left"
-    for pid in (daemon, *keepalive):
-        assert not alive(pid), f"process {pid} is left"
-    left = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            if b"condorpy.startd" in cmd or b"/usr/bin/condorpy" in cmd:
-                left.append(cmd.decode(errors="replace"))
-    assert left == [], left
-    shutil.rmtree(home(), ignore_errors=True)
-
-
-def install_again(deb: Path) -> None:
-    """The package once more, on a machine it was purged from, with a writer job."""
+def put_writer() -> None:
+    """The writer job's script in the user's home, made anew if need be."""
     h = home()
     h.mkdir(exist_ok=True)
     user = pwd.getpwnam(USER)
@@ -430,6 +401,11 @@ def install_again(deb: Path) -> None:
     writer = h / "writer.sh"
     writer.write_text(WRITER)
     writer.chmod(0o755)
+
+
+def install_again(deb: Path) -> None:
+    """The package once more, on a machine it was purged from, with a writer job."""
+    put_writer()
     sh("dpkg", "-i", str(deb), timeout=600)
     assert running_active(), journal_tail()
     sh("systemctl", "is-active", SCOPE)
@@ -481,9 +457,15 @@ def assert_no_unit_left(removed_only: bool = False) -> None:
         assert not (CGROOT / cg).exists(), f"cgroup {cg} is left"
 
 
-def test_purge_while_a_job_writes_ends_it_first(deb: Path) -> None:
-    install_again(deb)
+def test_purge_while_a_job_writes_ends_it_and_leaves_no_unit_state_or_process(
+        deb: Path) -> None:
+    # The installation the tests above used, its daemon restarted three ways, purged
+    # with a job writing into its sandbox: one dpkg -i and --purge fewer, emulated.
+    put_writer()
     cluster, sandbox, procs = start_writer("w")
+    daemon = main_pid()
+    keepalive = [int(p) for p in (CGROOT / "system.slice" / SCOPE / "init.leaf" /
+                                  "cgroup.procs").read_text().split()]
     # And a writer outside every cgroup of condorpy, in the job's spool directory: what
     # a job that outlived its starter would be, or one of a daemon without cgroups.
     spool = Path(f"/var/lib/condorpy/spool/jobs/{cluster}.0")
@@ -495,6 +477,11 @@ def test_purge_while_a_job_writes_ends_it_first(deb: Path) -> None:
     try:
         wait_for("the stray writer to write", lambda: len(list(spool.glob("d*/f*"))) > 100,
                  60)
+        # The administrator's own files go first; dpkg keeps what is not its own.
+        for path in (TEST_CONFIG, RELOAD_CONFIG, DROPIN):
+            path.unlink()
+        DROPIN.parent.rmdir()
+        sh("systemctl", "daemon-reload")
         t0 = time.monotonic()
         res = sh("dpkg", "--purge", "condorpy", timeout=600)
         print(f"dpkg --purge with a writer running: {time.monotonic() - t0:.1f} s\n"
@@ -505,12 +492,18 @@ def test_purge_while_a_job_writes_ends_it_first(deb: Path) -> None:
             stray.kill()
             stray.wait()
     assert sh("dpkg-query", "-W", "condorpy", check=False).returncode != 0
-    for path in ("/etc/condorpy", "/var/lib/condorpy", "/var/log/condorpy",
-                 "/run/condorpy"):
+    for path in ("/lib/systemd/system/condorpy.service", "/etc/condorpy",
+                 "/var/lib/condorpy", "/var/log/condorpy", "/run/condorpy",
+                 "/usr/lib/python3/dist-packages/condorpy", "/usr/bin/condorpy",
+                 "/etc/systemd/system/multi-user.target.wants/condorpy.service"):
         assert not os.path.lexists(path), f"{path} is left\n{res.stderr}"
+    assert show("LoadState")["LoadState"] == "not-found"
+    for pid in (daemon, *keepalive):
+        assert not alive(pid), f"process {pid} is left"
     assert [p for p in procs if alive(p)] == [], procs
     assert condorpy_processes() == []
     assert_no_unit_left()
+    shutil.rmtree(home(), ignore_errors=True)
 
 
 def test_remove_ends_jobs_and_keeps_their_state_until_purge(deb: Path) -> None:
