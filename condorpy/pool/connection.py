@@ -199,6 +199,29 @@ def _start_connect(where: Address, peer: str, untried: list[Address]) -> socket.
         where = untried.pop(0)
 
 
+
+def send_some(sock: socket.socket, out: bytearray, peer: str) -> None:
+    """Send what a non-blocking socket takes now of ``out`` and drop it from ``out``."""
+    try:
+        n = sock.send(out)
+    except BlockingIOError:
+        return
+    except OSError as exc:
+        raise PoolError(f"send failed: {exc.strerror or exc}", peer=peer) from None
+    del out[:n]
+
+
+def receive_some(sock: socket.socket, peer: str) -> bytes | None:
+    """What a non-blocking socket has now: None when nothing yet, b"" when the peer
+    closed the connection."""
+    try:
+        return sock.recv(65536)
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        raise PoolError(f"receive failed: {exc.strerror or exc}", peer=peer) from None
+
+
 class AsyncExchange:
     """A protocol generator run over a non-blocking socket by the daemon's event loop:
     the loop calls :meth:`handle` when the socket is ready (for :meth:`interest`) and
@@ -317,22 +340,9 @@ class AsyncExchange:
             self._advance(None)
             return
         if mask & selectors.EVENT_WRITE and self.out:
-            try:
-                n = self.sock.send(self.out)
-            except BlockingIOError:
-                n = 0
-            except OSError as exc:
-                raise PoolError(f"send failed: {exc.strerror or exc}",
-                                peer=self.peer) from None
-            del self.out[:n]
+            send_some(self.sock, self.out, self.peer)
         if mask & selectors.EVENT_READ:
-            try:
-                data = self.sock.recv(65536)
-            except BlockingIOError:
-                data = None
-            except OSError as exc:
-                raise PoolError(f"receive failed: {exc.strerror or exc}",
-                                peer=self.peer) from None
+            data = receive_some(self.sock, self.peer)
             if data == b"":
                 raise WireError(f"{self.label}: connection closed early", peer=self.peer)
             if data:

@@ -27,7 +27,7 @@ from condorpy.clock import Clock
 from condorpy.errors import CondorpyError, PoolError, WireError
 from condorpy.pool import ccb
 from condorpy.pool.ccb import CcbSettings, Registration, Request
-from condorpy.pool.connection import AsyncExchange, Channel
+from condorpy.pool.connection import AsyncExchange, Channel, receive_some, send_some
 from condorpy.pool.security import ClientPolicy, Op, Send
 from condorpy.pool.sinful import Address, parse_address
 from condorpy.startd.poolside.exchanges import EXCHANGE_TIMEOUT, unregister
@@ -272,13 +272,9 @@ class BrokerLink:
         if mask & selectors.EVENT_WRITE:
             self._flush()
         if mask & selectors.EVENT_READ:
-            try:
-                data = sock.recv(65536)
-            except BlockingIOError:
+            data = receive_some(sock, self.peer)
+            if data is None:
                 return
-            except OSError as exc:
-                raise PoolError(f"receive failed: {exc.strerror or exc}",
-                                peer=self.peer) from None
             if not data:
                 raise WireError("the broker closed the connection", peer=self.peer)
             channel.decoder.feed(data)
@@ -311,14 +307,7 @@ class BrokerLink:
         if self.sock is None:
             return
         if self.out:
-            try:
-                n = self.sock.send(self.out)
-            except BlockingIOError:
-                n = 0
-            except OSError as exc:
-                raise PoolError(f"send failed: {exc.strerror or exc}",
-                                peer=self.peer) from None
-            del self.out[:n]
+            send_some(self.sock, self.out, self.peer)
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.out else 0)
         self.sel.modify(self.sock, events, ("pool", self))
 
