@@ -23,29 +23,20 @@ from dataclasses import dataclass
 from condorpy.machine.docker import EXECUTE_LABEL, HTCONDOR_LABEL, JOB_LABEL, DockerSettings
 from condorpy.starter.devices import GpuNode, node_of
 from condorpy.starter.holds import HoldCode, JobHold
+from condorpy.starter.jobspec import ad_value
 from condorpy.starter.launcher import LaunchPlan
 from condorpy.starter.users import JobUser
 
 DOCKER_URL = "docker://"
 
 
-def _get(ad: Mapping[str, object], name: str) -> object:
-    if name in ad:
-        return ad[name]
-    low = name.lower()
-    for key, value in ad.items():
-        if key.lower() == low:
-            return value
-    return None
-
-
 def _text(ad: Mapping[str, object], name: str) -> str:
-    value = _get(ad, name)
+    value = ad_value(ad, name)
     return value.strip() if isinstance(value, str) else ""
 
 
 def _true(ad: Mapping[str, object], name: str) -> bool:
-    return _get(ad, name) is True
+    return ad_value(ad, name) is True
 
 
 def wants_container(ad: Mapping[str, object]) -> bool:
@@ -103,7 +94,7 @@ class ContainerJob:
         for service in re.split(r"[\s,]+", _text(ad, "ContainerServiceNames")):
             if not service:
                 continue
-            port = _get(ad, f"{service}_ContainerPort")
+            port = ad_value(ad, f"{service}_ContainerPort")
             if isinstance(port, bool) or not isinstance(port, int):
                 raise JobHold(f"container service {service} names no port "
                               f"({service}_ContainerPort)", HoldCode.INVALID_DOCKER_IMAGE,

@@ -16,7 +16,7 @@ from condorpy.starter.arguments import job_arguments, job_environment
 from condorpy.starter.holds import HoldCode, JobHold
 
 
-def _lookup(ad: Mapping[str, object], name: str) -> object:
+def ad_value(ad: Mapping[str, object], name: str) -> object:
     """ClassAd attribute names are case-insensitive."""
     if name in ad:
         return ad[name]
@@ -28,17 +28,17 @@ def _lookup(ad: Mapping[str, object], name: str) -> object:
 
 
 def _str(ad: Mapping[str, object], name: str) -> str | None:
-    value = _lookup(ad, name)
+    value = ad_value(ad, name)
     return value if isinstance(value, str) and value != "" else None
 
 
 def _raw_str(ad: Mapping[str, object], name: str) -> str | None:
-    value = _lookup(ad, name)
+    value = ad_value(ad, name)
     return value if isinstance(value, str) else None
 
 
 def _num(ad: Mapping[str, object], name: str) -> float | None:
-    value = _lookup(ad, name)
+    value = ad_value(ad, name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
@@ -122,8 +122,8 @@ class JobSpec:
         ident = JobIdentity.from_ad(ad)
         job_id = ident.job_id
         cmd = _str(ad, "Cmd")
-        if cmd is None and (_lookup(ad, "WantDocker") is True
-                            or _lookup(ad, "WantContainer") is True):
+        if cmd is None and (ad_value(ad, "WantDocker") is True
+                            or ad_value(ad, "WantContainer") is True):
             cmd = ""          # a container job may run its image's own entry point
         if cmd is None:
             raise JobHold("job ad has no Cmd: nothing to execute",
@@ -134,7 +134,7 @@ class JobSpec:
         except JobAdError as exc:
             raise JobHold(str(exc), HoldCode.FAILED_TO_CREATE_PROCESS,
                           attribute=exc.attribute, job=job_id) from None
-        kill_sig, kill_sig_note = kill_signal(_lookup(ad, "KillSig"))
+        kill_sig, kill_sig_note = kill_signal(ad_value(ad, "KillSig"))
         return cls(
             job_id=job_id, cmd=cmd, args=tuple(args), env=tuple(env.items()),
             iwd=ident.iwd, stdin=_str(ad, "In"), stdout=_str(ad, "Out"),
