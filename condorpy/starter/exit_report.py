@@ -23,6 +23,7 @@ from typing import Any
 
 from condorpy.errors import StarterError
 from condorpy.machine.volumes import VolumeRemovalFailed
+from condorpy.starter.ads import write_atomically
 
 REPORT_SUFFIX = ".exit"
 
@@ -134,17 +135,7 @@ def report_path(socket_path: str) -> str:
 
 
 def write_report(path: str, report: CleanupReport) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(report.to_json() + "\n")
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, report.to_json() + "\n")
 
 
 def take_report(path: str) -> CleanupReport | None:
