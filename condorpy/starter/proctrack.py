@@ -91,15 +91,21 @@ def process_table(proc_root: str) -> dict[int, ProcStat]:
     for name in names:
         if not name.isdigit():
             continue
-        raw = _read_stat(proc_root, name)
-        if raw is None:
-            continue
-        try:
-            st = parse_stat(raw.decode(errors="replace"))
-        except (ValueError, IndexError):
-            continue
-        table[st.pid] = st
+        st = _stat_of(proc_root, name)
+        if st is not None:
+            table[st.pid] = st
     return table
+
+
+def _stat_of(proc_root: str, pid: str) -> ProcStat | None:
+    """A process's parsed stat; None when it is gone or its line cannot be read."""
+    raw = _read_stat(proc_root, pid)
+    if raw is None:
+        return None
+    try:
+        return parse_stat(raw.decode(errors="replace"))
+    except (ValueError, IndexError):
+        return None
 
 
 def family_of(table: Mapping[int, ProcStat], *, session: int, known: Mapping[int, int],
@@ -371,14 +377,8 @@ class JobProcesses:
             return []
         out = []
         for pid in sorted(set(pids)):
-            raw = _read_stat(proc_root, str(pid))
-            if raw is None:
-                continue
-            try:
-                st = parse_stat(raw.decode(errors="replace"))
-            except (ValueError, IndexError):
-                continue
-            if not st.zombie:
+            st = _stat_of(proc_root, str(pid))
+            if st is not None and not st.zombie:
                 out.append(Leftover(pid, st.start_ticks, st.state))
         return out
 
