@@ -43,7 +43,7 @@ import os
 import re
 import ssl
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from condorpy.config import Config
@@ -134,31 +134,30 @@ def _paths(cfg: Config, name: str) -> tuple[str, ...]:
     return tuple(cfg.get_list(name)) if cfg.get(name) else ()
 
 
-def client_settings(cfg: Config) -> Settings:
-    certs = tuple(zip(_paths(cfg, "AUTH_SSL_CLIENT_CERTFILE"),
-                      _paths(cfg, "AUTH_SSL_CLIENT_KEYFILE")))
-    return Settings(cafile=_paths(cfg, "AUTH_SSL_CLIENT_CAFILE"),
-                    cadir=cfg.get("AUTH_SSL_CLIENT_CADIR") or "",
-                    certs=certs,
-                    use_default_cas=cfg.get_bool("AUTH_SSL_CLIENT_USE_DEFAULT_CAS", True),
+def _side_settings(cfg: Config, certfile: str, keyfile: str, cafile: str, cadir: str,
+                   default_cas: str) -> Settings:
+    """What the client's and the server's settings share, from that side's knobs."""
+    return Settings(certs=tuple(zip(_paths(cfg, certfile), _paths(cfg, keyfile))),
+                    cafile=_paths(cfg, cafile), cadir=cfg.get(cadir) or "",
+                    use_default_cas=cfg.get_bool(default_cas, True),
                     ciphers=cfg.get("AUTH_SSL_CIPHERLIST") or HTCONDOR_CIPHERS,
                     require_client_cert=cfg.get_bool("AUTH_SSL_REQUIRE_CLIENT_CERTIFICATE",
-                                                     False),
-                    skip_host_check=cfg.get_bool("SSL_SKIP_HOST_CHECK", False))
+                                                     False))
+
+
+def client_settings(cfg: Config) -> Settings:
+    return replace(_side_settings(cfg, "AUTH_SSL_CLIENT_CERTFILE", "AUTH_SSL_CLIENT_KEYFILE",
+                                  "AUTH_SSL_CLIENT_CAFILE", "AUTH_SSL_CLIENT_CADIR",
+                                  "AUTH_SSL_CLIENT_USE_DEFAULT_CAS"),
+                   skip_host_check=cfg.get_bool("SSL_SKIP_HOST_CHECK", False))
 
 
 def server_settings(cfg: Config) -> Settings:
-    certs = tuple(zip(_paths(cfg, "AUTH_SSL_SERVER_CERTFILE"),
-                      _paths(cfg, "AUTH_SSL_SERVER_KEYFILE")))
-    return Settings(cafile=_paths(cfg, "AUTH_SSL_SERVER_CAFILE"),
-                    cadir=cfg.get("AUTH_SSL_SERVER_CADIR") or "",
-                    certs=certs,
-                    use_default_cas=cfg.get_bool("AUTH_SSL_SERVER_USE_DEFAULT_CAS", True),
-                    ciphers=cfg.get("AUTH_SSL_CIPHERLIST") or HTCONDOR_CIPHERS,
-                    require_client_cert=cfg.get_bool("AUTH_SSL_REQUIRE_CLIENT_CERTIFICATE",
-                                                     False),
-                    require_client_mapping=cfg.get_bool("AUTH_SSL_REQUIRE_CLIENT_MAPPING",
-                                                        False))
+    return replace(_side_settings(cfg, "AUTH_SSL_SERVER_CERTFILE", "AUTH_SSL_SERVER_KEYFILE",
+                                  "AUTH_SSL_SERVER_CAFILE", "AUTH_SSL_SERVER_CADIR",
+                                  "AUTH_SSL_SERVER_USE_DEFAULT_CAS"),
+                   require_client_mapping=cfg.get_bool("AUTH_SSL_REQUIRE_CLIENT_MAPPING",
+                                                       False))
 
 
 def make_context(settings: Settings, server: bool) -> ssl.SSLContext:
