@@ -20,13 +20,11 @@ git revision (``git archive``), alternated with this tree's.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -34,21 +32,6 @@ from pathlib import Path
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = "condorpy-bench/busybox:1"
 DOCKER = "/usr/bin/docker"
-
-
-def busybox_tar() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for d in ("bin", "tmp", "proc", "sys", "dev", "etc"):
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
-            tar.addfile(info)
-        tar.add("/bin/busybox", "bin/busybox")
-        for tool in ("sh", "cat"):
-            info = tarfile.TarInfo(f"bin/{tool}")
-            info.type, info.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(info)
-    return buf.getvalue()
 
 
 def start_dockerd(root: Path) -> subprocess.Popen[bytes]:
@@ -132,6 +115,7 @@ def main() -> None:
     ap.add_argument("--compare", metavar="REV")
     args = ap.parse_args()
     sys.path.insert(0, REPO)          # this tree's condorpy, not an installed one
+    from tests.busybox_image import busybox_tar
     work = Path(tempfile.mkdtemp(prefix="container-bench-"))
     for sub in ("execute", "out"):
         (work / sub).mkdir()

@@ -12,11 +12,9 @@ as the docker client reads it; the image is a busybox root imported offline."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from condorpy.classad import ClassAd
+from tests.busybox_image import busybox_tar
 from tests.pool.jobs import history, queued
 from tests.pool.jobs import submit_inside as _submit
 from tests.pool.refpool import RefPool
@@ -86,22 +85,6 @@ def _need_docker() -> None:
         subprocess.run(argv, capture_output=True, timeout=900, check=False)
 
 
-def _busybox_tar() -> bytes:
-    """A root file system of busybox alone, as ``docker import`` takes it."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for d in ("bin", "tmp", "etc", "proc", "sys", "dev"):
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
-            tar.addfile(info)
-        tar.add("/bin/busybox", "bin/busybox")
-        for tool in ("sh", "cat", "echo", "sleep", "true", "["):
-            info = tarfile.TarInfo(f"bin/{tool}")
-            info.type, info.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(info)
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="module")
 def docker_host() -> Iterator[str]:
     """A scratch dockerd holding the busybox image; its DOCKER_HOST."""
@@ -126,7 +109,7 @@ def docker_host() -> Iterator[str]:
                 raise AssertionError("dockerd did not come up: "
                                      + (root / "dockerd.log").read_text()[-2000:])
             time.sleep(0.2)
-        imported = subprocess.run([DOCKER, "import", "-", IMAGE], input=_busybox_tar(),
+        imported = subprocess.run([DOCKER, "import", "-", IMAGE], input=busybox_tar(),
                                   env=env, capture_output=True, check=False)
         assert imported.returncode == 0, imported.stderr
         yield host

@@ -7,11 +7,9 @@ tests/machine/test_docker.py)."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from condorpy.starter.container_run import remove_left_behind
 from condorpy.starter.protocol import Command
 from condorpy.starter.sandbox import PREPARED_SCRATCH_ATTR
 from condorpy.starter.settings import MemoryPolicy
+from tests.busybox_image import busybox_tar
 
 from .helpers import Running, start
 from .test_vm_cgroup import BASE, MOUNT, settings, wait_file
@@ -32,22 +31,6 @@ pytestmark = pytest.mark.vm
 IMAGE = "condorpy-test/busybox:1"
 DOCKERD = "/usr/sbin/dockerd"
 DOCKER = "/usr/bin/docker"
-
-
-def _busybox_tar() -> bytes:
-    """A root file system of busybox alone, as ``docker import`` takes it."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for d in ("bin", "tmp", "etc", "proc", "sys", "dev"):
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
-            tar.addfile(info)
-        tar.add("/bin/busybox", "bin/busybox")
-        for tool in ("sh", "cat", "id", "echo", "sleep", "awk", "wc", "pwd", "ls", "true"):
-            info = tarfile.TarInfo(f"bin/{tool}")
-            info.type, info.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(info)
-    return buf.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +54,7 @@ def dockerd() -> Iterator[DockerCli]:
             raise AssertionError("dockerd did not come up: "
                                  + (root / "dockerd.log").read_text()[-2000:])
         time.sleep(0.2)
-    imported = subprocess.run([DOCKER, "import", "-", IMAGE], input=_busybox_tar(),
+    imported = subprocess.run([DOCKER, "import", "-", IMAGE], input=busybox_tar(),
                               capture_output=True, check=False)
     assert imported.returncode == 0, imported.stderr
     try:
